@@ -1,0 +1,81 @@
+/* finding.h - what a rule decided, as facts.
+ *
+ * A finding carries raw facts (rule, call arguments, the allocation as it was,
+ * the stream, thread and stack); prose is made at the edges by report/. The
+ * finding owns copies of everything it names, so it stays valid after the
+ * allocation or stream it describes is gone.
+ */
+#ifndef AC_FINDING_H
+#define AC_FINDING_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#include "model_types.h"
+
+struct ac_alloc;
+
+enum ac_severity { AC_SEV_ERROR, AC_SEV_WARNING, AC_SEV_NOTE };
+
+enum ac_rule_id {
+#define AC_RULE(Id, Name, Sev, Summary, Fix) AC_RULE_##Id,
+#include "rule_catalog.inc"
+#undef AC_RULE
+  AC_RULE_COUNT
+};
+
+struct ac_rule_info {
+  const char *id;
+  const char *name;
+  enum ac_severity severity;
+  const char *summary;
+  const char *fix;
+};
+
+const struct ac_rule_info *ac_rule_info(enum ac_rule_id rule);
+const char *ac_severity_name(enum ac_severity sev);
+/* Returns the rule with this id ("AC101"), or AC_RULE_COUNT if there is none. */
+enum ac_rule_id ac_rule_by_id(const char *id);
+
+/* The arguments of cuStreamAttachMemAsync as the program passed them. */
+struct ac_attach_args {
+  uintptr_t stream;
+  uintptr_t dptr;
+  size_t length;
+  unsigned flags;
+};
+
+/* The allocation as it was when the finding was made. */
+struct ac_alloc_snapshot {
+  bool present;
+  uintptr_t base;
+  size_t size;
+  enum ac_mem_kind kind;
+  enum ac_assoc assoc;
+  uint64_t assoc_stream_serial;
+  uintptr_t assoc_stream_handle;
+  char name[64]; /* __managed__ variable name, or "" */
+  const char *origin_api;
+  uint64_t origin_thread;
+  struct ac_stack origin_stack;
+};
+
+struct ac_finding {
+  enum ac_rule_id rule;
+  const char *api; /* exact entry point, e.g. "cuStreamAttachMemAsync_ptsz" */
+  struct ac_attach_args args;
+  enum ac_stream_kind stream_kind;
+  uint64_t stream_serial; /* 0 when the stream has no record */
+  enum ac_mem_kind mem_kind;
+  struct ac_alloc_snapshot alloc;
+  bool guarded;      /* the call was not forwarded to the driver */
+  int driver_result; /* what the program got back */
+  uint64_t thread;
+  struct ac_stack stack;
+};
+
+/* Copies what a finding needs to keep of an allocation (all zero for NULL). */
+void ac_alloc_snapshot_fill(struct ac_alloc_snapshot *snap, const struct ac_alloc *a);
+
+#endif

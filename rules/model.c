@@ -1,0 +1,23 @@
+/* model.c - creating and destroying the model. */
+#include <stdlib.h>
+
+#include "model_internal.h"
+
+struct ac_model *ac_model_create(void) {
+  struct ac_model *m = calloc(1, sizeof *m);
+  if (!m) return NULL;
+  m->next_alloc_serial = 1;
+  m->next_stream_serial = 1;
+  m->legacy_stream.serial = m->next_stream_serial++;
+  m->legacy_stream.kind = AC_STREAM_LEGACY;
+  m->legacy_stream.handle = 0x1; /* CU_STREAM_LEGACY */
+  m->legacy_stream.live = true;
+  return m;
+}
+
+void ac_model_destroy(struct ac_model *m) {
+  if (!m) return;
+  ac_model_free_allocs(m);
+  ac_model_free_streams(m);
+  free(m);
+}

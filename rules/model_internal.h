@@ -1,0 +1,55 @@
+/* model_internal.h - the layout of struct ac_model, shared by the model_*.c
+ * files only. Everything else goes through model.h. */
+#ifndef AC_MODEL_INTERNAL_H
+#define AC_MODEL_INTERNAL_H
+
+#include <uthash.h>
+
+#include "model.h"
+
+/* Allocations are found by address through 2 MiB granules: each granule lists
+ * the allocations that overlap it. Small managed allocations share granules
+ * (and pages), so a list is needed; large ones appear in every granule they
+ * cover. */
+#define AC_GRANULE_SHIFT 21
+
+struct granule {
+  uint64_t key; /* addr >> AC_GRANULE_SHIFT */
+  size_t count, capacity;
+  struct ac_alloc **allocs;
+  UT_hash_handle hh;
+};
+
+struct stream_slot {
+  uintptr_t handle;
+  struct ac_stream *stream; /* latest record for this handle */
+  UT_hash_handle hh;
+};
+
+struct thread_stream_slot {
+  uint64_t thread;
+  struct ac_stream *stream;
+  UT_hash_handle hh;
+};
+
+struct retired_stream {
+  struct ac_stream *stream;
+  struct retired_stream *next;
+};
+
+struct ac_model {
+  struct granule *granules;
+  size_t alloc_count;
+  uint64_t next_alloc_serial;
+
+  struct stream_slot *streams;
+  struct thread_stream_slot *per_thread_streams;
+  struct ac_stream legacy_stream;
+  struct retired_stream *retired; /* destroyed records, kept for findings */
+  uint64_t next_stream_serial;
+};
+
+void ac_model_free_allocs(struct ac_model *m);
+void ac_model_free_streams(struct ac_model *m);
+
+#endif

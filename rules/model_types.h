@@ -1,0 +1,49 @@
+/* model_types.h - the small value types shared by the model, the rules and the
+ * reports: kinds of memory, associations, kinds of stream reference, stacks.
+ */
+#ifndef AC_MODEL_TYPES_H
+#define AC_MODEL_TYPES_H
+
+#include <stdint.h>
+
+#define AC_STACK_MAX 32
+
+/* A raw call stack: return addresses, innermost first. Symbolised only when a
+ * finding is presented. */
+struct ac_stack {
+  int depth;
+  void *pc[AC_STACK_MAX];
+};
+
+enum ac_mem_kind {
+  AC_MEM_MANAGED,     /* cuMemAllocManaged */
+  AC_MEM_MANAGED_VAR, /* a __managed__ variable of a module or library */
+  AC_MEM_DEVICE,      /* cuMemAlloc and friends */
+  AC_MEM_PINNED,      /* page-locked host memory (cuMemHostAlloc, registered) */
+  AC_MEM_PAGEABLE,    /* ordinary host memory the driver does not know */
+  AC_MEM_NULL,        /* the NULL pointer */
+};
+
+/* The association of a managed allocation (the flags of cuStreamAttachMemAsync). */
+enum ac_assoc {
+  AC_ASSOC_GLOBAL = 1, /* CU_MEM_ATTACH_GLOBAL */
+  AC_ASSOC_HOST = 2,   /* CU_MEM_ATTACH_HOST */
+  AC_ASSOC_SINGLE = 4, /* CU_MEM_ATTACH_SINGLE */
+};
+
+/* What a stream argument refers to. */
+enum ac_stream_kind {
+  AC_STREAM_NULL_LEGACY,   /* handle 0 in a legacy-default-stream entry point */
+  AC_STREAM_LEGACY,        /* CU_STREAM_LEGACY */
+  AC_STREAM_PER_THREAD,    /* CU_STREAM_PER_THREAD, or 0 in a _ptsz entry point */
+  AC_STREAM_CREATED,       /* a live stream from cuStreamCreate* */
+  AC_STREAM_DESTROYED,     /* a handle whose stream has been destroyed */
+  AC_STREAM_NEVER_CREATED, /* a handle that was never a stream */
+  AC_STREAM_UNTRACKED,     /* a plausible handle the model did not see created */
+};
+
+const char *ac_mem_kind_name(enum ac_mem_kind kind);
+const char *ac_assoc_name(unsigned flags);
+const char *ac_stream_kind_name(enum ac_stream_kind kind);
+
+#endif

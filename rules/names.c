@@ -1,0 +1,63 @@
+/* names.c - printable names of the model's value types and of the rules. */
+#include <string.h>
+
+#include "finding.h"
+
+static const struct ac_rule_info rule_table[AC_RULE_COUNT] = {
+#define AC_RULE(Id, Name, Sev, Summary, Fix) {#Id, Name, Sev, Summary, Fix},
+#include "rule_catalog.inc"
+#undef AC_RULE
+};
+
+const struct ac_rule_info *ac_rule_info(enum ac_rule_id rule) {
+  return (unsigned)rule < AC_RULE_COUNT ? &rule_table[rule] : NULL;
+}
+
+enum ac_rule_id ac_rule_by_id(const char *id) {
+  for (int i = 0; i < AC_RULE_COUNT; i++)
+    if (strcmp(rule_table[i].id, id) == 0) return (enum ac_rule_id)i;
+  return AC_RULE_COUNT;
+}
+
+const char *ac_severity_name(enum ac_severity sev) {
+  switch (sev) {
+  case AC_SEV_ERROR: return "error";
+  case AC_SEV_WARNING: return "warning";
+  case AC_SEV_NOTE: return "note";
+  }
+  return "?";
+}
+
+const char *ac_mem_kind_name(enum ac_mem_kind kind) {
+  switch (kind) {
+  case AC_MEM_MANAGED: return "managed";
+  case AC_MEM_MANAGED_VAR: return "__managed__ variable";
+  case AC_MEM_DEVICE: return "device";
+  case AC_MEM_PINNED: return "pinned host";
+  case AC_MEM_PAGEABLE: return "pageable host";
+  case AC_MEM_NULL: return "NULL";
+  }
+  return "?";
+}
+
+const char *ac_assoc_name(unsigned flags) {
+  switch (flags) {
+  case AC_ASSOC_GLOBAL: return "CU_MEM_ATTACH_GLOBAL";
+  case AC_ASSOC_HOST: return "CU_MEM_ATTACH_HOST";
+  case AC_ASSOC_SINGLE: return "CU_MEM_ATTACH_SINGLE";
+  }
+  return "invalid";
+}
+
+const char *ac_stream_kind_name(enum ac_stream_kind kind) {
+  switch (kind) {
+  case AC_STREAM_NULL_LEGACY: return "NULL stream (legacy default stream)";
+  case AC_STREAM_LEGACY: return "CU_STREAM_LEGACY";
+  case AC_STREAM_PER_THREAD: return "per-thread default stream";
+  case AC_STREAM_CREATED: return "stream";
+  case AC_STREAM_DESTROYED: return "destroyed stream";
+  case AC_STREAM_NEVER_CREATED: return "handle that was never a stream";
+  case AC_STREAM_UNTRACKED: return "stream not seen being created";
+  }
+  return "?";
+}

@@ -1,0 +1,108 @@
+/* test_model.c - the allocation map and the stream registry. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "test.h"
+
+static struct ac_alloc proto(uintptr_t base, size_t size) {
+  struct ac_alloc a;
+  memset(&a, 0, sizeof a);
+  a.base = base;
+  a.size = size;
+  a.kind = AC_MEM_MANAGED;
+  a.assoc = AC_ASSOC_GLOBAL;
+  return a;
+}
+
+static void test_lookup_by_address(void) {
+  struct ac_model *m = ac_model_create();
+  struct ac_alloc p = proto(0x7f0000200000, 4 << 20); /* 4 MiB, two granules */
+  struct ac_alloc *big = ac_model_add_alloc(m, &p);
+  CHECK(big != NULL);
+  CHECK(ac_model_find_alloc(m, 0x7f0000200000) == big);
+  CHECK(ac_model_find_alloc(m, 0x7f0000200000 + (3 << 20)) == big);
+  CHECK(ac_model_find_alloc(m, 0x7f0000200000 + (4 << 20) - 1) == big);
+  CHECK(ac_model_find_alloc(m, 0x7f0000200000 + (4 << 20)) == NULL);
+  CHECK(ac_model_find_alloc(m, 0x7f00001fffff) == NULL);
+  CHECK(ac_model_find_alloc_at(m, 0x7f0000200000 + 100) == NULL);
+  CHECK(ac_model_find_alloc_at(m, 0x7f0000200000) == big);
+  ac_model_remove_alloc(m, big);
+  CHECK(ac_model_find_alloc(m, 0x7f0000200000) == NULL);
+  CHECK(ac_model_alloc_count(m) == 0);
+  ac_model_destroy(m);
+}
+
+/* Small managed allocations come back 512 bytes apart in one region. */
+static void test_small_allocations_share_a_granule(void) {
+  struct ac_model *m = ac_model_create();
+  struct ac_alloc *small[64];
+  for (int i = 0; i < 64; i++) {
+    struct ac_alloc p = proto(0x7f0000400000 + (uintptr_t)i * 512, 100);
+    small[i] = ac_model_add_alloc(m, &p);
+  }
+  for (int i = 0; i < 64; i++) {
+    CHECK(ac_model_find_alloc(m, 0x7f0000400000 + (uintptr_t)i * 512 + 99) == small[i]);
+    CHECK(ac_model_find_alloc(m, 0x7f0000400000 + (uintptr_t)i * 512 + 100) == NULL);
+  }
+  ac_model_remove_alloc(m, small[10]);
+  CHECK(ac_model_find_alloc(m, 0x7f0000400000 + 10 * 512) == NULL);
+  CHECK(ac_model_find_alloc(m, 0x7f0000400000 + 11 * 512) == small[11]);
+  CHECK(ac_model_alloc_count(m) == 63);
+  ac_model_destroy(m); /* frees the rest: ASan checks for leaks */
+}
+
+static void test_serials_are_unique(void) {
+  struct ac_model *m = ac_model_create();
+  struct ac_alloc p = proto(0x1000, 10);
+  struct ac_alloc *a = ac_model_add_alloc(m, &p);
+  uint64_t first = a->serial;
+  ac_model_remove_alloc(m, a);
+  a = ac_model_add_alloc(m, &p);
+  CHECK(a->serial != first);
+  ac_model_destroy(m);
+}
+
+static void test_stream_handles_are_reused(void) {
+  struct ac_model *m = ac_model_create();
+  struct ac_stream *s1 = ac_model_stream_created(m, 0x5000, 0, 0);
+  struct ac_stream_ref r = ac_model_resolve_stream(m, 0x5000, false, 1, true);
+  CHECK(r.kind == AC_STREAM_CREATED && r.stream == s1);
+  CHECK(ac_model_stream_destroyed(m, 0x5000) == s1);
+  r = ac_model_resolve_stream(m, 0x5000, false, 1, true);
+  CHECK(r.kind == AC_STREAM_DESTROYED);
+  CHECK(ac_model_stream_destroyed(m, 0x5000) == NULL); /* twice: nothing live */
+  struct ac_stream *s2 = ac_model_stream_created(m, 0x5000, 1, -1);
+  CHECK(s2 != s1 && s2->serial != s1->serial);
+  r = ac_model_resolve_stream(m, 0x5000, false, 1, true);
+  CHECK(r.kind == AC_STREAM_CREATED && r.stream == s2 && s2->flags == 1);
+  ac_model_destroy(m);
+}
+
+static void test_special_stream_handles(void) {
+  struct ac_model *m = ac_model_create();
+  struct ac_stream_ref r = ac_model_resolve_stream(m, 0, false, 7, false);
+  CHECK(r.kind == AC_STREAM_NULL_LEGACY && r.stream != NULL);
+  r = ac_model_resolve_stream(m, 0x1, false, 7, false);
+  CHECK(r.kind == AC_STREAM_LEGACY);
+  struct ac_stream_ref pt7 = ac_model_resolve_stream(m, 0, true, 7, false);
+  CHECK(pt7.kind == AC_STREAM_PER_THREAD && pt7.stream->owner_thread == 7);
+  struct ac_stream_ref pt7b = ac_model_resolve_stream(m, 0x2, false, 7, false);
+  CHECK(pt7b.stream == pt7.stream);
+  struct ac_stream_ref pt8 = ac_model_resolve_stream(m, 0x2, true, 8, false);
+  CHECK(pt8.stream != pt7.stream);
+  r = ac_model_resolve_stream(m, 0x1234, false, 7, false);
+  CHECK(r.kind == AC_STREAM_NEVER_CREATED && r.stream == NULL);
+  r = ac_model_resolve_stream(m, 0x1234, false, 7, true);
+  CHECK(r.kind == AC_STREAM_UNTRACKED);
+  ac_model_destroy(m);
+}
+
+int main(void) {
+  test_lookup_by_address();
+  test_small_allocations_share_a_granule();
+  test_serials_are_unique();
+  test_stream_handles_are_reused();
+  test_special_stream_handles();
+  return TEST_SUMMARY("test_model");
+}
