@@ -1,0 +1,50 @@
+/* fake.h - internals shared by the stand-in driver's files.
+ *
+ * The stand-in driver is CI's libcuda.so.1: it implements the subset of the
+ * driver API that the scenarios use, with the return codes measured on the
+ * real driver (GROUND-TRUTH.md), including the two calls that crash the real
+ * driver. Managed memory is ordinary mmap'd memory, kernels do not run, host
+ * functions do run (on a driver thread, in stream order).
+ */
+#ifndef FAKE_H
+#define FAKE_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FAKE_EXPORT __attribute__((visibility("default")))
+
+extern pthread_mutex_t fake_lock;
+extern bool fake_initialized;
+
+/* Dies with SIGSEGV inside the driver, as the real one does on some bad input. */
+_Noreturn void fake_crash_like_the_driver(void);
+
+int fake_device_attribute(CUdevice_attribute attr);
+
+/* ---- memory (fake_memory.c) ---- */
+enum fake_mem_kind { FAKE_MANAGED, FAKE_DEVICE, FAKE_PINNED };
+struct fake_alloc {
+  uintptr_t base;
+  size_t size;
+  enum fake_mem_kind kind;
+  unsigned assoc;
+  struct fake_alloc *next;
+};
+/* The allocation holding addr, or NULL. Caller holds fake_lock. */
+struct fake_alloc *fake_find_alloc(uintptr_t addr);
+CUresult fake_alloc_managed(CUdeviceptr *dptr, size_t bytes, unsigned assoc);
+
+/* ---- streams (fake_stream.c) ---- */
+struct fake_stream;
+/* Resolves a stream argument; crashes on a handle that is no live stream. */
+struct fake_stream *fake_stream_checked(CUstream h, bool per_thread_entry);
+bool fake_stream_is_null(CUstream h, bool per_thread_entry);
+/* Enqueues one operation that completes at once (a kernel, a copy). */
+CUresult fake_enqueue_work(CUstream h, bool per_thread_entry);
+
+#endif

@@ -1,0 +1,196 @@
+/* fake_core.c - initialisation, devices, contexts, error names. */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake.h"
+
+pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
+bool fake_initialized;
+
+struct fake_context {
+  int device;
+};
+static struct fake_context primary_context;
+static __thread CUcontext current_context;
+
+_Noreturn void fake_crash_like_the_driver(void) {
+  volatile int *volatile nowhere = NULL;
+  *nowhere = 1;
+  abort();
+}
+
+FAKE_EXPORT CUresult cuInit(unsigned int flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  fake_initialized = true;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDriverGetVersion(int *version) {
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  *version = 13000;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetCount(int *count) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!dev) return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *dev = 0;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  strncpy(name, "attachcheck stand-in driver", (size_t)len - 1);
+  name[len - 1] = 0;
+  return CUDA_SUCCESS;
+}
+
+/* The H100's values (GROUND-TRUTH.md), each overridable by FAKECUDA_<NAME>. */
+static int attribute_or_env(const char *env, int h100_value) {
+  const char *v = getenv(env);
+  return v && *v ? atoi(v) : h100_value;
+}
+
+int fake_device_attribute(CUdevice_attribute attr) {
+  switch (attr) {
+  case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
+    return attribute_or_env("FAKECUDA_CONCURRENT_MANAGED_ACCESS", 1);
+  case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
+    return attribute_or_env("FAKECUDA_PAGEABLE_MEMORY_ACCESS", 0);
+  case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: return 1;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: return 9;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: return 0;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: return 132;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE: return 32;
+  case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING: return 1;
+  default: return 0;
+  }
+}
+
+FAKE_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!pi) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *pi = fake_device_attribute(attrib);
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *pctx = (CUcontext)&primary_context;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+static CUresult create_context(CUcontext *pctx, CUdevice dev) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  struct fake_context *c = calloc(1, sizeof *c);
+  if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+  *pctx = (CUcontext)c;
+  current_context = *pctx;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
+  (void)flags;
+  return create_context(pctx, dev);
+}
+FAKE_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
+                                    CUdevice dev) {
+  (void)params;
+  (void)flags;
+  return create_context(pctx, dev);
+}
+
+FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+  if (current_context == ctx) current_context = NULL;
+  if (ctx != (CUcontext)&primary_context) free(ctx);
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  current_context = ctx;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetCurrent(CUcontext *pctx) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  *pctx = current_context;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *dev) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!dev) return CUDA_ERROR_INVALID_VALUE;
+  if (!current_context) return CUDA_ERROR_INVALID_CONTEXT;
+  *dev = 0;
+  return CUDA_SUCCESS;
+}
+
+struct error_name {
+  CUresult code;
+  const char *name, *text;
+};
+static const struct error_name error_names[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE", "the operation is not permitted"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNMATCHED, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+     "capture was not initiated in this stream"},
+};
+
+static const struct error_name *find_error(CUresult code) {
+  for (size_t i = 0; i < sizeof error_names / sizeof error_names[0]; i++)
+    if (error_names[i].code == code) return &error_names[i];
+  return NULL;
+}
+
+FAKE_EXPORT CUresult cuGetErrorName(CUresult error, const char **pStr) {
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  const struct error_name *e = find_error(error);
+  *pStr = e ? e->name : NULL;
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_EXPORT CUresult cuGetErrorString(CUresult error, const char **pStr) {
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  const struct error_name *e = find_error(error);
+  *pStr = e ? e->text : NULL;
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}

@@ -1,0 +1,261 @@
+/* fake_module.c - PTX modules, kernels and launches.
+ *
+ * cuModuleLoadData reads the PTX text far enough to know each .entry's
+ * parameter layout (so cuFuncGetParamInfo answers as the real driver does)
+ * and each module-scope .global variable (those with .attribute(.managed) are
+ * __managed__ variables and live in managed memory). Kernels never run.
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake.h"
+
+FAKE_EXPORT CUresult cuModuleUnload(CUmodule hmod);
+
+#define MAX_PARAMS 64
+#define MAX_NAME 128
+
+struct fake_function {
+  char name[MAX_NAME];
+  size_t count;
+  size_t offset[MAX_PARAMS], size[MAX_PARAMS];
+  struct fake_function *next;
+};
+
+struct fake_global {
+  char name[MAX_NAME];
+  CUdeviceptr address;
+  size_t size;
+  struct fake_global *next;
+};
+
+struct fake_module {
+  struct fake_function *functions;
+  struct fake_global *globals;
+};
+
+/* Size of a PTX scalar type such as ".u64" or ".f32"; 0 if it is none. */
+static size_t type_size(const char *t) {
+  if (t[0] != '.' || !strchr("usbf", t[1])) return 0;
+  if (strcmp(t + 2, "8") == 0) return 1;
+  if (strcmp(t + 2, "16") == 0) return 2;
+  if (strcmp(t + 2, "32") == 0) return 4;
+  if (strcmp(t + 2, "64") == 0) return 8;
+  return 0;
+}
+
+/* Splits s into whitespace/comma separated tokens (in place). */
+static int tokenize(char *s, char **tok, int max) {
+  int n = 0;
+  for (char *p = strtok(s, " \t\r\n,"); p && n < max; p = strtok(NULL, " \t\r\n,")) tok[n++] = p;
+  return n;
+}
+
+/* Size and alignment of one declaration: ".align 8 .b8 name[24]" or ".u64 name". */
+static bool declaration_layout(char **tok, int n, size_t *size, size_t *align, char *name) {
+  size_t elem = 0, count = 1;
+  *align = 0;
+  for (int i = 0; i < n; i++) {
+    if (strcmp(tok[i], ".align") == 0 && i + 1 < n) *align = strtoul(tok[++i], NULL, 10);
+    else if (type_size(tok[i])) elem = type_size(tok[i]);
+    else if (tok[i][0] != '.' && tok[i][0] != '=' && elem) {
+      char *bracket = strchr(tok[i], '[');
+      if (bracket) {
+        count = strtoul(bracket + 1, NULL, 10);
+        *bracket = 0;
+      }
+      snprintf(name, MAX_NAME, "%s", tok[i]);
+      *size = elem * (count ? count : 1);
+      if (!*align) *align = elem;
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool parse_entry(struct fake_module *m, char *decl) {
+  char *open = strchr(decl, '('), *close = strrchr(decl, ')');
+  char *tok[16];
+  struct fake_function *f = calloc(1, sizeof *f);
+  if (!f) return false;
+  char *name_end = open ? open : decl + strlen(decl);
+  *name_end = 0;
+  int n = tokenize(decl, tok, 16);
+  snprintf(f->name, sizeof f->name, "%s", n ? tok[n - 1] : "");
+  if (open && close) {
+    *close = 0;
+    size_t offset = 0;
+    for (char *param = strtok_r(open + 1, ",", &close); param && f->count < MAX_PARAMS;
+         param = strtok_r(NULL, ",", &close)) {
+      char copy[512], name[MAX_NAME];
+      size_t size, align;
+      snprintf(copy, sizeof copy, "%s", param);
+      n = tokenize(copy, tok, 16);
+      if (!declaration_layout(tok, n, &size, &align, name)) continue;
+      offset = (offset + align - 1) / align * align;
+      f->offset[f->count] = offset;
+      f->size[f->count++] = size;
+      offset += size;
+    }
+  }
+  f->next = m->functions;
+  m->functions = f;
+  return true;
+}
+
+static bool parse_global(struct fake_module *m, char *decl) {
+  bool managed = strstr(decl, ".managed") != NULL;
+  char *eq = strchr(decl, '=');
+  if (eq) *eq = 0;
+  char *tok[16], name[MAX_NAME];
+  size_t size, align;
+  int n = tokenize(decl, tok, 16);
+  if (!declaration_layout(tok, n, &size, &align, name)) return true;
+  struct fake_global *g = calloc(1, sizeof *g);
+  if (!g) return false;
+  snprintf(g->name, sizeof g->name, "%s", name);
+  g->size = size;
+  CUresult r;
+  if (managed) {
+    pthread_mutex_lock(&fake_lock);
+    r = fake_alloc_managed(&g->address, size, CU_MEM_ATTACH_GLOBAL);
+    pthread_mutex_unlock(&fake_lock);
+  } else {
+    r = cuMemAlloc_v2(&g->address, size);
+  }
+  if (r != CUDA_SUCCESS) {
+    free(g);
+    return false;
+  }
+  g->next = m->globals;
+  m->globals = g;
+  return true;
+}
+
+static bool is_directive(const char *decl, const char *word) {
+  const char *p = strstr(decl, word);
+  size_t len = strlen(word);
+  return p && (p == decl || isspace((unsigned char)p[-1])) &&
+         (isspace((unsigned char)p[len]) || p[len] == 0);
+}
+
+/* Walks the module-scope statements (ended by ';' or '{', outside braces). */
+static bool parse_ptx(struct fake_module *m, const char *ptx) {
+  size_t len = strlen(ptx);
+  char *decl = malloc(len + 1);
+  if (!decl) return false;
+  int depth = 0;
+  size_t n = 0;
+  bool ok = true;
+  for (const char *p = ptx; *p && ok; p++) {
+    if (p[0] == '/' && p[1] == '/') {
+      while (*p && *p != '\n') p++;
+      if (!*p) break;
+      continue;
+    }
+    if (*p == '}') depth--;
+    if (depth > 0) {
+      if (*p == '{') depth++;
+      continue;
+    }
+    if (*p == ';' || *p == '{') {
+      decl[n] = 0;
+      if (is_directive(decl, ".entry")) ok = parse_entry(m, decl);
+      else if (is_directive(decl, ".global")) ok = parse_global(m, decl);
+      n = 0;
+      if (*p == '{') depth++;
+      continue;
+    }
+    if (*p != '}') decl[n++] = *p;
+  }
+  free(decl);
+  return ok;
+}
+
+FAKE_EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+  if (!strstr(image, ".version") || !strstr(image, ".target")) return CUDA_ERROR_INVALID_IMAGE;
+  struct fake_module *m = calloc(1, sizeof *m);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!parse_ptx(m, image)) {
+    cuModuleUnload((CUmodule)m);
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  *module = (CUmodule)m;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
+  if (!hfunc || !hmod || !name) return CUDA_ERROR_INVALID_VALUE;
+  for (struct fake_function *f = ((struct fake_module *)hmod)->functions; f; f = f->next)
+    if (strcmp(f->name, name) == 0) {
+      *hfunc = (CUfunction)f;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+FAKE_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+                                          const char *name) {
+  if (!hmod || !name) return CUDA_ERROR_INVALID_VALUE;
+  for (struct fake_global *g = ((struct fake_module *)hmod)->globals; g; g = g->next)
+    if (strcmp(g->name, name) == 0) {
+      if (dptr) *dptr = g->address;
+      if (bytes) *bytes = g->size;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+FAKE_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
+  if (!hmod) return CUDA_ERROR_INVALID_HANDLE;
+  struct fake_module *m = (struct fake_module *)hmod;
+  while (m->functions) {
+    struct fake_function *f = m->functions;
+    m->functions = f->next;
+    free(f);
+  }
+  while (m->globals) {
+    struct fake_global *g = m->globals;
+    m->globals = g->next;
+    cuMemFree_v2(g->address);
+    free(g);
+  }
+  free(m);
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t *offset,
+                                        size_t *size) {
+  struct fake_function *f = (struct fake_function *)func;
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (index >= f->count) return CUDA_ERROR_INVALID_VALUE;
+  if (offset) *offset = f->offset[index];
+  if (size) *size = f->size[index];
+  return CUDA_SUCCESS;
+}
+
+static CUresult launch(CUfunction f, CUstream h, bool pt) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  return fake_enqueue_work(h, pt);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                    unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                    CUstream h, void **params, void **extra) {
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)params,
+      (void)extra;
+  return launch(f, h, false);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                         unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                         CUstream h, void **params, void **extra) {
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)params,
+      (void)extra;
+  return launch(f, h, true);
+}

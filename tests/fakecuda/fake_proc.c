@@ -1,0 +1,80 @@
+/* fake_proc.c - cuGetProcAddress and cuGetProcAddress_v2.
+ *
+ * Like the real driver: a name is mapped to its newest ABI the caller's
+ * cudaVersion allows ("cuStreamDestroy" at 4000 is cuStreamDestroy_v2,
+ * "cuGetProcAddress" at 12000 is cuGetProcAddress_v2), and the per-thread
+ * flag selects the _ptsz / _ptds export where one exists. Lookups go through
+ * this library's own symbol table.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fake.h"
+
+struct versioned_name {
+  const char *name;
+  int since; /* cudaVersion from which the suffixed ABI is returned */
+  const char *suffix;
+};
+
+static const struct versioned_name versioned[] = {
+    {"cuGetProcAddress", 12000, "_v2"},   {"cuStreamDestroy", 4000, "_v2"},
+    {"cuEventDestroy", 4000, "_v2"},      {"cuMemFree", 3020, "_v2"},
+    {"cuMemAlloc", 3020, "_v2"},          {"cuModuleGetGlobal", 3020, "_v2"},
+    {"cuCtxDestroy", 4000, "_v2"},        {"cuStreamBeginCapture", 10010, "_v2"},
+    {"cuDevicePrimaryCtxRelease", 11000, "_v2"}, {"cuCtxCreate", 3020, "_v2"},
+};
+
+static void *self_handle(void) {
+  static void *handle;
+  if (!handle) {
+    Dl_info info;
+    if (dladdr((void *)self_handle, &info)) handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  }
+  return handle;
+}
+
+static void *lookup(const char *name) {
+  void *h = self_handle();
+  return h ? dlsym(h, name) : NULL;
+}
+
+static CUresult resolve(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                        CUdriverProcAddressQueryResult *status) {
+  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+  *pfn = NULL;
+  char name[160];
+  snprintf(name, sizeof name, "%s", symbol);
+  for (size_t i = 0; i < sizeof versioned / sizeof versioned[0]; i++)
+    if (strcmp(symbol, versioned[i].name) == 0 && version >= versioned[i].since)
+      snprintf(name, sizeof name, "%s%s", symbol, versioned[i].suffix);
+  void *fn = NULL;
+  if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
+    char variant[192];
+    snprintf(variant, sizeof variant, "%s_ptsz", name);
+    fn = lookup(variant);
+    if (!fn) {
+      snprintf(variant, sizeof variant, "%s_ptds", name);
+      fn = lookup(variant);
+    }
+  }
+  if (!fn) fn = lookup(name);
+  if (!fn) return CUDA_ERROR_NOT_FOUND;
+  *pfn = fn;
+  if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                         cuuint64_t flags,
+                                         CUdriverProcAddressQueryResult *symbolStatus) {
+  return resolve(symbol, pfn, cudaVersion, flags, symbolStatus);
+}
+
+FAKE_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                      cuuint64_t flags) {
+  return resolve(symbol, pfn, cudaVersion, flags, NULL);
+}

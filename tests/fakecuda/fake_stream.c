@@ -1,0 +1,426 @@
+/* fake_stream.c - streams, events, host functions, graph capture and
+ * cuStreamAttachMemAsync.
+ *
+ * Work is a sequence number per stream. Kernels and copies complete the moment
+ * they are enqueued; host functions run on one driver thread, in order, and
+ * everything enqueued on a stream after a host function completes when it
+ * has run. Stream handles are recycled as the real driver's are.
+ */
+#include <stdlib.h>
+
+#include "fake.h"
+
+#define STREAM_MAGIC 0x57e4a11u
+
+struct fake_stream {
+  unsigned magic;
+  unsigned flags;
+  int priority;
+  bool live;
+  bool capturing, capture_invalidated;
+  uint64_t enqueued, completed;
+  unsigned pending_host_functions;
+  struct fake_stream *next; /* live list, or free list once destroyed */
+};
+
+struct fake_event {
+  unsigned magic;
+  struct fake_stream *stream;
+  uint64_t seq;
+};
+
+struct host_task {
+  struct fake_stream *stream;
+  uint64_t seq;
+  CUhostFn fn;
+  void *data;
+  struct host_task *next;
+};
+
+static struct fake_stream *live_streams, *free_streams;
+static struct fake_stream legacy_stream = {STREAM_MAGIC, 0, 0, true, false, false, 0, 0, 0, NULL};
+static __thread struct fake_stream per_thread_stream = {STREAM_MAGIC, 0, 0, true, false,
+                                                        false, 0, 0, 0, NULL};
+static pthread_cond_t progress = PTHREAD_COND_INITIALIZER;
+static struct host_task *tasks_head, *tasks_tail;
+static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
+
+bool fake_stream_is_null(CUstream h, bool per_thread_entry) { return h == NULL && !per_thread_entry; }
+
+/* Caller holds fake_lock. */
+static struct fake_stream *resolve(CUstream h, bool per_thread_entry) {
+  if (h == NULL) return per_thread_entry ? &per_thread_stream : &legacy_stream;
+  if (h == CU_STREAM_LEGACY) return &legacy_stream;
+  if (h == CU_STREAM_PER_THREAD) return &per_thread_stream;
+  for (struct fake_stream *s = live_streams; s; s = s->next)
+    if ((CUstream)s == h) return s;
+  return NULL;
+}
+
+struct fake_stream *fake_stream_checked(CUstream h, bool per_thread_entry) {
+  struct fake_stream *s = resolve(h, per_thread_entry);
+  if (!s) {
+    pthread_mutex_unlock(&fake_lock);
+    fake_crash_like_the_driver();
+  }
+  return s;
+}
+
+/* ---- work and completion ---- */
+
+static void *host_function_thread(void *unused) {
+  (void)unused;
+  pthread_mutex_lock(&fake_lock);
+  for (;;) {
+    while (!tasks_head) pthread_cond_wait(&progress, &fake_lock);
+    struct host_task *t = tasks_head;
+    tasks_head = t->next;
+    if (!tasks_head) tasks_tail = NULL;
+    pthread_mutex_unlock(&fake_lock);
+    t->fn(t->data);
+    pthread_mutex_lock(&fake_lock);
+    struct fake_stream *s = t->stream;
+    s->pending_host_functions--;
+    /* Work after this host function completes up to the next one still queued. */
+    uint64_t until = s->enqueued;
+    for (struct host_task *n = tasks_head; n; n = n->next)
+      if (n->stream == s) {
+        until = n->seq - 1;
+        break;
+      }
+    s->completed = until;
+    free(t);
+    pthread_cond_broadcast(&progress);
+  }
+  return NULL;
+}
+
+static void start_worker(void) {
+  pthread_t tid;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_create(&tid, &attr, host_function_thread, NULL);
+  pthread_attr_destroy(&attr);
+}
+
+/* Enqueues one operation; caller holds fake_lock. Returns its sequence number. */
+static uint64_t enqueue(struct fake_stream *s) {
+  s->enqueued++;
+  if (s->pending_host_functions == 0) s->completed = s->enqueued;
+  return s->enqueued;
+}
+
+CUresult fake_enqueue_work(CUstream h, bool per_thread_entry) {
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(h, per_thread_entry);
+  if (!s->capturing) enqueue(s);
+  pthread_mutex_unlock(&fake_lock);
+  return CUDA_SUCCESS;
+}
+
+static void wait_for(struct fake_stream *s, uint64_t seq) {
+  while (s->completed < seq) pthread_cond_wait(&progress, &fake_lock);
+}
+
+static CUresult enqueue_host_function(CUstream h, bool per_thread_entry, CUhostFn fn, void *data) {
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  struct host_task *t = calloc(1, sizeof *t);
+  if (!t) return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_once(&worker_once, start_worker);
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(h, per_thread_entry);
+  if (s->capturing) {
+    pthread_mutex_unlock(&fake_lock);
+    free(t);
+    return CUDA_SUCCESS;
+  }
+  s->pending_host_functions++;
+  t->stream = s;
+  t->seq = enqueue(s);
+  t->fn = fn;
+  t->data = data;
+  if (tasks_tail) tasks_tail->next = t;
+  else tasks_head = t;
+  tasks_tail = t;
+  pthread_cond_broadcast(&progress);
+  pthread_mutex_unlock(&fake_lock);
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream h, CUhostFn fn, void *data) {
+  return enqueue_host_function(h, false, fn, data);
+}
+FAKE_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream h, CUhostFn fn, void *data) {
+  return enqueue_host_function(h, true, fn, data);
+}
+
+struct callback_call {
+  CUstreamCallback cb;
+  CUstream stream;
+  void *data;
+};
+static void run_stream_callback(void *arg) {
+  struct callback_call *c = arg;
+  c->cb(c->stream, CUDA_SUCCESS, c->data);
+  free(c);
+}
+static CUresult add_callback(CUstream h, bool pt, CUstreamCallback cb, void *data, unsigned flags) {
+  if (!cb || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  struct callback_call *c = malloc(sizeof *c);
+  if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+  *c = (struct callback_call){cb, h, data};
+  CUresult r = enqueue_host_function(h, pt, run_stream_callback, c);
+  if (r != CUDA_SUCCESS) free(c);
+  return r;
+}
+FAKE_EXPORT CUresult cuStreamAddCallback(CUstream h, CUstreamCallback cb, void *d, unsigned f) {
+  return add_callback(h, false, cb, d, f);
+}
+FAKE_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void *d, unsigned f) {
+  return add_callback(h, true, cb, d, f);
+}
+
+/* ---- streams ---- */
+
+static CUresult create_stream(CUstream *ph, unsigned flags, int priority) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = free_streams;
+  if (s) free_streams = s->next;
+  else s = malloc(sizeof *s);
+  if (!s) {
+    pthread_mutex_unlock(&fake_lock);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *s = (struct fake_stream){STREAM_MAGIC, flags, priority, true, false, false, 0, 0, 0, live_streams};
+  live_streams = s;
+  pthread_mutex_unlock(&fake_lock);
+  *ph = (CUstream)s;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags) {
+  return create_stream(ph, flags, 0);
+}
+FAKE_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority) {
+  return create_stream(ph, flags, priority);
+}
+
+FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (h == NULL || h == CU_STREAM_LEGACY || h == CU_STREAM_PER_THREAD)
+    return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(h, false);
+  struct fake_stream **link = &live_streams;
+  while (*link != s) link = &(*link)->next;
+  *link = s->next;
+  s->live = false;
+  /* Recycle the handle once nothing queued refers to it. */
+  if (s->pending_host_functions == 0) {
+    s->next = free_streams;
+    free_streams = s;
+  }
+  pthread_mutex_unlock(&fake_lock);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamDestroy(CUstream h) { return cuStreamDestroy_v2(h); }
+
+static CUresult stream_synchronize(CUstream h, bool pt) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(h, pt);
+  wait_for(s, s->enqueued);
+  pthread_mutex_unlock(&fake_lock);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream h) { return stream_synchronize(h, false); }
+FAKE_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h) { return stream_synchronize(h, true); }
+
+static CUresult stream_query(CUstream h, bool pt) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(h, pt);
+  CUresult r = s->completed == s->enqueued ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  pthread_mutex_unlock(&fake_lock);
+  return r;
+}
+FAKE_EXPORT CUresult cuStreamQuery(CUstream h) { return stream_query(h, false); }
+FAKE_EXPORT CUresult cuStreamQuery_ptsz(CUstream h) { return stream_query(h, true); }
+
+FAKE_EXPORT CUresult cuCtxSynchronize(void) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&fake_lock);
+  while (tasks_head) pthread_cond_wait(&progress, &fake_lock);
+  for (struct fake_stream *s = live_streams; s; s = s->next) wait_for(s, s->enqueued);
+  pthread_mutex_unlock(&fake_lock);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  (void)ctx;
+  return cuCtxSynchronize();
+}
+
+/* ---- events ---- */
+
+FAKE_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
+  (void)flags;
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ph) return CUDA_ERROR_INVALID_VALUE;
+  struct fake_event *e = calloc(1, sizeof *e);
+  if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+  e->magic = STREAM_MAGIC;
+  *ph = (CUevent)e;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent h) {
+  if (!h) return CUDA_ERROR_INVALID_HANDLE;
+  free(h);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventDestroy(CUevent h) { return cuEventDestroy_v2(h); }
+
+static CUresult event_record(CUevent h, CUstream sh, bool pt) {
+  struct fake_event *e = (struct fake_event *)h;
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(sh, pt);
+  e->stream = s;
+  e->seq = s->enqueued;
+  pthread_mutex_unlock(&fake_lock);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, false); }
+FAKE_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return event_record(e, s, true); }
+FAKE_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned f) {
+  (void)f;
+  return event_record(e, s, false);
+}
+FAKE_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned f) {
+  (void)f;
+  return event_record(e, s, true);
+}
+
+FAKE_EXPORT CUresult cuEventSynchronize(CUevent h) {
+  struct fake_event *e = (struct fake_event *)h;
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&fake_lock);
+  if (e->stream) wait_for(e->stream, e->seq);
+  pthread_mutex_unlock(&fake_lock);
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuEventQuery(CUevent h) {
+  struct fake_event *e = (struct fake_event *)h;
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  pthread_mutex_lock(&fake_lock);
+  CUresult r = !e->stream || e->stream->completed >= e->seq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  pthread_mutex_unlock(&fake_lock);
+  return r;
+}
+
+static CUresult stream_wait_event(CUstream sh, CUevent h, unsigned flags, bool pt) {
+  if (!h) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
+  return fake_enqueue_work(sh, pt);
+}
+FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) {
+  return stream_wait_event(s, e, f, false);
+}
+FAKE_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned f) {
+  return stream_wait_event(s, e, f, true);
+}
+
+/* ---- graph capture ---- */
+
+static CUresult begin_capture(CUstream h, bool pt) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(h, pt);
+  CUresult r = CUDA_SUCCESS;
+  if (s == &legacy_stream) r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  else if (s->capturing) r = CUDA_ERROR_ILLEGAL_STATE;
+  else s->capturing = true, s->capture_invalidated = false;
+  pthread_mutex_unlock(&fake_lock);
+  return r;
+}
+FAKE_EXPORT CUresult cuStreamBeginCapture_v2(CUstream h, CUstreamCaptureMode mode) {
+  (void)mode;
+  return begin_capture(h, false);
+}
+FAKE_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream h, CUstreamCaptureMode mode) {
+  (void)mode;
+  return begin_capture(h, true);
+}
+FAKE_EXPORT CUresult cuStreamBeginCapture(CUstream h) { return begin_capture(h, false); }
+FAKE_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream h) { return begin_capture(h, true); }
+
+static CUresult end_capture(CUstream h, CUgraph *graph, bool pt) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!graph) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(h, pt);
+  CUresult r = CUDA_SUCCESS;
+  *graph = NULL;
+  if (!s->capturing) r = CUDA_ERROR_ILLEGAL_STATE;
+  else if (s->capture_invalidated) r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  else *graph = (CUgraph)calloc(1, 64);
+  s->capturing = false;
+  pthread_mutex_unlock(&fake_lock);
+  return r;
+}
+FAKE_EXPORT CUresult cuStreamEndCapture(CUstream h, CUgraph *g) { return end_capture(h, g, false); }
+FAKE_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream h, CUgraph *g) {
+  return end_capture(h, g, true);
+}
+
+FAKE_EXPORT CUresult cuGraphDestroy(CUgraph g) {
+  free(g);
+  return CUDA_SUCCESS;
+}
+
+/* ---- attach ---- */
+
+static bool memory_accepts_attach(CUdeviceptr dptr, size_t length) {
+  struct fake_alloc *a = fake_find_alloc(dptr);
+  if (dptr == 0) return false;
+  if (a && a->kind == FAKE_MANAGED) return dptr == a->base && (length == 0 || length == a->size);
+  if (a) return false; /* device or pinned */
+  return fake_device_attribute(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) && length != 0;
+}
+
+/* The checks in the order that reproduces GROUND-TRUTH.md row by row. */
+static CUresult attach(CUstream h, CUdeviceptr dptr, size_t length, unsigned flags, bool pt) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (flags == 0) fake_crash_like_the_driver();
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(h, pt);
+  CUresult r = CUDA_SUCCESS;
+  if (s->capturing) {
+    s->capture_invalidated = true;
+    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  } else if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST &&
+             flags != CU_MEM_ATTACH_SINGLE) {
+    r = CUDA_ERROR_INVALID_VALUE;
+  } else if (flags == CU_MEM_ATTACH_SINGLE && fake_stream_is_null(h, pt)) {
+    r = CUDA_ERROR_INVALID_VALUE;
+  } else if (!memory_accepts_attach(dptr, length)) {
+    r = CUDA_ERROR_INVALID_VALUE;
+  } else {
+    struct fake_alloc *a = fake_find_alloc(dptr);
+    if (a) a->assoc = flags;
+    enqueue(s);
+  }
+  pthread_mutex_unlock(&fake_lock);
+  return r;
+}
+
+FAKE_EXPORT CUresult cuStreamAttachMemAsync(CUstream h, CUdeviceptr p, size_t n, unsigned f) {
+  return attach(h, p, n, f, false);
+}
+FAKE_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream h, CUdeviceptr p, size_t n, unsigned f) {
+  return attach(h, p, n, f, true);
+}
