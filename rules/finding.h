@@ -71,6 +71,7 @@ struct ac_finding {
   struct ac_alloc_snapshot alloc;
   bool guarded;      /* the call was not forwarded to the driver */
   int driver_result; /* what the program got back */
+  char driver_result_name[48];
   uint64_t thread;
   struct ac_stack stack;
 };

@@ -74,11 +74,10 @@ struct ac_stream *ac_model_stream_created(struct ac_model *m, uintptr_t handle, 
 struct ac_stream *ac_model_stream_destroyed(struct ac_model *m, uintptr_t handle);
 /* What a stream argument refers to. per_thread_entry is true for _ptsz/_ptds
  * entry points and pointers obtained with the per-thread flag, where handle 0
- * means the calling thread's default stream. handle_is_mapped says whether the
- * handle points at mapped memory (the shim checks), which separates a handle
- * that cannot be a stream from one made where the model could not see it. */
+ * means the calling thread's default stream. A handle the model never saw is
+ * AC_STREAM_UNTRACKED; the shim, which can look at the address space, makes
+ * it AC_STREAM_NEVER_CREATED when the handle cannot be a stream at all. */
 struct ac_stream_ref ac_model_resolve_stream(struct ac_model *m, uintptr_t handle,
-                                             bool per_thread_entry, uint64_t thread,
-                                             bool handle_is_mapped);
+                                             bool per_thread_entry, uint64_t thread);
 
 #endif

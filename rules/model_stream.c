@@ -86,9 +86,8 @@ static struct ac_stream *per_thread_stream(struct ac_model *m, uint64_t thread) 
 }
 
 struct ac_stream_ref ac_model_resolve_stream(struct ac_model *m, uintptr_t handle,
-                                             bool per_thread_entry, uint64_t thread,
-                                             bool handle_is_mapped) {
-  struct ac_stream_ref ref = {AC_STREAM_NEVER_CREATED, NULL};
+                                             bool per_thread_entry, uint64_t thread) {
+  struct ac_stream_ref ref = {AC_STREAM_UNTRACKED, NULL};
   if (handle == 0 && !per_thread_entry) {
     ref.kind = AC_STREAM_NULL_LEGACY;
     ref.stream = &m->legacy_stream;
@@ -104,8 +103,6 @@ struct ac_stream_ref ac_model_resolve_stream(struct ac_model *m, uintptr_t handl
     if (slot) {
       ref.kind = slot->stream->live ? AC_STREAM_CREATED : AC_STREAM_DESTROYED;
       ref.stream = slot->stream;
-    } else {
-      ref.kind = handle_is_mapped ? AC_STREAM_UNTRACKED : AC_STREAM_NEVER_CREATED;
     }
   }
   return ref;

@@ -66,35 +66,33 @@ static void test_serials_are_unique(void) {
 static void test_stream_handles_are_reused(void) {
   struct ac_model *m = ac_model_create();
   struct ac_stream *s1 = ac_model_stream_created(m, 0x5000, 0, 0);
-  struct ac_stream_ref r = ac_model_resolve_stream(m, 0x5000, false, 1, true);
+  struct ac_stream_ref r = ac_model_resolve_stream(m, 0x5000, false, 1);
   CHECK(r.kind == AC_STREAM_CREATED && r.stream == s1);
   CHECK(ac_model_stream_destroyed(m, 0x5000) == s1);
-  r = ac_model_resolve_stream(m, 0x5000, false, 1, true);
+  r = ac_model_resolve_stream(m, 0x5000, false, 1);
   CHECK(r.kind == AC_STREAM_DESTROYED);
   CHECK(ac_model_stream_destroyed(m, 0x5000) == NULL); /* twice: nothing live */
   struct ac_stream *s2 = ac_model_stream_created(m, 0x5000, 1, -1);
   CHECK(s2 != s1 && s2->serial != s1->serial);
-  r = ac_model_resolve_stream(m, 0x5000, false, 1, true);
+  r = ac_model_resolve_stream(m, 0x5000, false, 1);
   CHECK(r.kind == AC_STREAM_CREATED && r.stream == s2 && s2->flags == 1);
   ac_model_destroy(m);
 }
 
 static void test_special_stream_handles(void) {
   struct ac_model *m = ac_model_create();
-  struct ac_stream_ref r = ac_model_resolve_stream(m, 0, false, 7, false);
+  struct ac_stream_ref r = ac_model_resolve_stream(m, 0, false, 7);
   CHECK(r.kind == AC_STREAM_NULL_LEGACY && r.stream != NULL);
-  r = ac_model_resolve_stream(m, 0x1, false, 7, false);
+  r = ac_model_resolve_stream(m, 0x1, false, 7);
   CHECK(r.kind == AC_STREAM_LEGACY);
-  struct ac_stream_ref pt7 = ac_model_resolve_stream(m, 0, true, 7, false);
+  struct ac_stream_ref pt7 = ac_model_resolve_stream(m, 0, true, 7);
   CHECK(pt7.kind == AC_STREAM_PER_THREAD && pt7.stream->owner_thread == 7);
-  struct ac_stream_ref pt7b = ac_model_resolve_stream(m, 0x2, false, 7, false);
+  struct ac_stream_ref pt7b = ac_model_resolve_stream(m, 0x2, false, 7);
   CHECK(pt7b.stream == pt7.stream);
-  struct ac_stream_ref pt8 = ac_model_resolve_stream(m, 0x2, true, 8, false);
+  struct ac_stream_ref pt8 = ac_model_resolve_stream(m, 0x2, true, 8);
   CHECK(pt8.stream != pt7.stream);
-  r = ac_model_resolve_stream(m, 0x1234, false, 7, false);
-  CHECK(r.kind == AC_STREAM_NEVER_CREATED && r.stream == NULL);
-  r = ac_model_resolve_stream(m, 0x1234, false, 7, true);
-  CHECK(r.kind == AC_STREAM_UNTRACKED);
+  r = ac_model_resolve_stream(m, 0x1234, false, 7);
+  CHECK(r.kind == AC_STREAM_UNTRACKED && r.stream == NULL);
   ac_model_destroy(m);
 }
 

@@ -1,0 +1,69 @@
+/* json_finding.c - a finding as a JSON object; the schema is
+ * docs/report-schema.md. Stacks keep raw addresses with (module, offset), so
+ * a report can be symbolised again elsewhere. */
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "report.h"
+
+static json_t *hex(uintptr_t v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "0x%" PRIxPTR, v);
+  return json_string(buf);
+}
+
+json_t *ac_json_stack(const struct ac_stack *s) {
+  json_t *frames = json_array();
+  for (int i = 0; i < s->depth; i++) {
+    struct ac_frame fr;
+    ac_symbolize(s->pc[i], &fr);
+    json_t *o = json_pack("{s:o, s:s, s:o}", "pc", hex((uintptr_t)s->pc[i]), "module", fr.module,
+                          "offset", hex(fr.offset));
+    if (fr.function) {
+      json_object_set_new(o, "function", json_string(fr.function));
+      json_object_set_new(o, "function_offset", hex(fr.function_offset));
+    }
+    json_array_append_new(frames, o);
+  }
+  return frames;
+}
+
+static json_t *stream_handle(uintptr_t h) {
+  if (h == 0) return json_string("NULL");
+  if (h == 1) return json_string("CU_STREAM_LEGACY");
+  if (h == 2) return json_string("CU_STREAM_PER_THREAD");
+  return hex(h);
+}
+
+static json_t *allocation(const struct ac_alloc_snapshot *a) {
+  if (!a->present) return json_null();
+  json_t *o = json_pack("{s:o, s:I, s:s, s:s}", "base", hex(a->base), "size", (json_int_t)a->size,
+                        "kind", ac_mem_kind_name(a->kind), "association", ac_assoc_name(a->assoc));
+  if (a->assoc == AC_ASSOC_SINGLE)
+    json_object_set_new(o, "attached_stream", json_integer((json_int_t)a->assoc_stream_serial));
+  if (a->name[0]) json_object_set_new(o, "name", json_string(a->name));
+  if (a->origin_api)
+    json_object_set_new(o, "origin",
+                        json_pack("{s:s, s:I, s:o}", "api", a->origin_api, "thread",
+                                  (json_int_t)a->origin_thread, "stack",
+                                  ac_json_stack(&a->origin_stack)));
+  return o;
+}
+
+json_t *ac_json_finding(const struct ac_finding *f, const char *key) {
+  const struct ac_rule_info *r = ac_rule_info(f->rule);
+  json_t *call = json_pack("{s:o, s:o, s:I, s:I}", "stream", stream_handle(f->args.stream), "dptr",
+                           hex(f->args.dptr), "length", (json_int_t)f->args.length, "flags",
+                           (json_int_t)f->args.flags);
+  json_t *stream = json_pack("{s:s}", "kind", ac_stream_kind_name(f->stream_kind));
+  if (f->stream_serial)
+    json_object_set_new(stream, "serial", json_integer((json_int_t)f->stream_serial));
+  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:{s:i, s:s, s:b}, s:I,"
+                   " s:o, s:s}",
+                   "rule", r->id, "name", r->name, "severity", ac_severity_name(r->severity),
+                   "message", r->summary, "fix", r->fix, "api", f->api, "call", call, "stream",
+                   stream, "memory_kind", ac_mem_kind_name(f->mem_kind), "allocation",
+                   allocation(&f->alloc), "driver", "result", f->driver_result, "name",
+                   f->driver_result_name, "guarded", f->guarded, "thread", (json_int_t)f->thread,
+                   "stack", ac_json_stack(&f->stack), "key", key);
+}

@@ -1,0 +1,63 @@
+/* jsonl.c - the per-process record stream.
+ *
+ * Every record is one line written with one write(2) on an O_APPEND file, so
+ * records from several threads or processes never interleave, and each is on
+ * disk (in the page cache) before the call that made it returns: a crash right
+ * after a finding still leaves the finding.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+
+bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len) {
+  int n;
+  if (o->session_dir && *o->session_dir) n = snprintf(buf, len, "%s/%d.jsonl", o->session_dir, pid);
+  else if (o->json && *o->json) n = snprintf(buf, len, "%s.%d.jsonl", o->json, pid);
+  else return false;
+  return n > 0 && (size_t)n < len;
+}
+
+bool ac_jsonl_append(const char *path, json_t *record) {
+  char *line = json_dumps(record, JSON_COMPACT);
+  if (!line) return false;
+  size_t n = strlen(line);
+  line[n] = '\n'; /* json_dumps leaves room for its terminator; reuse it */
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  bool ok = false;
+  if (fd >= 0) {
+    ok = write(fd, line, n + 1) == (ssize_t)(n + 1);
+    close(fd);
+  }
+  free(line);
+  return ok;
+}
+
+static json_t *read_argv(void) {
+  json_t *argv = json_array();
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return argv;
+  char buf[8192];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
+    buf[n] = 0;
+    json_array_append_new(argv, json_string(buf + i));
+  }
+  return argv;
+}
+
+json_t *ac_jsonl_process_record(const struct ac_options *o) {
+  json_t *options = json_object();
+  for (size_t i = 0; i < ac_option_count; i++) {
+    char value[512];
+    if (ac_option_table[i].scope != AC_SCOPE_SHIM) continue;
+    ac_option_format(o, i, value, sizeof value);
+    json_object_set_new(options, ac_option_table[i].name, json_string(value));
+  }
+  return json_pack("{s:s, s:i, s:i, s:o, s:{s:s, s:s}, s:o}", "type", "process", "pid",
+                   (int)getpid(), "ppid", (int)getppid(), "argv", read_argv(), "tool", "name",
+                   AC_TOOL_NAME, "version", AC_TOOL_VERSION, "options", options);
+}

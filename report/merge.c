@@ -1,0 +1,142 @@
+/* merge.c - the final JSON report, built from record streams.
+ *
+ * The same code serves the shim at exit (one stream) and the CLI after the
+ * program ends (one stream per process, also when a process crashed). A line
+ * that is not a complete record - a process killed mid-write - is counted in
+ * summary.dropped_records and skipped; every complete record is kept.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "report.h"
+
+struct merge {
+  json_t *processes; /* pid (as text) -> process object */
+  json_t *findings;  /* key -> finding object */
+  json_t *order;     /* keys in first-seen order */
+  struct ac_summary *sum;
+};
+
+static json_t *process_of(struct merge *m, json_int_t pid) {
+  char key[24];
+  snprintf(key, sizeof key, "%lld", (long long)pid);
+  json_t *p = json_object_get(m->processes, key);
+  if (!p) {
+    p = json_pack("{s:I, s:b, s:b}", "pid", pid, "cuda_initialized", 0, "exited", 0);
+    json_object_set_new(m->processes, key, p);
+  }
+  return p;
+}
+
+static void take_record(struct merge *m, json_t *r) {
+  const char *type = json_string_value(json_object_get(r, "type"));
+  json_int_t pid = json_integer_value(json_object_get(r, "pid"));
+  if (!type) {
+    m->sum->dropped_lines++;
+    return;
+  }
+  json_t *proc = process_of(m, pid);
+  if (strcmp(type, "process") == 0) {
+    json_object_update_missing(proc, r);
+    json_object_del(proc, "type");
+  } else if (strcmp(type, "cuda_init") == 0) {
+    json_object_set_new(proc, "cuda_initialized", json_true());
+  } else if (strcmp(type, "exit") == 0) {
+    json_object_set_new(proc, "exited", json_true());
+  } else if (strcmp(type, "finding") == 0 || strcmp(type, "repeat") == 0) {
+    const char *key = json_string_value(json_object_get(r, "key"));
+    if (!key) return;
+    json_t *f = json_object_get(m->findings, key);
+    if (f) {
+      json_int_t count = json_integer_value(json_object_get(f, "count"));
+      json_object_set_new(f, "count", json_integer(count + 1));
+    } else if (strcmp(type, "finding") == 0) {
+      f = json_deep_copy(r);
+      json_object_del(f, "type");
+      json_object_set_new(f, "count", json_integer(1));
+      json_object_set_new(m->findings, key, f);
+      json_array_append_new(m->order, json_string(key));
+    }
+  }
+}
+
+static void read_stream(struct merge *m, const char *path) {
+  FILE *in = fopen(path, "re");
+  if (!in) return;
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  while ((n = getline(&line, &cap, in)) > 0) {
+    json_error_t error;
+    json_t *r = line[n - 1] == '\n' ? json_loads(line, 0, &error) : NULL;
+    if (json_is_object(r)) take_record(m, r);
+    else m->sum->dropped_lines++;
+    json_decref(r);
+  }
+  free(line);
+  fclose(in);
+}
+
+static void count(struct merge *m, json_t *findings) {
+  size_t i;
+  json_t *f;
+  json_array_foreach(findings, i, f) {
+    const char *sev = json_string_value(json_object_get(f, "severity"));
+    if (!sev) continue;
+    if (strcmp(sev, "error") == 0) m->sum->errors++;
+    else if (strcmp(sev, "warning") == 0) m->sum->warnings++;
+    else m->sum->notes++;
+  }
+  const char *pid;
+  json_t *p;
+  json_object_foreach(m->processes, pid, p) {
+    m->sum->processes++;
+    if (json_is_true(json_object_get(p, "cuda_initialized"))) m->sum->cuda_processes++;
+  }
+}
+
+json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum) {
+  struct merge m = {json_object(), json_object(), json_array(), sum};
+  memset(sum, 0, sizeof *sum);
+  for (int i = 0; i < n; i++) read_stream(&m, paths[i]);
+  json_t *findings = json_array(), *processes = json_array();
+  size_t i;
+  json_t *key;
+  json_array_foreach(m.order, i, key)
+    json_array_append(findings, json_object_get(m.findings, json_string_value(key)));
+  const char *pid;
+  json_t *p;
+  json_object_foreach(m.processes, pid, p) json_array_append(processes, p);
+  count(&m, findings);
+  json_t *first = json_array_size(processes) ? json_array_get(processes, 0) : json_null();
+  json_t *report = json_pack(
+      "{s:i, s:{s:s, s:s}, s:O, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i}, s:o}", "schema_version",
+      AC_SCHEMA_VERSION, "tool", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION, "process",
+      first, "processes", processes, "summary", "errors", sum->errors, "warnings", sum->warnings,
+      "notes", sum->notes, "processes", sum->processes, "cuda_processes", sum->cuda_processes,
+      "dropped_records", sum->dropped_lines, "findings", findings);
+  json_decref(m.processes);
+  json_decref(m.findings);
+  json_decref(m.order);
+  return report;
+}
+
+bool ac_write_json_file(json_t *report, const char *path, char *err, size_t errlen) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+  if (json_dump_file(report, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno : EIO));
+    unlink(tmp);
+    return false;
+  }
+  if (rename(tmp, path) != 0) {
+    snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    unlink(tmp);
+    return false;
+  }
+  return true;
+}

@@ -1,0 +1,142 @@
+/* options.c - parsing and printing the options of options.inc. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "options.h"
+
+const struct ac_option_info ac_option_table[] = {
+#define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
+  {#Name, AC_SCOPE_##Scope, Default, Metavar, Desc},
+#include "options.inc"
+#undef AC_OPTION
+};
+const size_t ac_option_count = sizeof ac_option_table / sizeof ac_option_table[0];
+
+void ac_option_spell(size_t index, char *cli, char *env, size_t len) {
+  const char *name = ac_option_table[index].name;
+  snprintf(env, len, "ATTACHCHECK_");
+  size_t i = 0, e = strlen(env);
+  for (; name[i] && i + 1 < len && e + 1 < len; i++, e++) {
+    cli[i] = name[i] == '_' ? '-' : name[i];
+    env[e] = (char)toupper((unsigned char)name[i]);
+  }
+  cli[i] = 0;
+  env[e] = 0;
+}
+
+static bool parse_bool(const char *v, bool *out) {
+  static const char *yes[] = {"on", "yes", "1", "true"}, *no[] = {"off", "no", "0", "false"};
+  for (int i = 0; i < 4; i++) {
+    if (strcasecmp(v, yes[i]) == 0) return *out = true, true;
+    if (strcasecmp(v, no[i]) == 0) return *out = false, true;
+  }
+  return false;
+}
+
+static bool parse_int(const char *v, long *out) {
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (errno || end == v || *end || n < 0 || n > 255) return false;
+  *out = n;
+  return true;
+}
+
+static bool parse_path(const char *v, const char **out) {
+  *out = v;
+  return true;
+}
+
+#define PARSE_BOOL parse_bool
+#define PARSE_INT parse_int
+#define PARSE_PATH parse_path
+#define EXPECT_BOOL "on or off"
+#define EXPECT_INT "a number from 0 to 255"
+#define EXPECT_PATH "a path"
+
+static bool set_index(struct ac_options *o, size_t index, const char *value, char *err,
+                      size_t errlen) {
+  size_t i = 0;
+#define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
+  if (i++ == index) {                                                                              \
+    if (PARSE_##Type(value, &o->Name)) return true;                                                \
+    snprintf(err, errlen, "invalid value '%s' for %s: expected %s", value, #Name, EXPECT_##Type);  \
+    return false;                                                                                  \
+  }
+#include "options.inc"
+#undef AC_OPTION
+  snprintf(err, errlen, "no option number %zu", index);
+  return false;
+}
+
+void ac_options_defaults(struct ac_options *o) {
+  char err[128];
+  memset(o, 0, sizeof *o);
+  for (size_t i = 0; i < ac_option_count; i++)
+    set_index(o, i, ac_option_table[i].default_value, err, sizeof err);
+}
+
+static long find_option(const char *name) {
+  for (size_t i = 0; i < ac_option_count; i++) {
+    const char *a = ac_option_table[i].name, *b = name;
+    while (*a && (*a == *b || (*a == '_' && *b == '-'))) a++, b++;
+    if (!*a && !*b) return (long)i;
+  }
+  return -1;
+}
+
+bool ac_option_set(struct ac_options *o, const char *name, const char *value, char *err,
+                   size_t errlen) {
+  long i = find_option(name);
+  if (i < 0) {
+    snprintf(err, errlen, "unknown option '%s'", name);
+    return false;
+  }
+  return set_index(o, (size_t)i, value, err, errlen);
+}
+
+void ac_options_from_env(struct ac_options *o, void (*warn)(const char *line)) {
+  for (size_t i = 0; i < ac_option_count; i++) {
+    char cli[64], env[96], err[256], line[400];
+    if (ac_option_table[i].scope != AC_SCOPE_SHIM) continue;
+    ac_option_spell(i, cli, env, sizeof cli);
+    const char *v = getenv(env);
+    if (!v || set_index(o, i, v, err, sizeof err)) continue;
+    snprintf(line, sizeof line, "%s: %s; using the default '%s'", env, err,
+             ac_option_table[i].default_value);
+    warn(line);
+    set_index(o, i, ac_option_table[i].default_value, err, sizeof err);
+  }
+}
+
+void ac_option_format(const struct ac_options *o, size_t index, char *buf, size_t len) {
+  size_t i = 0;
+#define FORMAT_BOOL(v) snprintf(buf, len, "%s", (v) ? "on" : "off")
+#define FORMAT_INT(v) snprintf(buf, len, "%ld", (v))
+#define FORMAT_PATH(v) snprintf(buf, len, "%s", (v) ? (v) : "")
+#define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
+  if (i++ == index) {                                                                              \
+    FORMAT_##Type(o->Name);                                                                        \
+    return;                                                                                        \
+  }
+#include "options.inc"
+#undef AC_OPTION
+  if (len) buf[0] = 0;
+}
+
+void ac_options_print_help(FILE *out) {
+  for (size_t i = 0; i < ac_option_count; i++) {
+    const struct ac_option_info *opt = &ac_option_table[i];
+    char cli[64], env[96];
+    if (strcmp(opt->name, "session_dir") == 0) continue; /* internal */
+    ac_option_spell(i, cli, env, sizeof cli);
+    fprintf(out, "  --%s %s\n", cli, opt->metavar);
+    fprintf(out, "      %s\n", opt->description);
+    fprintf(out, "      default: %s%s%s\n", *opt->default_value ? opt->default_value : "(none)",
+            opt->scope == AC_SCOPE_SHIM ? "; environment: " : "",
+            opt->scope == AC_SCOPE_SHIM ? env : "");
+  }
+}

@@ -1,0 +1,44 @@
+/* options.h - the options of the shim and the CLI (declared in options.inc). */
+#ifndef AC_OPTIONS_H
+#define AC_OPTIONS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define AC_OPT_TYPE_BOOL bool
+#define AC_OPT_TYPE_INT long
+#define AC_OPT_TYPE_PATH const char *
+
+struct ac_options {
+#define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc) AC_OPT_TYPE_##Type Name;
+#include "options.inc"
+#undef AC_OPTION
+};
+
+enum ac_option_scope { AC_SCOPE_SHIM, AC_SCOPE_CLI };
+
+struct ac_option_info {
+  const char *name; /* "error_exitcode" */
+  enum ac_option_scope scope;
+  const char *default_value, *metavar, *description;
+};
+
+extern const struct ac_option_info ac_option_table[];
+extern const size_t ac_option_count;
+
+void ac_options_defaults(struct ac_options *o);
+/* Sets one option by name (underscores or dashes); on a bad name or value,
+ * writes a one-line reason to err and returns false. */
+bool ac_option_set(struct ac_options *o, const char *name, const char *value, char *err,
+                   size_t errlen);
+/* Reads every shim option from ATTACHCHECK_*; a malformed value is reported
+ * through warn (one line each) and the default is kept. */
+void ac_options_from_env(struct ac_options *o, void (*warn)(const char *line));
+/* The option's current value as text, for passing on and for reports. */
+void ac_option_format(const struct ac_options *o, size_t index, char *buf, size_t len);
+void ac_options_print_help(FILE *out);
+/* The option's spellings: "error-exitcode" and "ATTACHCHECK_ERROR_EXITCODE". */
+void ac_option_spell(size_t index, char *cli, char *env, size_t len);
+
+#endif

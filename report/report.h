@@ -1,0 +1,77 @@
+/* report.h - where findings go: stderr text now, a JSON Lines stream flushed
+ * record by record (so a crash loses nothing), and the final JSON report
+ * built from those streams at exit or by the CLI.
+ *
+ *   sink.c        de-duplication, locking, dispatch to the outputs below
+ *   text.c        the human-readable block on stderr
+ *   json_finding.c  a finding as a JSON object (the schema of docs/report-schema.md)
+ *   jsonl.c       the per-process record stream
+ *   merge.c       the final JSON report from one or more streams
+ *   symbolize.c   (module, offset, function) of a return address
+ */
+#ifndef AC_REPORT_H
+#define AC_REPORT_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "finding.h"
+#include "options.h"
+
+#define AC_TOOL_NAME "attachcheck"
+#define AC_TOOL_VERSION "0.1.0"
+#define AC_SCHEMA_VERSION 1
+
+/* ---- sink.c (used by the shim) ---- */
+/* Announces this process in the session (records it as loaded). Light enough
+ * for a constructor: one small write. */
+void ac_report_announce(const struct ac_options *o);
+void ac_report_finding(const struct ac_finding *f);
+void ac_report_cuda_init(int result);
+/* At exit: the exit record, and the final JSON when the shim runs without the
+ * CLI and a JSON report was asked for. */
+void ac_report_finish(void);
+/* Fork: hold the sink across fork(); in the child, a stream and an
+ * announcement of its own. */
+void ac_report_fork_prepare(void);
+void ac_report_fork_parent(void);
+void ac_report_fork_child(void);
+
+/* ---- text.c ---- */
+void ac_text_write_finding(FILE *out, const struct ac_finding *f);
+
+/* ---- json_finding.c ---- */
+json_t *ac_json_finding(const struct ac_finding *f, const char *key);
+json_t *ac_json_stack(const struct ac_stack *s);
+
+/* ---- symbolize.c ---- */
+struct ac_frame {
+  const void *pc;
+  const char *module; /* path, "" if unknown */
+  unsigned long offset; /* pc - module base */
+  const char *function; /* NULL if unknown */
+  unsigned long function_offset;
+};
+void ac_symbolize(const void *pc, struct ac_frame *out);
+
+/* ---- jsonl.c ---- */
+/* Path of this process's stream: <session_dir>/<pid>.jsonl, or <json>.<pid>.jsonl. */
+bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len);
+/* Appends one record (one line, one write) to the stream at path. */
+bool ac_jsonl_append(const char *path, json_t *record);
+json_t *ac_jsonl_process_record(const struct ac_options *o);
+
+/* ---- merge.c ---- */
+struct ac_summary {
+  int errors, warnings, notes; /* distinct findings by severity */
+  int processes;               /* processes that loaded the shim */
+  int cuda_processes;          /* processes that initialised CUDA */
+  int dropped_lines;           /* unreadable (truncated) records */
+};
+/* Reads the streams and builds the final report; *summary gets the counts. */
+json_t *ac_merge_streams(const char *const *paths, int count, struct ac_summary *summary);
+/* Writes a report to path (atomically: a temporary file, then rename). */
+bool ac_write_json_file(json_t *report, const char *path, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,141 @@
+/* sink.c - where the shim's findings go.
+ *
+ * A finding is identified by its rule and its call stack: the first time, it
+ * is printed on stderr and streamed in full; after that only a "repeat"
+ * record is streamed, so the final report can count occurrences without
+ * repeating the stack. One lock serialises the outputs; it is never held
+ * while the program's driver call runs.
+ */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+#include <unistd.h>
+
+#include "report.h"
+
+struct seen {
+  uint64_t key;
+  UT_hash_handle hh;
+};
+
+static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct ac_options *opts;
+static struct seen *seen;
+static char stream_path[4096];
+static bool have_stream;
+static int stream_pid;
+
+static uint64_t finding_key(const struct ac_finding *f) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  const unsigned char *p = (const unsigned char *)&f->rule;
+  for (size_t i = 0; i < sizeof f->rule; i++) h = (h ^ p[i]) * 1099511628211ull;
+  p = (const unsigned char *)f->stack.pc;
+  for (size_t i = 0; i < (size_t)f->stack.depth * sizeof f->stack.pc[0]; i++)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+static void open_stream(void) {
+  stream_pid = (int)getpid();
+  have_stream = ac_jsonl_path(opts, stream_pid, stream_path, sizeof stream_path);
+}
+
+static void append(json_t *record) {
+  if (!record) return;
+  if (have_stream && !ac_jsonl_append(stream_path, record)) {
+    fprintf(stderr, "==attachcheck== cannot write %s; findings go to stderr only\n", stream_path);
+    have_stream = false;
+  }
+  json_decref(record);
+}
+
+void ac_report_announce(const struct ac_options *o) {
+  pthread_mutex_lock(&sink_lock);
+  opts = o;
+  open_stream();
+  if (have_stream) append(ac_jsonl_process_record(o));
+  pthread_mutex_unlock(&sink_lock);
+}
+
+void ac_report_fork_prepare(void) { pthread_mutex_lock(&sink_lock); }
+void ac_report_fork_parent(void) { pthread_mutex_unlock(&sink_lock); }
+
+void ac_report_fork_child(void) {
+  pthread_mutex_unlock(&sink_lock);
+  struct seen *s, *tmp;
+  HASH_ITER(hh, seen, s, tmp) {
+    HASH_DEL(seen, s);
+    free(s);
+  }
+  if (opts) ac_report_announce(opts);
+}
+
+void ac_report_cuda_init(int result) {
+  pthread_mutex_lock(&sink_lock);
+  append(json_pack("{s:s, s:i, s:i}", "type", "cuda_init", "pid", (int)getpid(), "result", result));
+  pthread_mutex_unlock(&sink_lock);
+}
+
+void ac_report_finding(const struct ac_finding *f) {
+  uint64_t key = finding_key(f);
+  char keytext[24];
+  snprintf(keytext, sizeof keytext, "%016" PRIx64, key);
+  pthread_mutex_lock(&sink_lock);
+  struct seen *s;
+  HASH_FIND(hh, seen, &key, sizeof key, s);
+  if (s) {
+    append(json_pack("{s:s, s:i, s:s}", "type", "repeat", "pid", (int)getpid(), "key", keytext));
+    pthread_mutex_unlock(&sink_lock);
+    return;
+  }
+  s = malloc(sizeof *s);
+  if (s) {
+    s->key = key;
+    HASH_ADD(hh, seen, key, sizeof s->key, s);
+  }
+  json_t *record = ac_json_finding(f, keytext);
+  if (record) {
+    json_object_set_new(record, "type", json_string("finding"));
+    json_object_set_new(record, "pid", json_integer(getpid()));
+  }
+  append(record);
+  if (!opts || opts->print_stderr) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    if (mem) {
+      ac_text_write_finding(mem, f);
+      fclose(mem);
+      if (write(STDERR_FILENO, text, len) < 0) { /* nothing else to tell */
+      }
+      free(text);
+    }
+  }
+  pthread_mutex_unlock(&sink_lock);
+}
+
+void ac_report_finish(void) {
+  pthread_mutex_lock(&sink_lock);
+  if (!opts || !have_stream) {
+    pthread_mutex_unlock(&sink_lock);
+    return;
+  }
+  append(json_pack("{s:s, s:i}", "type", "exit", "pid", (int)getpid()));
+  bool standalone = !(opts->session_dir && *opts->session_dir) && opts->json && *opts->json;
+  if (standalone) {
+    const char *paths[1] = {stream_path};
+    struct ac_summary sum;
+    char err[512];
+    json_t *report = ac_merge_streams(paths, 1, &sum);
+    if (report && ac_write_json_file(report, opts->json, err, sizeof err))
+      unlink(stream_path); /* everything it held is in the report now */
+    else
+      fprintf(stderr, "==attachcheck== cannot write the JSON report: %s (the records are in %s)\n",
+              report ? err : "out of memory", stream_path);
+    json_decref(report);
+  }
+  pthread_mutex_unlock(&sink_lock);
+}

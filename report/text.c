@@ -1,0 +1,99 @@
+/* text.c - a finding as a readable block, in the manner of the sanitizers:
+ * what is wrong, the call, the driver's answer, the memory and where it was
+ * made, the stack of the call, and the fix. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "report.h"
+
+#define P "==attachcheck== "
+
+static void write_stack(FILE *out, const struct ac_stack *s) {
+  for (int i = 0; i < s->depth; i++) {
+    struct ac_frame fr;
+    ac_symbolize(s->pc[i], &fr);
+    const char *mod = strrchr(fr.module, '/');
+    mod = mod ? mod + 1 : fr.module;
+    if (fr.function)
+      fprintf(out, P "    #%d %p in %s+0x%lx (%s+0x%lx)\n", i, s->pc[i], fr.function,
+              fr.function_offset, mod, fr.offset);
+    else
+      fprintf(out, P "    #%d %p (%s+0x%lx)\n", i, s->pc[i], *mod ? mod : "?", fr.offset);
+  }
+  if (s->depth == 0) fprintf(out, P "    (no stack)\n");
+}
+
+static void write_stream_arg(FILE *out, const struct ac_finding *f) {
+  uintptr_t h = f->args.stream;
+  if (h == 0) fprintf(out, "0 /* NULL */");
+  else if (h == 1) fprintf(out, "CU_STREAM_LEGACY");
+  else if (h == 2) fprintf(out, "CU_STREAM_PER_THREAD");
+  else fprintf(out, "0x%" PRIxPTR, h);
+}
+
+static void write_flags_arg(FILE *out, unsigned flags) {
+  const char *name = ac_assoc_name(flags);
+  if (strcmp(name, "invalid") == 0) fprintf(out, "%u /* not a valid flag */", flags);
+  else fprintf(out, "%s", name);
+}
+
+static void write_call(FILE *out, const struct ac_finding *f) {
+  fprintf(out, P "  call:   %s(hStream=", f->api);
+  write_stream_arg(out, f);
+  fprintf(out, ", dptr=0x%" PRIxPTR ", length=%zu, flags=", f->args.dptr, f->args.length);
+  write_flags_arg(out, f->args.flags);
+  fprintf(out, ")\n");
+  fprintf(out, P "          on thread %" PRIu64 "; the stream is a %s", f->thread,
+          ac_stream_kind_name(f->stream_kind));
+  if (f->stream_serial) fprintf(out, " (#%" PRIu64 ")", f->stream_serial);
+  fprintf(out, "\n");
+}
+
+static void write_driver(FILE *out, const struct ac_finding *f) {
+  if (f->guarded)
+    fprintf(out,
+            P "  driver: not called: the real driver crashes the process on this call; the guard "
+              "returned %s instead (--guard=off forwards it)\n",
+            f->driver_result_name);
+  else if (f->driver_result == 0)
+    fprintf(out, P "  driver: returned %s: the driver accepted the call silently\n",
+            f->driver_result_name);
+  else
+    fprintf(out, P "  driver: returned %s\n", f->driver_result_name);
+}
+
+static void write_memory(FILE *out, const struct ac_finding *f) {
+  const struct ac_alloc_snapshot *a = &f->alloc;
+  if (!a->present) {
+    fprintf(out, P "  memory: 0x%" PRIxPTR " is %s memory\n", f->args.dptr,
+            ac_mem_kind_name(f->mem_kind));
+    return;
+  }
+  fprintf(out, P "  memory: 0x%" PRIxPTR " is at offset %" PRIuPTR " of a %s allocation ",
+          f->args.dptr, f->args.dptr - a->base, ac_mem_kind_name(a->kind));
+  if (a->name[0]) fprintf(out, "'%s' ", a->name);
+  fprintf(out, "[0x%" PRIxPTR ", 0x%" PRIxPTR ") of %zu bytes, attached %s", a->base,
+          a->base + a->size, a->size, ac_assoc_name(a->assoc));
+  if (a->assoc == AC_ASSOC_SINGLE) fprintf(out, " to stream #%" PRIu64, a->assoc_stream_serial);
+  fprintf(out, "\n");
+  if (a->origin_api) {
+    fprintf(out, P "          made by %s on thread %" PRIu64 " at:\n", a->origin_api,
+            a->origin_thread);
+    write_stack(out, &a->origin_stack);
+  } else {
+    fprintf(out, P "          made where attachcheck could not see it\n");
+  }
+}
+
+void ac_text_write_finding(FILE *out, const struct ac_finding *f) {
+  const struct ac_rule_info *r = ac_rule_info(f->rule);
+  fprintf(out, P "%s %s [%s]\n", r->id, r->name, ac_severity_name(r->severity));
+  fprintf(out, P "  %s.\n", r->summary);
+  write_call(out, f);
+  write_driver(out, f);
+  write_memory(out, f);
+  fprintf(out, P "  called at:\n");
+  write_stack(out, &f->stack);
+  fprintf(out, P "  fix: %s.\n", r->fix);
+  fprintf(out, P "\n");
+}

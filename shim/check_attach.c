@@ -1,0 +1,96 @@
+/* check_attach.c - one cuStreamAttachMemAsync call, start to end.
+ *
+ *   1. classify the pointer (may ask the driver; no lock held)
+ *   2. under the model lock: resolve the stream, judge AC101-AC107, ask the guard
+ *   3. forward the call - unless the guard refuses it because the real driver
+ *      would crash the process - with no lock held
+ *   4. on success, record the new association
+ *   5. report the findings with the driver's answer
+ */
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "shim.h"
+#include "rules_attach.h"
+
+/* Whether addr lies in mapped memory: a stream handle that does not cannot be
+ * a stream the driver made. mincore fails with ENOMEM on unmapped pages. */
+static bool address_is_mapped(uintptr_t addr) {
+  static long page;
+  if (!page) page = sysconf(_SC_PAGESIZE);
+  unsigned char vec;
+  void *start = (void *)(addr & ~(uintptr_t)(page - 1));
+  return mincore(start, 1, &vec) == 0 || errno != ENOMEM;
+}
+
+/* CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS of the current device, cached. */
+static bool pageable_memory_access(void) {
+  static int cached[64];
+  CUdevice dev = 0;
+  if (!ac_real.cuCtxGetDevice || ac_real.cuCtxGetDevice(&dev) != CUDA_SUCCESS || dev < 0 ||
+      dev >= 64)
+    return false;
+  int v = __atomic_load_n(&cached[dev], __ATOMIC_RELAXED);
+  if (v == 0 && ac_real.cuDeviceGetAttribute) {
+    int attr = 0;
+    if (ac_real.cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, dev) ==
+        CUDA_SUCCESS)
+      v = attr ? 2 : 1;
+    __atomic_store_n(&cached[dev], v, __ATOMIC_RELAXED);
+  }
+  return v == 2;
+}
+
+static CUresult guard_result(enum ac_guard_verdict v) {
+  return v == AC_GUARD_REFUSE_INVALID_HANDLE ? CUDA_ERROR_INVALID_HANDLE
+                                             : CUDA_ERROR_INVALID_VALUE;
+}
+
+static void record_association(struct ac_attach_call *c) {
+  struct ac_alloc *a = ac_model_find_alloc(ac_model, c->args.dptr);
+  if (!a) return;
+  a->assoc = (enum ac_assoc)c->args.flags;
+  a->assoc_stream = c->args.flags == AC_ASSOC_SINGLE ? c->stream.stream : NULL;
+}
+
+CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUdeviceptr dptr,
+                         size_t length, unsigned flags) {
+  __typeof__(&cuStreamAttachMemAsync) forward =
+      per_thread ? ac_real.cuStreamAttachMemAsync_ptsz : ac_real.cuStreamAttachMemAsync;
+  if (!forward) return CUDA_ERROR_NOT_FOUND;
+
+  struct ac_attach_call c = {.api = api, .args = {(uintptr_t)stream, dptr, length, flags}};
+  c.thread = ac_thread_id();
+  c.mem_kind = ac_check_classify(dptr);
+  if (c.mem_kind == AC_MEM_PAGEABLE) c.pageable_memory_access = pageable_memory_access();
+
+  struct ac_finding findings[AC_ATTACH_MAX_FINDINGS];
+  pthread_mutex_lock(&ac_model_lock);
+  c.stream = ac_model_resolve_stream(ac_model, (uintptr_t)stream, per_thread, c.thread);
+  if (c.stream.kind == AC_STREAM_UNTRACKED && !address_is_mapped((uintptr_t)stream))
+    c.stream.kind = AC_STREAM_NEVER_CREATED;
+  c.alloc = ac_model_find_alloc(ac_model, dptr);
+  int n = ac_judge_attach(&c, findings);
+  enum ac_guard_verdict verdict = ac_opts.guard ? ac_attach_guard(&c) : AC_GUARD_FORWARD;
+  pthread_mutex_unlock(&ac_model_lock);
+
+  bool guarded = verdict != AC_GUARD_FORWARD;
+  CUresult r = guarded ? guard_result(verdict) : forward(stream, dptr, length, flags);
+
+  if (r == CUDA_SUCCESS) {
+    pthread_mutex_lock(&ac_model_lock);
+    c.stream = ac_model_resolve_stream(ac_model, (uintptr_t)stream, per_thread, c.thread);
+    record_association(&c);
+    pthread_mutex_unlock(&ac_model_lock);
+  }
+  if (n > 0) {
+    struct ac_stack stack;
+    ac_stack_capture(&stack);
+    for (int i = 0; i < n; i++) {
+      findings[i].stack = stack;
+      ac_emit_finding(&findings[i], r, guarded);
+    }
+  }
+  return r;
+}

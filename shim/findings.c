@@ -1,0 +1,26 @@
+/* findings.c - the shim's side of reporting: completes a finding with what
+ * only the shim knows (the driver's answer and its name) and hands it over. */
+#include <stdio.h>
+#include <string.h>
+
+#include "report.h"
+#include "shim.h"
+
+void ac_emit_finding(struct ac_finding *f, CUresult driver_result, bool guarded) {
+  const char *name = NULL;
+  f->driver_result = (int)driver_result;
+  f->guarded = guarded;
+  if (ac_real.cuGetErrorName && ac_real.cuGetErrorName(driver_result, &name) == CUDA_SUCCESS &&
+      name)
+    snprintf(f->driver_result_name, sizeof f->driver_result_name, "%s", name);
+  else
+    snprintf(f->driver_result_name, sizeof f->driver_result_name, "CUresult %d",
+             (int)driver_result);
+  ac_report_finding(f);
+}
+
+void ac_note_cuda_init(CUresult result) {
+  static int told;
+  if (__atomic_exchange_n(&told, 1, __ATOMIC_ACQ_REL)) return;
+  ac_report_cuda_init((int)result);
+}

@@ -1,0 +1,117 @@
+/* init.c - start-up, exit and fork.
+ *
+ * Loading does almost nothing (read the options, announce the process to the
+ * CLI, register the fork handlers). The real start-up - opening the driver
+ * and resolving every table entry - happens on the first intercepted call,
+ * under a lock, guarded against re-entry from the same thread (the driver's
+ * own constructors may call back into dlsym), and is marked done only once
+ * it has succeeded. If it cannot succeed the shim says why, once, and the
+ * wrappers answer CUDA_ERROR_NOT_INITIALIZED.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "report.h"
+#include "shim.h"
+
+struct ac_real_table ac_real;
+struct ac_options ac_opts;
+int ac_ready;
+pthread_mutex_t ac_model_lock = PTHREAD_MUTEX_INITIALIZER;
+struct ac_model *ac_model;
+
+static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread bool starting;
+static bool failure_told;
+
+uint64_t ac_thread_id(void) {
+  static uint64_t next = 1;
+  static __thread uint64_t id;
+  if (AC_UNLIKELY(!id)) id = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+  return id;
+}
+
+static void warn_line(const char *line) { fprintf(stderr, "==attachcheck== warning: %s\n", line); }
+
+static bool resolve_driver(char *why, size_t len) {
+  void *driver = dlopen(ac_opts.driver, RTLD_LAZY | RTLD_LOCAL);
+  if (!driver) {
+    snprintf(why, len, "cannot load the driver %s: %s", ac_opts.driver, dlerror());
+    return false;
+  }
+#define RESOLVE(Name) ac_real.Name = (__typeof__(ac_real.Name))ac_real_dlsym(driver, #Name);
+#define AC_HOOK(Name, Params, Args) RESOLVE(Name)
+#define AC_PASS(Name, Params, Args) RESOLVE(Name)
+#include "entrypoints.inc"
+#undef AC_HOOK
+#undef AC_PASS
+  RESOLVE(cuPointerGetAttributes)
+  RESOLVE(cuPointerGetAttribute)
+  RESOLVE(cuCtxGetDevice)
+  RESOLVE(cuDeviceGetAttribute)
+  RESOLVE(cuGetErrorName)
+#undef RESOLVE
+  if (!ac_real.cuGetProcAddress_v2 && !ac_real.cuInit) {
+    snprintf(why, len, "%s does not look like the CUDA driver", ac_opts.driver);
+    return false;
+  }
+  return true;
+}
+
+bool ac_start_slow(void) {
+  if (starting) return false; /* re-entered from inside start-up */
+  pthread_mutex_lock(&start_lock);
+  bool ok = __atomic_load_n(&ac_ready, __ATOMIC_ACQUIRE);
+  if (!ok) {
+    char why[512];
+    starting = true;
+    ok = resolve_driver(why, sizeof why);
+    if (ok) {
+      ac_model = ac_model_create();
+      ok = ac_model != NULL;
+      if (!ok) snprintf(why, sizeof why, "out of memory");
+    }
+    if (ok) {
+      ac_doors_build_map();
+      ac_stack_start();
+      __atomic_store_n(&ac_ready, 1, __ATOMIC_RELEASE);
+      if (ac_opts.verbose) fprintf(stderr, "==attachcheck== started over %s\n", ac_opts.driver);
+    } else if (!failure_told) {
+      failure_told = true;
+      fprintf(stderr, "==attachcheck== not checking: %s\n", why);
+    }
+    starting = false;
+  }
+  pthread_mutex_unlock(&start_lock);
+  return ok;
+}
+
+static void before_fork(void) {
+  pthread_mutex_lock(&start_lock);
+  pthread_mutex_lock(&ac_model_lock);
+  ac_report_fork_prepare();
+}
+
+static void after_fork_in_parent(void) {
+  ac_report_fork_parent();
+  pthread_mutex_unlock(&ac_model_lock);
+  pthread_mutex_unlock(&start_lock);
+}
+
+static void after_fork_in_child(void) {
+  ac_report_fork_child();
+  pthread_mutex_unlock(&ac_model_lock);
+  pthread_mutex_unlock(&start_lock);
+  ac_check_reset_after_fork();
+}
+
+__attribute__((constructor)) static void on_load(void) {
+  ac_options_defaults(&ac_opts);
+  ac_options_from_env(&ac_opts, warn_line);
+  ac_report_announce(&ac_opts);
+  pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+}
+
+__attribute__((destructor)) static void on_unload(void) { ac_report_finish(); }

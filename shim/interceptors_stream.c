@@ -1,0 +1,79 @@
+/* interceptors_stream.c - wrappers of stream creation, destruction, capture
+ * and attach. Thin: forward, then tell check_*.c what happened. */
+#include "shim.h"
+
+#define START_OR_FAIL(Name)                                                                        \
+  if (AC_UNLIKELY(!ac_start())) return CUDA_ERROR_NOT_INITIALIZED;                                 \
+  if (AC_UNLIKELY(!ac_real.Name)) return CUDA_ERROR_NOT_FOUND;
+
+AC_EXPORT CUresult cuInit(unsigned int Flags) {
+  START_OR_FAIL(cuInit);
+  CUresult r = ac_real.cuInit(Flags);
+  ac_note_cuda_init(r);
+  return r;
+}
+
+AC_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
+  START_OR_FAIL(cuStreamCreate);
+  CUresult r = ac_real.cuStreamCreate(phStream, Flags);
+  if (r == CUDA_SUCCESS && phStream) ac_check_stream_created(*phStream, Flags, 0);
+  return r;
+}
+
+AC_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags,
+                                              int priority) {
+  START_OR_FAIL(cuStreamCreateWithPriority);
+  CUresult r = ac_real.cuStreamCreateWithPriority(phStream, flags, priority);
+  if (r == CUDA_SUCCESS && phStream) ac_check_stream_created(*phStream, flags, priority);
+  return r;
+}
+
+#define DESTROY(Name)                                                                              \
+  AC_EXPORT CUresult Name(CUstream hStream) {                                                      \
+    START_OR_FAIL(Name);                                                                           \
+    CUresult r = ac_real.Name(hStream);                                                            \
+    if (r == CUDA_SUCCESS) ac_check_stream_destroyed(hStream);                                     \
+    return r;                                                                                      \
+  }
+DESTROY(cuStreamDestroy)
+DESTROY(cuStreamDestroy_v2)
+
+#define ATTACH(Name, PerThread)                                                                    \
+  AC_EXPORT CUresult Name(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags) { \
+    if (AC_UNLIKELY(!ac_start())) return CUDA_ERROR_NOT_INITIALIZED;                               \
+    return ac_check_attach(#Name, PerThread, hStream, dptr, length, flags);                        \
+  }
+ATTACH(cuStreamAttachMemAsync, false)
+ATTACH(cuStreamAttachMemAsync_ptsz, true)
+
+#define BEGIN_CAPTURE(Name, PerThread, Params, Args)                                               \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    START_OR_FAIL(Name);                                                                           \
+    CUresult r = ac_real.Name Args;                                                                \
+    if (r == CUDA_SUCCESS) ac_check_capture_begun(hStream, PerThread);                             \
+    return r;                                                                                      \
+  }
+BEGIN_CAPTURE(cuStreamBeginCapture, false, (CUstream hStream), (hStream))
+BEGIN_CAPTURE(cuStreamBeginCapture_ptsz, true, (CUstream hStream), (hStream))
+BEGIN_CAPTURE(cuStreamBeginCapture_v2, false, (CUstream hStream, CUstreamCaptureMode mode),
+              (hStream, mode))
+BEGIN_CAPTURE(cuStreamBeginCapture_v2_ptsz, true, (CUstream hStream, CUstreamCaptureMode mode),
+              (hStream, mode))
+#define TO_GRAPH_PARAMS                                                                            \
+  (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,                              \
+   const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode)
+#define TO_GRAPH_ARGS (hStream, hGraph, dependencies, dependencyData, numDependencies, mode)
+BEGIN_CAPTURE(cuStreamBeginCaptureToGraph, false, TO_GRAPH_PARAMS, TO_GRAPH_ARGS)
+BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, true, TO_GRAPH_PARAMS, TO_GRAPH_ARGS)
+
+/* A capture ends with the call whatever the driver answers (an invalidated
+ * capture is over too). */
+#define END_CAPTURE(Name, PerThread)                                                               \
+  AC_EXPORT CUresult Name(CUstream hStream, CUgraph *phGraph) {                                    \
+    START_OR_FAIL(Name);                                                                           \
+    CUresult r = ac_real.Name(hStream, phGraph);                                                   \
+    if (r != CUDA_ERROR_INVALID_VALUE) ac_check_capture_ended(hStream, PerThread);                 \
+    return r;                                                                                      \
+  }
+END_CAPTURE(cuStreamEndCapture, false)
+END_CAPTURE(cuStreamEndCapture_ptsz, true)

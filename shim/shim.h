@@ -1,0 +1,116 @@
+/* shim.h - what the shim's files share: the real driver's entry points, the
+ * lazy start-up, the model's lock, and the small per-thread facts.
+ *
+ * Layout of shim/:
+ *   entrypoints.inc       the one table of wrapped entry points
+ *   init.c                lazy, re-entrancy-safe start-up; fork handling
+ *   doors.c               dlsym and cuGetProcAddress: answers by pointer identity
+ *   dlsym_x86_64.S        the exported dlsym, keeping the caller's identity
+ *   forward.c             the forward-only wrappers, generated from the table
+ *   interceptors_*.c      the hand-written wrappers: thin, they only call in here
+ *   check_attach.c        the attach pipeline: gather facts, judge, guard, forward
+ *   check_memory.c        allocations: recording, and classifying unknown pointers
+ *   check_stream.c        streams: creation, destruction, capture
+ *   stack.c               call stacks with libunwind
+ *   findings.c            hands findings to report/ with the process's details
+ */
+#ifndef AC_SHIM_H
+#define AC_SHIM_H
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "finding.h"
+#include "model.h"
+#include "options.h"
+
+#define AC_EXPORT __attribute__((visibility("default")))
+#define AC_LIKELY(x) __builtin_expect(!!(x), 1)
+#define AC_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* The real driver's entry points, one typed field per table row. */
+struct ac_real_table {
+#define AC_HOOK(Name, Params, Args) __typeof__(&Name) Name;
+#define AC_PASS(Name, Params, Args) __typeof__(&Name) Name;
+#include "entrypoints.inc"
+#undef AC_HOOK
+#undef AC_PASS
+  /* Entry points the shim calls for itself and does not wrap. */
+  __typeof__(&cuPointerGetAttributes) cuPointerGetAttributes;
+  __typeof__(&cuPointerGetAttribute) cuPointerGetAttribute;
+  __typeof__(&cuCtxGetDevice) cuCtxGetDevice;
+  __typeof__(&cuDeviceGetAttribute) cuDeviceGetAttribute;
+  __typeof__(&cuGetErrorName) cuGetErrorName;
+};
+
+enum ac_entry_id {
+#define AC_HOOK(Name, Params, Args) AC_ID_##Name,
+#define AC_PASS(Name, Params, Args) AC_ID_##Name,
+#include "entrypoints.inc"
+#undef AC_HOOK
+#undef AC_PASS
+  AC_ENTRY_COUNT
+};
+
+extern struct ac_real_table ac_real;
+extern struct ac_options ac_opts;
+extern int ac_ready; /* set (release) once start-up has succeeded */
+
+/* Starts the shim if it has not started; false if it cannot (the reason has
+ * been printed once). Cheap after the first success. */
+bool ac_start_slow(void);
+static inline bool ac_start(void) {
+  return AC_LIKELY(__atomic_load_n(&ac_ready, __ATOMIC_ACQUIRE)) || ac_start_slow();
+}
+
+/* ---- doors.c ---- */
+/* Builds the real-pointer -> wrapper map from ac_real; called by start-up. */
+void ac_doors_build_map(void);
+/* The wrapper standing for a real driver pointer, or the pointer itself. */
+void *ac_wrapper_for(void *real);
+/* The real dlsym (never the exported one). */
+void *ac_real_dlsym(void *handle, const char *name);
+
+/* ---- the model, behind one lock never held across a driver call ---- */
+extern pthread_mutex_t ac_model_lock;
+extern struct ac_model *ac_model;
+
+/* A small stable number for the calling thread (1 for the first). */
+uint64_t ac_thread_id(void);
+
+/* ---- stack.c ---- */
+/* Loads the unwinder; part of start-up. */
+void ac_stack_start(void);
+/* Captures the caller's stack, leaving out the shim's own frames. */
+void ac_stack_capture(struct ac_stack *out);
+bool ac_pc_in_shim(const void *pc);
+
+/* ---- findings.c ---- */
+/* Completes a finding with the driver's answer and hands it to the reports. */
+void ac_emit_finding(struct ac_finding *f, CUresult driver_result, bool guarded);
+/* Records that the program initialised CUDA (for --require-cuda-init). */
+void ac_note_cuda_init(CUresult result);
+
+/* ---- check_*.c: the entry points' logic ---- */
+CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUdeviceptr dptr,
+                         size_t length, unsigned flags);
+void ac_check_managed_allocated(const char *api, CUdeviceptr base, size_t size, unsigned flags);
+void ac_check_managed_variable(const char *api, CUdeviceptr base, size_t size, uintptr_t module,
+                               const char *name);
+/* Called before cuMemFree; returns the record's serial for ac_check_freed,
+ * which forgets that record (not one made since at the same address). */
+uint64_t ac_check_before_free(CUdeviceptr base);
+void ac_check_freed(CUdeviceptr base, uint64_t serial, CUresult result);
+/* What kind of memory ptr is, asking the driver once if the model does not know. */
+enum ac_mem_kind ac_check_classify(CUdeviceptr ptr);
+void ac_check_stream_created(CUstream stream, unsigned flags, int priority);
+void ac_check_stream_destroyed(CUstream stream);
+void ac_check_capture_begun(CUstream stream, bool per_thread);
+void ac_check_capture_ended(CUstream stream, bool per_thread);
+/* Resets the model in a forked child (its managed memory is unmapped there). */
+void ac_check_reset_after_fork(void);
+
+#endif

@@ -1,0 +1,65 @@
+/* stack.c - the program's call stack at an intercepted call.
+ *
+ * libunwind does the unwinding. It is loaded with dlopen(RTLD_LOCAL) at
+ * start-up rather than linked: its shared library exports _Unwind_* and a weak
+ * backtrace(), which would otherwise take over C++ exception handling and
+ * glibc's backtrace in the program (and its static archive is not
+ * position-independent). A copy beside libattachcheck.so is preferred, so a
+ * machine without libunwind can run the shim copied from a build folder.
+ *
+ * The shim's own frames are dropped so a stack starts in the caller of the
+ * driver entry point. Stacks are taken only when something needs one: a
+ * finding, or an allocation whose birth a finding may later show.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "shim.h"
+
+typedef int (*unw_backtrace_fn)(void **buffer, int size);
+static unw_backtrace_fn unwind_backtrace;
+static const void *shim_base;
+
+/* dlopen of name, from the shim's own folder first. */
+static void *open_beside_shim(const char *dir, const char *name) {
+  char path[PATH_MAX];
+  void *h = NULL;
+  if (dir && snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path)
+    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  return h ? h : dlopen(name, RTLD_NOW | RTLD_LOCAL);
+}
+
+void ac_stack_start(void) {
+  Dl_info info;
+  char dir[PATH_MAX] = "";
+  if (dladdr((const void *)ac_stack_start, &info)) {
+    shim_base = info.dli_fbase;
+    snprintf(dir, sizeof dir, "%s", info.dli_fname);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else dir[0] = 0;
+  }
+  open_beside_shim(dir[0] ? dir : NULL, "liblzma.so.5"); /* libunwind's one dependency */
+  void *h = open_beside_shim(dir[0] ? dir : NULL, "libunwind.so.8");
+  if (h) unwind_backtrace = (unw_backtrace_fn)ac_real_dlsym(h, "unw_backtrace");
+  if (!unwind_backtrace)
+    fprintf(stderr, "==attachcheck== warning: libunwind.so.8 not found; findings have no stacks\n");
+}
+
+bool ac_pc_in_shim(const void *pc) {
+  Dl_info info;
+  return dladdr(pc, &info) && info.dli_fbase == shim_base;
+}
+
+void ac_stack_capture(struct ac_stack *out) {
+  void *raw[AC_STACK_MAX + 16];
+  int n = unwind_backtrace ? unwind_backtrace(raw, (int)(sizeof raw / sizeof raw[0])) : 0;
+  int skip = 0;
+  while (skip < n && ac_pc_in_shim(raw[skip])) skip++;
+  out->depth = n - skip < AC_STACK_MAX ? n - skip : AC_STACK_MAX;
+  if (out->depth < 0) out->depth = 0;
+  memcpy(out->pc, raw + skip, (size_t)out->depth * sizeof raw[0]);
+}
