@@ -1,1 +1,238 @@
-int main(void){return 0;}
+/* cli.c - the attachcheck front end.
+ *
+ *   attachcheck [options] [--] program [args...]
+ *
+ * Checks its options before anything starts (a bad option, value or report
+ * path is one line on stderr and exit status 2), preloads the shim that sits
+ * beside it (../lib/libattachcheck.so), passes the options on as
+ * ATTACHCHECK_* variables, runs the program, and afterwards builds the
+ * report from the record streams every process left in a session folder -
+ * also when the program crashed. Exit status: the program's own (128+N for a
+ * signal), --error-exitcode when there were error findings, 3 when the shim
+ * never loaded into any process, 4 when no process initialised CUDA (unless
+ * --require-cuda-init=no).
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "report.h"
+
+enum {
+  EXIT_USAGE = 2,
+  EXIT_SHIM_NOT_LOADED = 3,
+  EXIT_NO_CUDA = 4,
+  EXIT_CANNOT_RUN = 127,
+};
+
+static pid_t child;
+
+static void warn_line(const char *line) { fprintf(stderr, "attachcheck: warning: %s\n", line); }
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: attachcheck [options] [--] program [args...]\n\n"
+               "Runs program with the attachcheck shim preloaded and reports every breach of the\n"
+               "CUDA stream-attach rules (docs/rules.md).\n\noptions:\n");
+  ac_options_print_help(out);
+  fprintf(out, "  --help, --version\n\n"
+               "exit status: the program's own (128+N if it died of signal N); N of\n"
+               "--error-exitcode if there were error findings; 2 for a usage error; 3 if the shim\n"
+               "never loaded into any process; 4 if no process initialised CUDA.\n");
+}
+
+static _Noreturn void die_usage(const char *fmt, const char *arg) {
+  fprintf(stderr, "attachcheck: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, " (see attachcheck --help)\n");
+  exit(EXIT_USAGE);
+}
+
+/* Parses the options; returns the index of the program in argv. */
+static int parse_args(int argc, char **argv, struct ac_options *o) {
+  int i = 1;
+  for (; i < argc; i++) {
+    const char *a = argv[i];
+    if (strcmp(a, "--") == 0) return i + 1;
+    if (strncmp(a, "--", 2) != 0) return i;
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) usage(stdout), exit(0);
+    if (strcmp(a, "--version") == 0) printf("%s %s\n", AC_TOOL_NAME, AC_TOOL_VERSION), exit(0);
+    char name[128], err[512];
+    const char *eq = strchr(a, '='), *value;
+    size_t name_len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+    if (name_len >= sizeof name) die_usage("unknown option '%s'", a);
+    memcpy(name, a + 2, name_len);
+    name[name_len] = 0;
+    if (eq) value = eq + 1;
+    else if (i + 1 < argc) value = argv[++i];
+    else die_usage("option '%s' needs a value", a);
+    if (strcmp(name, "session-dir") == 0 || strcmp(name, "session_dir") == 0)
+      die_usage("unknown option '%s'", a);
+    if (!ac_option_set(o, name, value, err, sizeof err)) die_usage("%s", err);
+  }
+  return i;
+}
+
+/* Whether a report can be written at path: its folder exists and is writable,
+ * and the file, if it exists, is a writable regular file. */
+static bool report_path_writable(const char *path, char *why, size_t len) {
+  char copy[PATH_MAX];
+  struct stat st;
+  snprintf(copy, sizeof copy, "%s", path);
+  const char *dir = dirname(copy);
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+    return snprintf(why, len, "folder %s does not exist", dir), false;
+  if (access(dir, W_OK) != 0) return snprintf(why, len, "folder %s is not writable", dir), false;
+  if (stat(path, &st) == 0 && (!S_ISREG(st.st_mode) || access(path, W_OK) != 0))
+    return snprintf(why, len, "%s is not a writable file", path), false;
+  return true;
+}
+
+static bool find_shim(char *buf, size_t len) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return false;
+  exe[n] = 0;
+  snprintf(buf, len, "%s/../lib/libattachcheck.so", dirname(exe));
+  char *real = realpath(buf, NULL);
+  if (!real) return false;
+  snprintf(buf, len, "%s", real);
+  free(real);
+  return access(buf, R_OK) == 0;
+}
+
+static void export_options(const struct ac_options *o, const char *session, const char *shim) {
+  for (size_t i = 0; i < ac_option_count; i++) {
+    char cli[64], env[96], value[PATH_MAX];
+    if (ac_option_table[i].scope != AC_SCOPE_SHIM) continue;
+    ac_option_spell(i, cli, env, sizeof cli);
+    ac_option_format(o, i, value, sizeof value);
+    setenv(env, value, 1);
+  }
+  setenv("ATTACHCHECK_SESSION_DIR", session, 1);
+  /* The shim writes the merged report through the CLI, not by itself. */
+  unsetenv("ATTACHCHECK_JSON");
+  const char *old = getenv("LD_PRELOAD");
+  char *preload;
+  if (asprintf(&preload, "%s%s%s", shim, old && *old ? " " : "", old ? old : "") < 0) exit(1);
+  setenv("LD_PRELOAD", preload, 1);
+  free(preload);
+}
+
+static void forward_signal(int sig) {
+  if (child > 0) kill(child, sig);
+}
+
+static int run(char **argv) {
+  struct sigaction fwd = {.sa_handler = forward_signal}, ign = {.sa_handler = SIG_IGN};
+  child = fork();
+  if (child < 0) {
+    perror("attachcheck: fork");
+    return EXIT_CANNOT_RUN;
+  }
+  if (child == 0) {
+    execvp(argv[0], argv);
+    fprintf(stderr, "attachcheck: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(EXIT_CANNOT_RUN);
+  }
+  /* The terminal sends SIGINT/SIGQUIT to the program too; stay to report. */
+  sigaction(SIGINT, &ign, NULL);
+  sigaction(SIGQUIT, &ign, NULL);
+  sigaction(SIGTERM, &fwd, NULL);
+  sigaction(SIGHUP, &fwd, NULL);
+  int status;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFSIGNALED(status)) {
+    fprintf(stderr, "==attachcheck== the program was killed by signal %d (%s)\n",
+            WTERMSIG(status), strsignal(WTERMSIG(status)));
+    return 128 + WTERMSIG(status);
+  }
+  return WEXITSTATUS(status);
+}
+
+/* The record streams in the session folder, one per process. */
+static int list_streams(const char *session, char ***paths) {
+  DIR *d = opendir(session);
+  int n = 0, cap = 0;
+  *paths = NULL;
+  if (!d) return 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    size_t len = strlen(e->d_name);
+    if (len < 7 || strcmp(e->d_name + len - 6, ".jsonl") != 0) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 8;
+      char **grown = realloc(*paths, (size_t)cap * sizeof *grown);
+      if (!grown) break;
+      *paths = grown;
+    }
+    if (asprintf(&(*paths)[n], "%s/%s", session, e->d_name) >= 0) n++;
+  }
+  closedir(d);
+  return n;
+}
+
+static void remove_session(const char *session, char **paths, int n) {
+  for (int i = 0; i < n; i++) {
+    unlink(paths[i]);
+    free(paths[i]);
+  }
+  free(paths);
+  rmdir(session);
+}
+
+int main(int argc, char **argv) {
+  struct ac_options o;
+  ac_options_defaults(&o);
+  ac_options_from_env(&o, warn_line);
+  int prog = parse_args(argc, argv, &o);
+  if (prog >= argc) die_usage("%s", "no program to run");
+  char why[PATH_MAX + 64], shim[PATH_MAX], session[PATH_MAX];
+  if (o.json && *o.json && !report_path_writable(o.json, why, sizeof why))
+    die_usage("cannot write the JSON report: %s", why);
+  if (!find_shim(shim, sizeof shim))
+    die_usage("%s", "cannot find libattachcheck.so in ../lib beside the attachcheck binary");
+  const char *tmp = getenv("TMPDIR");
+  snprintf(session, sizeof session, "%s/attachcheck.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(session)) die_usage("cannot make a session folder: %s", strerror(errno));
+
+  export_options(&o, session, shim);
+  int status = run(argv + prog);
+
+  char **paths;
+  int n = list_streams(session, &paths);
+  struct ac_summary sum;
+  json_t *report = ac_merge_streams((const char *const *)paths, n, &sum);
+  if (report && o.json && *o.json && !ac_write_json_file(report, o.json, why, sizeof why))
+    fprintf(stderr, "==attachcheck== cannot write the JSON report: %s\n", why);
+  json_decref(report);
+  remove_session(session, paths, n);
+
+  fprintf(stderr, "==attachcheck== summary: %d error%s, %d warning%s, %d note%s in %d process%s\n",
+          sum.errors, sum.errors == 1 ? "" : "s", sum.warnings, sum.warnings == 1 ? "" : "s",
+          sum.notes, sum.notes == 1 ? "" : "s", sum.processes, sum.processes == 1 ? "" : "es");
+  if (sum.dropped_lines)
+    fprintf(stderr, "==attachcheck== %d incomplete record%s dropped (a process died mid-write)\n",
+            sum.dropped_lines, sum.dropped_lines == 1 ? "" : "s");
+  if (sum.processes == 0) {
+    fprintf(stderr, "==attachcheck== error: the shim never loaded into the program: nothing was "
+                    "checked (is it statically linked, or setuid?)\n");
+    return EXIT_SHIM_NOT_LOADED;
+  }
+  if (o.require_cuda_init && sum.cuda_processes == 0) {
+    fprintf(stderr, "==attachcheck== error: the program never initialised CUDA: nothing was "
+                    "checked (--require-cuda-init=no accepts this)\n");
+    return EXIT_NO_CUDA;
+  }
+  if (o.error_exitcode && sum.errors > 0) return (int)o.error_exitcode;
+  return status;
+}

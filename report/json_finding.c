@@ -58,12 +58,14 @@ json_t *ac_json_finding(const struct ac_finding *f, const char *key) {
   json_t *stream = json_pack("{s:s}", "kind", ac_stream_kind_name(f->stream_kind));
   if (f->stream_serial)
     json_object_set_new(stream, "serial", json_integer((json_int_t)f->stream_serial));
-  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:{s:i, s:s, s:b}, s:I,"
-                   " s:o, s:s}",
+  static const char *const outcomes[] = {"returned", "guarded", "crashes"};
+  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:{s:s, s:i, s:s, s:b},"
+                   " s:I, s:o, s:s}",
                    "rule", r->id, "name", r->name, "severity", ac_severity_name(r->severity),
                    "message", r->summary, "fix", r->fix, "api", f->api, "call", call, "stream",
                    stream, "memory_kind", ac_mem_kind_name(f->mem_kind), "allocation",
-                   allocation(&f->alloc), "driver", "result", f->driver_result, "name",
-                   f->driver_result_name, "guarded", f->guarded, "thread", (json_int_t)f->thread,
+                   allocation(&f->alloc), "driver", "outcome", outcomes[f->outcome], "result",
+                   f->driver_result, "name", f->driver_result_name, "guarded",
+                   f->outcome == AC_DRIVER_GUARDED, "thread", (json_int_t)f->thread,
                    "stack", ac_json_stack(&f->stack), "key", key);
 }

@@ -50,7 +50,10 @@ static void write_call(FILE *out, const struct ac_finding *f) {
 }
 
 static void write_driver(FILE *out, const struct ac_finding *f) {
-  if (f->guarded)
+  if (f->outcome == AC_DRIVER_CRASHES)
+    fprintf(out, P "  driver: called with --guard=off; the real driver crashes the process on "
+                   "this call\n");
+  else if (f->outcome == AC_DRIVER_GUARDED)
     fprintf(out,
             P "  driver: not called: the real driver crashes the process on this call; the guard "
               "returned %s instead (--guard=off forwards it)\n",
@@ -72,8 +75,10 @@ static void write_memory(FILE *out, const struct ac_finding *f) {
   fprintf(out, P "  memory: 0x%" PRIxPTR " is at offset %" PRIuPTR " of a %s allocation ",
           f->args.dptr, f->args.dptr - a->base, ac_mem_kind_name(a->kind));
   if (a->name[0]) fprintf(out, "'%s' ", a->name);
-  fprintf(out, "[0x%" PRIxPTR ", 0x%" PRIxPTR ") of %zu bytes, attached %s", a->base,
-          a->base + a->size, a->size, ac_assoc_name(a->assoc));
+  fprintf(out, "[0x%" PRIxPTR ", 0x%" PRIxPTR ") of %zu bytes", a->base, a->base + a->size,
+          a->size);
+  if (a->kind == AC_MEM_MANAGED || a->kind == AC_MEM_MANAGED_VAR)
+    fprintf(out, ", attached %s", ac_assoc_name(a->assoc));
   if (a->assoc == AC_ASSOC_SINGLE) fprintf(out, " to stream #%" PRIu64, a->assoc_stream_serial);
   fprintf(out, "\n");
   if (a->origin_api) {

@@ -61,6 +61,14 @@ struct ac_alloc_snapshot {
   struct ac_stack origin_stack;
 };
 
+/* What became of the call. */
+enum ac_driver_outcome {
+  AC_DRIVER_RETURNED, /* forwarded; driver_result is the driver's answer */
+  AC_DRIVER_GUARDED,  /* not forwarded: the guard answered driver_result */
+  AC_DRIVER_CRASHES,  /* forwarded with the guard off although the driver crashes on it;
+                         reported before the call, so the report survives the crash */
+};
+
 struct ac_finding {
   enum ac_rule_id rule;
   const char *api; /* exact entry point, e.g. "cuStreamAttachMemAsync_ptsz" */
@@ -69,8 +77,8 @@ struct ac_finding {
   uint64_t stream_serial; /* 0 when the stream has no record */
   enum ac_mem_kind mem_kind;
   struct ac_alloc_snapshot alloc;
-  bool guarded;      /* the call was not forwarded to the driver */
-  int driver_result; /* what the program got back */
+  enum ac_driver_outcome outcome;
+  int driver_result; /* what the program got back (AC_DRIVER_RETURNED, _GUARDED) */
   char driver_result_name[48];
   uint64_t thread;
   struct ac_stack stack;

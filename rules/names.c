@@ -54,7 +54,7 @@ const char *ac_stream_kind_name(enum ac_stream_kind kind) {
   case AC_STREAM_NULL_LEGACY: return "NULL stream (legacy default stream)";
   case AC_STREAM_LEGACY: return "CU_STREAM_LEGACY";
   case AC_STREAM_PER_THREAD: return "per-thread default stream";
-  case AC_STREAM_CREATED: return "stream";
+  case AC_STREAM_CREATED: return "stream made by cuStreamCreate";
   case AC_STREAM_DESTROYED: return "destroyed stream";
   case AC_STREAM_NEVER_CREATED: return "handle that was never a stream";
   case AC_STREAM_UNTRACKED: return "stream not seen being created";

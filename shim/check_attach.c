@@ -54,6 +54,17 @@ static void record_association(struct ac_attach_call *c) {
   a->assoc_stream = c->args.flags == AC_ASSOC_SINGLE ? c->stream.stream : NULL;
 }
 
+static void emit_all(struct ac_finding *findings, int n, enum ac_driver_outcome outcome,
+                     CUresult r) {
+  if (n == 0) return;
+  struct ac_stack stack;
+  ac_stack_capture(&stack);
+  for (int i = 0; i < n; i++) {
+    findings[i].stack = stack;
+    ac_emit_finding(&findings[i], outcome, r);
+  }
+}
+
 CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUdeviceptr dptr,
                          size_t length, unsigned flags) {
   __typeof__(&cuStreamAttachMemAsync) forward =
@@ -72,11 +83,16 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
     c.stream.kind = AC_STREAM_NEVER_CREATED;
   c.alloc = ac_model_find_alloc(ac_model, dptr);
   int n = ac_judge_attach(&c, findings);
-  enum ac_guard_verdict verdict = ac_opts.guard ? ac_attach_guard(&c) : AC_GUARD_FORWARD;
+  enum ac_guard_verdict verdict = ac_attach_guard(&c);
   pthread_mutex_unlock(&ac_model_lock);
 
-  bool guarded = verdict != AC_GUARD_FORWARD;
-  CUresult r = guarded ? guard_result(verdict) : forward(stream, dptr, length, flags);
+  enum ac_driver_outcome outcome = verdict == AC_GUARD_FORWARD ? AC_DRIVER_RETURNED
+                                   : ac_opts.guard             ? AC_DRIVER_GUARDED
+                                                               : AC_DRIVER_CRASHES;
+  /* A call about to crash the process is reported before it is made. */
+  if (outcome == AC_DRIVER_CRASHES) emit_all(findings, n, outcome, CUDA_SUCCESS);
+  CUresult r = outcome == AC_DRIVER_GUARDED ? guard_result(verdict)
+                                            : forward(stream, dptr, length, flags);
 
   if (r == CUDA_SUCCESS) {
     pthread_mutex_lock(&ac_model_lock);
@@ -84,13 +100,6 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
     record_association(&c);
     pthread_mutex_unlock(&ac_model_lock);
   }
-  if (n > 0) {
-    struct ac_stack stack;
-    ac_stack_capture(&stack);
-    for (int i = 0; i < n; i++) {
-      findings[i].stack = stack;
-      ac_emit_finding(&findings[i], r, guarded);
-    }
-  }
+  if (outcome != AC_DRIVER_CRASHES) emit_all(findings, n, outcome, r);
   return r;
 }

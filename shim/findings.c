@@ -6,12 +6,14 @@
 #include "report.h"
 #include "shim.h"
 
-void ac_emit_finding(struct ac_finding *f, CUresult driver_result, bool guarded) {
+void ac_emit_finding(struct ac_finding *f, enum ac_driver_outcome outcome, CUresult driver_result) {
   const char *name = NULL;
+  f->outcome = outcome;
   f->driver_result = (int)driver_result;
-  f->guarded = guarded;
-  if (ac_real.cuGetErrorName && ac_real.cuGetErrorName(driver_result, &name) == CUDA_SUCCESS &&
-      name)
+  if (outcome == AC_DRIVER_CRASHES)
+    snprintf(f->driver_result_name, sizeof f->driver_result_name, "(none yet)");
+  else if (ac_real.cuGetErrorName &&
+           ac_real.cuGetErrorName(driver_result, &name) == CUDA_SUCCESS && name)
     snprintf(f->driver_result_name, sizeof f->driver_result_name, "%s", name);
   else
     snprintf(f->driver_result_name, sizeof f->driver_result_name, "CUresult %d",

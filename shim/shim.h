@@ -90,7 +90,7 @@ bool ac_pc_in_shim(const void *pc);
 
 /* ---- findings.c ---- */
 /* Completes a finding with the driver's answer and hands it to the reports. */
-void ac_emit_finding(struct ac_finding *f, CUresult driver_result, bool guarded);
+void ac_emit_finding(struct ac_finding *f, enum ac_driver_outcome outcome, CUresult result);
 /* Records that the program initialised CUDA (for --require-cuda-init). */
 void ac_note_cuda_init(CUresult result);
 

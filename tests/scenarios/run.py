@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Runs the scenarios of expectations.txt under attachcheck and checks the
+findings, the driver answers (the scenario checks those itself) and the exit
+status. The same expectations hold over the stand-in driver (--driver fake,
+CI) and over the real one (--driver real, the GPU suite)."""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def parse_expectations(path):
+    cases = []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            cols = [c.strip() for c in line.split("|")]
+            if len(cols) != 5:
+                sys.exit(f"{path}:{lineno}: expected 5 columns, got {len(cols)}")
+            name, command, options, findings, status = cols
+            cases.append({
+                "name": name,
+                "command": command.split(),
+                "options": options.split(),
+                "findings": [] if findings == "-" else findings.split(),
+                "status": status,
+            })
+    return cases
+
+
+def parse_token(token):
+    """RULE[*COUNT][@API][!] -> dict"""
+    want = {"guarded": token.endswith("!")}
+    token = token.rstrip("!")
+    if "@" in token:
+        token, want["api"] = token.split("@", 1)
+    if "*" in token:
+        token, count = token.split("*", 1)
+        want["count"] = int(count)
+    want["rule"] = token
+    return want
+
+
+def match(findings, wanted):
+    """Pairs each wanted token with a distinct finding; returns the problems."""
+    left = list(findings)
+    problems = []
+    for token in wanted:
+        want = parse_token(token)
+        hit = None
+        for f in left:
+            if f.get("rule") != want["rule"]:
+                continue
+            if "api" in want and f.get("api") != want["api"]:
+                continue
+            if "count" in want and f.get("count") != want["count"]:
+                continue
+            if bool(f.get("driver", {}).get("guarded")) != want["guarded"]:
+                continue
+            hit = f
+            break
+        if hit is None:
+            problems.append(f"expected a finding {token}, not found")
+        else:
+            left.remove(hit)
+    for f in left:
+        problems.append("unexpected finding {} ({} x{}, guarded={})".format(
+            f.get("rule"), f.get("api"), f.get("count"), f.get("driver", {}).get("guarded")))
+    return problems
+
+
+def expected_status(text):
+    if text.startswith("signal:"):
+        return 128 + getattr(signal, text.split(":", 1)[1])
+    return int(text)
+
+
+def run_case(case, build, driver, verbose):
+    env = dict(os.environ)
+    if driver == "fake":
+        fake = os.path.join(build, "tests", "fakecuda")
+        env["LD_LIBRARY_PATH"] = fake + ((":" + env["LD_LIBRARY_PATH"]) if env.get("LD_LIBRARY_PATH") else "")
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report.json")
+        prog = [os.path.join(build, "tests", "scenarios", case["command"][0])] + case["command"][1:]
+        cmd = [os.path.join(build, "bin", "attachcheck"), "--json", report] + case["options"] + ["--"] + prog
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+        problems = []
+        if proc.returncode != expected_status(case["status"]):
+            problems.append(f"exit status {proc.returncode}, expected {case['status']}")
+        try:
+            with open(report) as f:
+                data = json.load(f)
+            problems += match(data.get("findings", []), case["findings"])
+            if data.get("summary", {}).get("dropped_records"):
+                problems.append("the report dropped records")
+        except (OSError, ValueError) as e:
+            problems.append(f"no readable JSON report: {e}")
+        if problems or verbose:
+            print(f"--- {case['name']}: {' '.join(cmd)}")
+            print(proc.stderr, end="")
+        return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--driver", choices=["fake", "real"], required=True)
+    ap.add_argument("--only", help="run one scenario by name")
+    ap.add_argument("--verbose", action="store_true")
+    args = ap.parse_args()
+    build = os.path.abspath(args.build)
+    cases = parse_expectations(os.path.join(HERE, "expectations.txt"))
+    if args.only:
+        cases = [c for c in cases if c["name"] == args.only]
+        if not cases:
+            sys.exit(f"no scenario named {args.only}")
+    passed = failed = 0
+    for case in cases:
+        problems = run_case(case, build, args.driver, args.verbose)
+        if problems:
+            failed += 1
+            print(f"FAIL {case['name']}")
+            for p in problems:
+                print(f"     {p}")
+        else:
+            passed += 1
+            print(f"ok   {case['name']}")
+    print(f"scenarios: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
