@@ -37,7 +37,9 @@ enum {
 
 static pid_t child;
 
-static void warn_line(const char *line) { fprintf(stderr, "attachcheck: warning: %s\n", line); }
+static void warn_line(const char *line) {
+  fprintf(stderr, "attachcheck: warning: %s\n", line);
+}
 
 static void usage(FILE *out) {
   fprintf(out, "usage: attachcheck [options] [--] program [args...]\n\n"
@@ -72,9 +74,12 @@ static int parse_args(int argc, char **argv, struct ac_options *o) {
     if (name_len >= sizeof name) die_usage("unknown option '%s'", a);
     memcpy(name, a + 2, name_len);
     name[name_len] = 0;
-    if (eq) value = eq + 1;
-    else if (i + 1 < argc) value = argv[++i];
-    else die_usage("option '%s' needs a value", a);
+    if (eq)
+      value = eq + 1;
+    else if (i + 1 < argc)
+      value = argv[++i];
+    else
+      die_usage("option '%s' needs a value", a);
     if (strcmp(name, "session-dir") == 0 || strcmp(name, "session_dir") == 0)
       die_usage("unknown option '%s'", a);
     if (!ac_option_set(o, name, value, err, sizeof err)) die_usage("%s", err);
@@ -132,18 +137,35 @@ static void forward_signal(int sig) {
   if (child > 0) kill(child, sig);
 }
 
-static int run(char **argv) {
+/* Runs the program and returns its status; *started is false when it could not
+ * be run at all (a close-on-exec pipe tells exec's failure from the program's). */
+static int run(char **argv, bool *started) {
   struct sigaction fwd = {.sa_handler = forward_signal}, ign = {.sa_handler = SIG_IGN};
-  child = fork();
-  if (child < 0) {
-    perror("attachcheck: fork");
+  int exec_error[2];
+  *started = false;
+  if (pipe2(exec_error, O_CLOEXEC) != 0 || (child = fork()) < 0) {
+    perror("attachcheck: cannot start the program");
     return EXIT_CANNOT_RUN;
   }
   if (child == 0) {
     execvp(argv[0], argv);
-    fprintf(stderr, "attachcheck: cannot run %s: %s\n", argv[0], strerror(errno));
+    int err = errno;
+    if (write(exec_error[1], &err, sizeof err) < 0) { /* the parent sees a closed pipe */
+    }
     _exit(EXIT_CANNOT_RUN);
   }
+  close(exec_error[1]);
+  int err;
+  ssize_t got;
+  while ((got = read(exec_error[0], &err, sizeof err)) < 0 && errno == EINTR) {
+  }
+  close(exec_error[0]);
+  if (got == (ssize_t)sizeof err) {
+    waitpid(child, NULL, 0);
+    fprintf(stderr, "attachcheck: cannot run %s: %s\n", argv[0], strerror(err));
+    return EXIT_CANNOT_RUN;
+  }
+  *started = true;
   /* The terminal sends SIGINT/SIGQUIT to the program too; stay to report. */
   sigaction(SIGINT, &ign, NULL);
   sigaction(SIGQUIT, &ign, NULL);
@@ -153,8 +175,8 @@ static int run(char **argv) {
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFSIGNALED(status)) {
-    fprintf(stderr, "==attachcheck== the program was killed by signal %d (%s)\n",
-            WTERMSIG(status), strsignal(WTERMSIG(status)));
+    fprintf(stderr, "==attachcheck== the program was killed by signal %d (%s)\n", WTERMSIG(status),
+            strsignal(WTERMSIG(status)));
     return 128 + WTERMSIG(status);
   }
   return WEXITSTATUS(status);
@@ -206,7 +228,8 @@ int main(int argc, char **argv) {
   if (!mkdtemp(session)) die_usage("cannot make a session folder: %s", strerror(errno));
 
   export_options(&o, session, shim);
-  int status = run(argv + prog);
+  bool started;
+  int status = run(argv + prog, &started);
 
   char **paths;
   int n = list_streams(session, &paths);
@@ -216,6 +239,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "==attachcheck== cannot write the JSON report: %s\n", why);
   json_decref(report);
   remove_session(session, paths, n);
+  if (!started) return status;
 
   fprintf(stderr, "==attachcheck== summary: %d error%s, %d warning%s, %d note%s in %d process%s\n",
           sum.errors, sum.errors == 1 ? "" : "s", sum.warnings, sum.warnings == 1 ? "" : "s",

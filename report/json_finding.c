@@ -66,6 +66,6 @@ json_t *ac_json_finding(const struct ac_finding *f, const char *key) {
                    stream, "memory_kind", ac_mem_kind_name(f->mem_kind), "allocation",
                    allocation(&f->alloc), "driver", "outcome", outcomes[f->outcome], "result",
                    f->driver_result, "name", f->driver_result_name, "guarded",
-                   f->outcome == AC_DRIVER_GUARDED, "thread", (json_int_t)f->thread,
-                   "stack", ac_json_stack(&f->stack), "key", key);
+                   f->outcome == AC_DRIVER_GUARDED, "thread", (json_int_t)f->thread, "stack",
+                   ac_json_stack(&f->stack), "key", key);
 }

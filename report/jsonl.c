@@ -14,9 +14,12 @@
 
 bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len) {
   int n;
-  if (o->session_dir && *o->session_dir) n = snprintf(buf, len, "%s/%d.jsonl", o->session_dir, pid);
-  else if (o->json && *o->json) n = snprintf(buf, len, "%s.%d.jsonl", o->json, pid);
-  else return false;
+  if (o->session_dir && *o->session_dir)
+    n = snprintf(buf, len, "%s/%d.jsonl", o->session_dir, pid);
+  else if (o->json && *o->json)
+    n = snprintf(buf, len, "%s.%d.jsonl", o->json, pid);
+  else
+    return false;
   return n > 0 && (size_t)n < len;
 }
 

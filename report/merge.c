@@ -73,8 +73,10 @@ static void read_stream(struct merge *m, const char *path) {
   while ((n = getline(&line, &cap, in)) > 0) {
     json_error_t error;
     json_t *r = line[n - 1] == '\n' ? json_loads(line, 0, &error) : NULL;
-    if (json_is_object(r)) take_record(m, r);
-    else m->sum->dropped_lines++;
+    if (json_is_object(r))
+      take_record(m, r);
+    else
+      m->sum->dropped_lines++;
     json_decref(r);
   }
   free(line);
@@ -87,9 +89,12 @@ static void count(struct merge *m, json_t *findings) {
   json_array_foreach(findings, i, f) {
     const char *sev = json_string_value(json_object_get(f, "severity"));
     if (!sev) continue;
-    if (strcmp(sev, "error") == 0) m->sum->errors++;
-    else if (strcmp(sev, "warning") == 0) m->sum->warnings++;
-    else m->sum->notes++;
+    if (strcmp(sev, "error") == 0)
+      m->sum->errors++;
+    else if (strcmp(sev, "warning") == 0)
+      m->sum->warnings++;
+    else
+      m->sum->notes++;
   }
   const char *pid;
   json_t *p;
@@ -102,12 +107,13 @@ static void count(struct merge *m, json_t *findings) {
 json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum) {
   struct merge m = {json_object(), json_object(), json_array(), sum};
   memset(sum, 0, sizeof *sum);
-  for (int i = 0; i < n; i++) read_stream(&m, paths[i]);
+  for (int i = 0; i < n; i++)
+    read_stream(&m, paths[i]);
   json_t *findings = json_array(), *processes = json_array();
   size_t i;
   json_t *key;
   json_array_foreach(m.order, i, key)
-    json_array_append(findings, json_object_get(m.findings, json_string_value(key)));
+      json_array_append(findings, json_object_get(m.findings, json_string_value(key)));
   const char *pid;
   json_t *p;
   json_object_foreach(m.processes, pid, p) json_array_append(processes, p);
@@ -115,9 +121,9 @@ json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum
   json_t *first = json_array_size(processes) ? json_array_get(processes, 0) : json_null();
   json_t *report = json_pack(
       "{s:i, s:{s:s, s:s}, s:O, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i}, s:o}", "schema_version",
-      AC_SCHEMA_VERSION, "tool", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION, "process",
-      first, "processes", processes, "summary", "errors", sum->errors, "warnings", sum->warnings,
-      "notes", sum->notes, "processes", sum->processes, "cuda_processes", sum->cuda_processes,
+      AC_SCHEMA_VERSION, "tool", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION, "process", first,
+      "processes", processes, "summary", "errors", sum->errors, "warnings", sum->warnings, "notes",
+      sum->notes, "processes", sum->processes, "cuda_processes", sum->cuda_processes,
       "dropped_records", sum->dropped_lines, "findings", findings);
   json_decref(m.processes);
   json_decref(m.findings);

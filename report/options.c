@@ -82,7 +82,8 @@ void ac_options_defaults(struct ac_options *o) {
 static long find_option(const char *name) {
   for (size_t i = 0; i < ac_option_count; i++) {
     const char *a = ac_option_table[i].name, *b = name;
-    while (*a && (*a == *b || (*a == '_' && *b == '-'))) a++, b++;
+    while (*a && (*a == *b || (*a == '_' && *b == '-')))
+      a++, b++;
     if (!*a && !*b) return (long)i;
   }
   return -1;

@@ -48,7 +48,7 @@ json_t *ac_json_stack(const struct ac_stack *s);
 /* ---- symbolize.c ---- */
 struct ac_frame {
   const void *pc;
-  const char *module; /* path, "" if unknown */
+  const char *module;   /* path, "" if unknown */
   unsigned long offset; /* pc - module base */
   const char *function; /* NULL if unknown */
   unsigned long function_offset;

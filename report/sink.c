@@ -31,7 +31,8 @@ static int stream_pid;
 static uint64_t finding_key(const struct ac_finding *f) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
   const unsigned char *p = (const unsigned char *)&f->rule;
-  for (size_t i = 0; i < sizeof f->rule; i++) h = (h ^ p[i]) * 1099511628211ull;
+  for (size_t i = 0; i < sizeof f->rule; i++)
+    h = (h ^ p[i]) * 1099511628211ull;
   p = (const unsigned char *)f->stack.pc;
   for (size_t i = 0; i < (size_t)f->stack.depth * sizeof f->stack.pc[0]; i++)
     h = (h ^ p[i]) * 1099511628211ull;
@@ -60,8 +61,12 @@ void ac_report_announce(const struct ac_options *o) {
   pthread_mutex_unlock(&sink_lock);
 }
 
-void ac_report_fork_prepare(void) { pthread_mutex_lock(&sink_lock); }
-void ac_report_fork_parent(void) { pthread_mutex_unlock(&sink_lock); }
+void ac_report_fork_prepare(void) {
+  pthread_mutex_lock(&sink_lock);
+}
+void ac_report_fork_parent(void) {
+  pthread_mutex_unlock(&sink_lock);
+}
 
 void ac_report_fork_child(void) {
   pthread_mutex_unlock(&sink_lock);

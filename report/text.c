@@ -25,16 +25,22 @@ static void write_stack(FILE *out, const struct ac_stack *s) {
 
 static void write_stream_arg(FILE *out, const struct ac_finding *f) {
   uintptr_t h = f->args.stream;
-  if (h == 0) fprintf(out, "0 /* NULL */");
-  else if (h == 1) fprintf(out, "CU_STREAM_LEGACY");
-  else if (h == 2) fprintf(out, "CU_STREAM_PER_THREAD");
-  else fprintf(out, "0x%" PRIxPTR, h);
+  if (h == 0)
+    fprintf(out, "0 /* NULL */");
+  else if (h == 1)
+    fprintf(out, "CU_STREAM_LEGACY");
+  else if (h == 2)
+    fprintf(out, "CU_STREAM_PER_THREAD");
+  else
+    fprintf(out, "0x%" PRIxPTR, h);
 }
 
 static void write_flags_arg(FILE *out, unsigned flags) {
   const char *name = ac_assoc_name(flags);
-  if (strcmp(name, "invalid") == 0) fprintf(out, "%u /* not a valid flag */", flags);
-  else fprintf(out, "%s", name);
+  if (strcmp(name, "invalid") == 0)
+    fprintf(out, "%u /* not a valid flag */", flags);
+  else
+    fprintf(out, "%s", name);
 }
 
 static void write_call(FILE *out, const struct ac_finding *f) {

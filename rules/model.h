@@ -24,12 +24,12 @@ struct ac_alloc {
   uintptr_t base;
   size_t size;
   enum ac_mem_kind kind;
-  bool learned;              /* found through the driver, not seen being made */
-  unsigned default_flags;    /* the cuMemAllocManaged flags */
-  enum ac_assoc assoc;       /* current association */
+  bool learned;                   /* found through the driver, not seen being made */
+  unsigned default_flags;         /* the cuMemAllocManaged flags */
+  enum ac_assoc assoc;            /* current association */
   struct ac_stream *assoc_stream; /* for AC_ASSOC_SINGLE */
-  char name[64];             /* __managed__ variable name */
-  uintptr_t module;          /* CUmodule / CUlibrary of a __managed__ variable */
+  char name[64];                  /* __managed__ variable name */
+  uintptr_t module;               /* CUmodule / CUlibrary of a __managed__ variable */
   const char *origin_api;
   uint64_t origin_thread;
   struct ac_stack origin_stack;

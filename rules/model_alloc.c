@@ -10,7 +10,9 @@
 
 #include "model_internal.h"
 
-static uint64_t granule_of(uintptr_t addr) { return (uint64_t)addr >> AC_GRANULE_SHIFT; }
+static uint64_t granule_of(uintptr_t addr) {
+  return (uint64_t)addr >> AC_GRANULE_SHIFT;
+}
 
 static uint64_t last_granule_of(const struct ac_alloc *a) {
   return granule_of(a->base + (a->size ? a->size - 1 : 0));
@@ -63,7 +65,8 @@ struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *p
   for (uint64_t k = granule_of(a->base); k <= last_granule_of(a); k++) {
     struct granule *g = granule_get(m, k);
     if (!g || !granule_push(g, a)) {
-      for (uint64_t undo = granule_of(a->base); undo < k; undo++) granule_drop(m, undo, a);
+      for (uint64_t undo = granule_of(a->base); undo < k; undo++)
+        granule_drop(m, undo, a);
       if (g && g->count == 0) granule_drop(m, k, a);
       free(a);
       return NULL;
@@ -95,12 +98,15 @@ struct ac_alloc *ac_model_find_alloc_at(const struct ac_model *m, uintptr_t base
 }
 
 void ac_model_remove_alloc(struct ac_model *m, struct ac_alloc *a) {
-  for (uint64_t k = granule_of(a->base); k <= last_granule_of(a); k++) granule_drop(m, k, a);
+  for (uint64_t k = granule_of(a->base); k <= last_granule_of(a); k++)
+    granule_drop(m, k, a);
   m->alloc_count--;
   free(a);
 }
 
-size_t ac_model_alloc_count(const struct ac_model *m) { return m->alloc_count; }
+size_t ac_model_alloc_count(const struct ac_model *m) {
+  return m->alloc_count;
+}
 
 void ac_model_free_allocs(struct ac_model *m) {
   /* An allocation spanning several granules is listed in each: collect each
@@ -117,7 +123,8 @@ void ac_model_free_allocs(struct ac_model *m) {
     free(g->allocs);
     free(g);
   }
-  for (size_t i = 0; i < n; i++) free(all[i]);
+  for (size_t i = 0; i < n; i++)
+    free(all[i]);
   free(all);
   m->alloc_count = 0;
 }

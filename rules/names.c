@@ -21,43 +21,62 @@ enum ac_rule_id ac_rule_by_id(const char *id) {
 
 const char *ac_severity_name(enum ac_severity sev) {
   switch (sev) {
-  case AC_SEV_ERROR: return "error";
-  case AC_SEV_WARNING: return "warning";
-  case AC_SEV_NOTE: return "note";
+  case AC_SEV_ERROR:
+    return "error";
+  case AC_SEV_WARNING:
+    return "warning";
+  case AC_SEV_NOTE:
+    return "note";
   }
   return "?";
 }
 
 const char *ac_mem_kind_name(enum ac_mem_kind kind) {
   switch (kind) {
-  case AC_MEM_MANAGED: return "managed";
-  case AC_MEM_MANAGED_VAR: return "__managed__ variable";
-  case AC_MEM_DEVICE: return "device";
-  case AC_MEM_PINNED: return "pinned host";
-  case AC_MEM_PAGEABLE: return "pageable host";
-  case AC_MEM_NULL: return "NULL";
+  case AC_MEM_MANAGED:
+    return "managed";
+  case AC_MEM_MANAGED_VAR:
+    return "__managed__ variable";
+  case AC_MEM_DEVICE:
+    return "device";
+  case AC_MEM_PINNED:
+    return "pinned host";
+  case AC_MEM_PAGEABLE:
+    return "pageable host";
+  case AC_MEM_NULL:
+    return "NULL";
   }
   return "?";
 }
 
 const char *ac_assoc_name(unsigned flags) {
   switch (flags) {
-  case AC_ASSOC_GLOBAL: return "CU_MEM_ATTACH_GLOBAL";
-  case AC_ASSOC_HOST: return "CU_MEM_ATTACH_HOST";
-  case AC_ASSOC_SINGLE: return "CU_MEM_ATTACH_SINGLE";
+  case AC_ASSOC_GLOBAL:
+    return "CU_MEM_ATTACH_GLOBAL";
+  case AC_ASSOC_HOST:
+    return "CU_MEM_ATTACH_HOST";
+  case AC_ASSOC_SINGLE:
+    return "CU_MEM_ATTACH_SINGLE";
   }
   return "invalid";
 }
 
 const char *ac_stream_kind_name(enum ac_stream_kind kind) {
   switch (kind) {
-  case AC_STREAM_NULL_LEGACY: return "NULL stream (legacy default stream)";
-  case AC_STREAM_LEGACY: return "CU_STREAM_LEGACY";
-  case AC_STREAM_PER_THREAD: return "per-thread default stream";
-  case AC_STREAM_CREATED: return "stream made by cuStreamCreate";
-  case AC_STREAM_DESTROYED: return "destroyed stream";
-  case AC_STREAM_NEVER_CREATED: return "handle that was never a stream";
-  case AC_STREAM_UNTRACKED: return "stream not seen being created";
+  case AC_STREAM_NULL_LEGACY:
+    return "NULL stream (legacy default stream)";
+  case AC_STREAM_LEGACY:
+    return "CU_STREAM_LEGACY";
+  case AC_STREAM_PER_THREAD:
+    return "per-thread default stream";
+  case AC_STREAM_CREATED:
+    return "stream made by cuStreamCreate";
+  case AC_STREAM_DESTROYED:
+    return "destroyed stream";
+  case AC_STREAM_NEVER_CREATED:
+    return "handle that was never a stream";
+  case AC_STREAM_UNTRACKED:
+    return "stream not seen being created";
   }
   return "?";
 }

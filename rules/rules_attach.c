@@ -33,11 +33,14 @@ static bool range_is_partial(const struct ac_attach_call *c) {
 static bool mem_is_unsupported(const struct ac_attach_call *c) {
   switch (c->mem_kind) {
   case AC_MEM_MANAGED:
-  case AC_MEM_MANAGED_VAR: return false;
-  case AC_MEM_PAGEABLE: return !c->pageable_memory_access;
+  case AC_MEM_MANAGED_VAR:
+    return false;
+  case AC_MEM_PAGEABLE:
+    return !c->pageable_memory_access;
   case AC_MEM_DEVICE:
   case AC_MEM_PINNED:
-  case AC_MEM_NULL: return true;
+  case AC_MEM_NULL:
+    return true;
   }
   return true;
 }

@@ -43,8 +43,7 @@ static bool pageable_memory_access(void) {
 }
 
 static CUresult guard_result(enum ac_guard_verdict v) {
-  return v == AC_GUARD_REFUSE_INVALID_HANDLE ? CUDA_ERROR_INVALID_HANDLE
-                                             : CUDA_ERROR_INVALID_VALUE;
+  return v == AC_GUARD_REFUSE_INVALID_HANDLE ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
 }
 
 static void record_association(struct ac_attach_call *c) {
@@ -91,8 +90,8 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
                                                                : AC_DRIVER_CRASHES;
   /* A call about to crash the process is reported before it is made. */
   if (outcome == AC_DRIVER_CRASHES) emit_all(findings, n, outcome, CUDA_SUCCESS);
-  CUresult r = outcome == AC_DRIVER_GUARDED ? guard_result(verdict)
-                                            : forward(stream, dptr, length, flags);
+  CUresult r =
+      outcome == AC_DRIVER_GUARDED ? guard_result(verdict) : forward(stream, dptr, length, flags);
 
   if (r == CUDA_SUCCESS) {
     pthread_mutex_lock(&ac_model_lock);

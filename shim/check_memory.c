@@ -70,11 +70,11 @@ static enum ac_mem_kind learn(CUdeviceptr ptr) {
   if (!ac_real.cuPointerGetAttributes ||
       ac_real.cuPointerGetAttributes(4, attrs, data, ptr) != CUDA_SUCCESS)
     return AC_MEM_PAGEABLE;
-  enum ac_mem_kind kind = is_managed                              ? AC_MEM_MANAGED
-                          : memory_type == CU_MEMORYTYPE_DEVICE   ? AC_MEM_DEVICE
-                          : memory_type == CU_MEMORYTYPE_HOST     ? AC_MEM_PINNED
-                          : memory_type == CU_MEMORYTYPE_UNIFIED  ? AC_MEM_MANAGED
-                                                                  : AC_MEM_PAGEABLE;
+  enum ac_mem_kind kind = is_managed                             ? AC_MEM_MANAGED
+                          : memory_type == CU_MEMORYTYPE_DEVICE  ? AC_MEM_DEVICE
+                          : memory_type == CU_MEMORYTYPE_HOST    ? AC_MEM_PINNED
+                          : memory_type == CU_MEMORYTYPE_UNIFIED ? AC_MEM_MANAGED
+                                                                 : AC_MEM_PAGEABLE;
   if (kind != AC_MEM_PAGEABLE && start && size)
     record(kind, true, NULL, start, size, CU_MEM_ATTACH_GLOBAL, 0, NULL);
   return kind;

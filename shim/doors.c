@@ -51,8 +51,10 @@ void *ac_wrapper_for(void *real) {
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
     if (doors[mid].real == real) return doors[mid].wrapper;
-    if (doors[mid].real < real) lo = mid + 1;
-    else hi = mid;
+    if (doors[mid].real < real)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return real;
 }
@@ -70,7 +72,8 @@ static void *resolver_wrapper(int cuda_version) {
 static void substitute(const char *symbol, void **pfn, int version, cuuint64_t flags) {
   void *real = *pfn;
   void *wrapper = ac_wrapper_for(real);
-  if (wrapper == real && strcmp(symbol, "cuGetProcAddress") == 0) wrapper = resolver_wrapper(version);
+  if (wrapper == real && strcmp(symbol, "cuGetProcAddress") == 0)
+    wrapper = resolver_wrapper(version);
   *pfn = wrapper;
   if (ac_opts.verbose >= 2)
     fprintf(stderr, "==attachcheck== cuGetProcAddress(%s, %d, %llu): %s\n", symbol, version,

@@ -12,8 +12,8 @@ void ac_emit_finding(struct ac_finding *f, enum ac_driver_outcome outcome, CUres
   f->driver_result = (int)driver_result;
   if (outcome == AC_DRIVER_CRASHES)
     snprintf(f->driver_result_name, sizeof f->driver_result_name, "(none yet)");
-  else if (ac_real.cuGetErrorName &&
-           ac_real.cuGetErrorName(driver_result, &name) == CUDA_SUCCESS && name)
+  else if (ac_real.cuGetErrorName && ac_real.cuGetErrorName(driver_result, &name) == CUDA_SUCCESS &&
+           name)
     snprintf(f->driver_result_name, sizeof f->driver_result_name, "%s", name);
   else
     snprintf(f->driver_result_name, sizeof f->driver_result_name, "CUresult %d",

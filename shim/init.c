@@ -33,7 +33,9 @@ uint64_t ac_thread_id(void) {
   return id;
 }
 
-static void warn_line(const char *line) { fprintf(stderr, "==attachcheck== warning: %s\n", line); }
+static void warn_line(const char *line) {
+  fprintf(stderr, "==attachcheck== warning: %s\n", line);
+}
 
 static bool resolve_driver(char *why, size_t len) {
   void *driver = dlopen(ac_opts.driver, RTLD_LAZY | RTLD_LOCAL);
@@ -114,4 +116,6 @@ __attribute__((constructor)) static void on_load(void) {
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }
 
-__attribute__((destructor)) static void on_unload(void) { ac_report_finish(); }
+__attribute__((destructor)) static void on_unload(void) {
+  ac_report_finish();
+}

@@ -47,7 +47,7 @@ AC_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodu
       ac_real.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, *dptr) ==
           CUDA_SUCCESS &&
       managed)
-    ac_check_managed_variable("cuModuleGetGlobal_v2", *dptr, bytes ? *bytes : size,
-                              (uintptr_t)hmod, name);
+    ac_check_managed_variable("cuModuleGetGlobal_v2", *dptr, bytes ? *bytes : size, (uintptr_t)hmod,
+                              name);
   return r;
 }

@@ -39,8 +39,10 @@ void ac_stack_start(void) {
     shim_base = info.dli_fbase;
     snprintf(dir, sizeof dir, "%s", info.dli_fname);
     char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    else dir[0] = 0;
+    if (slash)
+      *slash = 0;
+    else
+      dir[0] = 0;
   }
   open_beside_shim(dir[0] ? dir : NULL, "liblzma.so.5"); /* libunwind's one dependency */
   void *h = open_beside_shim(dir[0] ? dir : NULL, "libunwind.so.8");
@@ -58,7 +60,8 @@ void ac_stack_capture(struct ac_stack *out) {
   void *raw[AC_STACK_MAX + 16];
   int n = unwind_backtrace ? unwind_backtrace(raw, (int)(sizeof raw / sizeof raw[0])) : 0;
   int skip = 0;
-  while (skip < n && ac_pc_in_shim(raw[skip])) skip++;
+  while (skip < n && ac_pc_in_shim(raw[skip]))
+    skip++;
   out->depth = n - skip < AC_STACK_MAX ? n - skip : AC_STACK_MAX;
   if (out->depth < 0) out->depth = 0;
   memcpy(out->pc, raw + skip, (size_t)out->depth * sizeof raw[0]);

@@ -29,7 +29,9 @@ static void *map_aligned(size_t bytes, int prot) {
   return (void *)aligned;
 }
 
-static size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
+static size_t page_round(size_t n) {
+  return (n + 4095) & ~(size_t)4095;
+}
 
 static CUresult record(uintptr_t base, size_t size, enum fake_mem_kind kind, unsigned assoc) {
   struct fake_alloc *a = calloc(1, sizeof *a);
@@ -79,8 +81,7 @@ CUresult fake_alloc_managed(CUdeviceptr *dptr, size_t bytes, unsigned assoc) {
 FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
-  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&fake_lock);
   CUresult r = fake_alloc_managed(dptr, bytesize, flags);
   pthread_mutex_unlock(&fake_lock);
@@ -115,12 +116,14 @@ FAKE_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int fla
 static CUresult release(uintptr_t base, enum fake_mem_kind kind) {
   pthread_mutex_lock(&fake_lock);
   struct fake_alloc **link = &allocs, *a;
-  while ((a = *link) && !(a->base == base && a->kind == kind)) link = &a->next;
+  while ((a = *link) && !(a->base == base && a->kind == kind))
+    link = &a->next;
   if (a) *link = a->next;
   pthread_mutex_unlock(&fake_lock);
   if (!a) return CUDA_ERROR_INVALID_VALUE;
   /* Small managed slots are not reused, so stale pointers stay recognisable. */
-  if (a->kind != FAKE_MANAGED || a->size > SMALL_LIMIT) munmap((void *)a->base, page_round(a->size));
+  if (a->kind != FAKE_MANAGED || a->size > SMALL_LIMIT)
+    munmap((void *)a->base, page_round(a->size));
   free(a);
   return CUDA_SUCCESS;
 }
@@ -144,14 +147,23 @@ FAKE_EXPORT CUresult cuMemFreeHost(void *p) {
 /* One attribute of a known allocation; false if the attribute is not modelled. */
 static bool attribute_of(const struct fake_alloc *a, CUpointer_attribute attr, void *data) {
   switch (attr) {
-  case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned *)data = a && a->kind == FAKE_MANAGED; return true;
+  case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    *(unsigned *)data = a && a->kind == FAKE_MANAGED;
+    return true;
   case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
     *(unsigned *)data = !a ? 0 : a->kind == FAKE_PINNED ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
     return true;
-  case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = a ? a->base : 0; return true;
-  case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = a ? a->size : 0; return true;
-  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = a ? 0 : -2; return true;
-  default: return false;
+  case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+    *(CUdeviceptr *)data = a ? a->base : 0;
+    return true;
+  case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    *(size_t *)data = a ? a->size : 0;
+    return true;
+  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    *(int *)data = a ? 0 : -2;
+    return true;
+  default:
+    return false;
   }
 }
 

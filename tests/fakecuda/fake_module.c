@@ -49,7 +49,8 @@ static size_t type_size(const char *t) {
 /* Splits s into whitespace/comma separated tokens (in place). */
 static int tokenize(char *s, char **tok, int max) {
   int n = 0;
-  for (char *p = strtok(s, " \t\r\n,"); p && n < max; p = strtok(NULL, " \t\r\n,")) tok[n++] = p;
+  for (char *p = strtok(s, " \t\r\n,"); p && n < max; p = strtok(NULL, " \t\r\n,"))
+    tok[n++] = p;
   return n;
 }
 
@@ -58,8 +59,10 @@ static bool declaration_layout(char **tok, int n, size_t *size, size_t *align, c
   size_t elem = 0, count = 1;
   *align = 0;
   for (int i = 0; i < n; i++) {
-    if (strcmp(tok[i], ".align") == 0 && i + 1 < n) *align = strtoul(tok[++i], NULL, 10);
-    else if (type_size(tok[i])) elem = type_size(tok[i]);
+    if (strcmp(tok[i], ".align") == 0 && i + 1 < n)
+      *align = strtoul(tok[++i], NULL, 10);
+    else if (type_size(tok[i]))
+      elem = type_size(tok[i]);
     else if (tok[i][0] != '.' && tok[i][0] != '=' && elem) {
       char *bracket = strchr(tok[i], '[');
       if (bracket) {
@@ -151,7 +154,8 @@ static bool parse_ptx(struct fake_module *m, const char *ptx) {
   bool ok = true;
   for (const char *p = ptx; *p && ok; p++) {
     if (p[0] == '/' && p[1] == '/') {
-      while (*p && *p != '\n') p++;
+      while (*p && *p != '\n')
+        p++;
       if (!*p) break;
       continue;
     }
@@ -162,8 +166,10 @@ static bool parse_ptx(struct fake_module *m, const char *ptx) {
     }
     if (*p == ';' || *p == '{') {
       decl[n] = 0;
-      if (is_directive(decl, ".entry")) ok = parse_entry(m, decl);
-      else if (is_directive(decl, ".global")) ok = parse_global(m, decl);
+      if (is_directive(decl, ".entry"))
+        ok = parse_entry(m, decl);
+      else if (is_directive(decl, ".global"))
+        ok = parse_global(m, decl);
       n = 0;
       if (*p == '{') depth++;
       continue;

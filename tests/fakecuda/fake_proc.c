@@ -20,18 +20,24 @@ struct versioned_name {
 };
 
 static const struct versioned_name versioned[] = {
-    {"cuGetProcAddress", 12000, "_v2"},   {"cuStreamDestroy", 4000, "_v2"},
-    {"cuEventDestroy", 4000, "_v2"},      {"cuMemFree", 3020, "_v2"},
-    {"cuMemAlloc", 3020, "_v2"},          {"cuModuleGetGlobal", 3020, "_v2"},
-    {"cuCtxDestroy", 4000, "_v2"},        {"cuStreamBeginCapture", 10010, "_v2"},
-    {"cuDevicePrimaryCtxRelease", 11000, "_v2"}, {"cuCtxCreate", 3020, "_v2"},
+    {"cuGetProcAddress", 12000, "_v2"},
+    {"cuStreamDestroy", 4000, "_v2"},
+    {"cuEventDestroy", 4000, "_v2"},
+    {"cuMemFree", 3020, "_v2"},
+    {"cuMemAlloc", 3020, "_v2"},
+    {"cuModuleGetGlobal", 3020, "_v2"},
+    {"cuCtxDestroy", 4000, "_v2"},
+    {"cuStreamBeginCapture", 10010, "_v2"},
+    {"cuDevicePrimaryCtxRelease", 11000, "_v2"},
+    {"cuCtxCreate", 3020, "_v2"},
 };
 
 static void *self_handle(void) {
   static void *handle;
   if (!handle) {
     Dl_info info;
-    if (dladdr((void *)self_handle, &info)) handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+    if (dladdr((void *)self_handle, &info))
+      handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
   }
   return handle;
 }

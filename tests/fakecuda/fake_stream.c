@@ -40,12 +40,14 @@ struct host_task {
 static struct fake_stream *live_streams, *free_streams;
 static struct fake_stream legacy_stream = {STREAM_MAGIC, 0, 0, true, false, false, 0, 0, 0, NULL};
 static __thread struct fake_stream per_thread_stream = {STREAM_MAGIC, 0, 0, true, false,
-                                                        false, 0, 0, 0, NULL};
+                                                        false,        0, 0, 0,    NULL};
 static pthread_cond_t progress = PTHREAD_COND_INITIALIZER;
 static struct host_task *tasks_head, *tasks_tail;
 static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
 
-bool fake_stream_is_null(CUstream h, bool per_thread_entry) { return h == NULL && !per_thread_entry; }
+bool fake_stream_is_null(CUstream h, bool per_thread_entry) {
+  return h == NULL && !per_thread_entry;
+}
 
 /* Caller holds fake_lock. */
 static struct fake_stream *resolve(CUstream h, bool per_thread_entry) {
@@ -72,7 +74,8 @@ static void *host_function_thread(void *unused) {
   (void)unused;
   pthread_mutex_lock(&fake_lock);
   for (;;) {
-    while (!tasks_head) pthread_cond_wait(&progress, &fake_lock);
+    while (!tasks_head)
+      pthread_cond_wait(&progress, &fake_lock);
     struct host_task *t = tasks_head;
     tasks_head = t->next;
     if (!tasks_head) tasks_tail = NULL;
@@ -120,7 +123,8 @@ CUresult fake_enqueue_work(CUstream h, bool per_thread_entry) {
 }
 
 static void wait_for(struct fake_stream *s, uint64_t seq) {
-  while (s->completed < seq) pthread_cond_wait(&progress, &fake_lock);
+  while (s->completed < seq)
+    pthread_cond_wait(&progress, &fake_lock);
 }
 
 static CUresult enqueue_host_function(CUstream h, bool per_thread_entry, CUhostFn fn, void *data) {
@@ -140,8 +144,10 @@ static CUresult enqueue_host_function(CUstream h, bool per_thread_entry, CUhostF
   t->seq = enqueue(s);
   t->fn = fn;
   t->data = data;
-  if (tasks_tail) tasks_tail->next = t;
-  else tasks_head = t;
+  if (tasks_tail)
+    tasks_tail->next = t;
+  else
+    tasks_head = t;
   tasks_tail = t;
   pthread_cond_broadcast(&progress);
   pthread_mutex_unlock(&fake_lock);
@@ -177,7 +183,8 @@ static CUresult add_callback(CUstream h, bool pt, CUstreamCallback cb, void *dat
 FAKE_EXPORT CUresult cuStreamAddCallback(CUstream h, CUstreamCallback cb, void *d, unsigned f) {
   return add_callback(h, false, cb, d, f);
 }
-FAKE_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void *d, unsigned f) {
+FAKE_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, void *d,
+                                              unsigned f) {
   return add_callback(h, true, cb, d, f);
 }
 
@@ -188,13 +195,16 @@ static CUresult create_stream(CUstream *ph, unsigned flags, int priority) {
   if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = free_streams;
-  if (s) free_streams = s->next;
-  else s = malloc(sizeof *s);
+  if (s)
+    free_streams = s->next;
+  else
+    s = malloc(sizeof *s);
   if (!s) {
     pthread_mutex_unlock(&fake_lock);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  *s = (struct fake_stream){STREAM_MAGIC, flags, priority, true, false, false, 0, 0, 0, live_streams};
+  *s = (struct fake_stream){STREAM_MAGIC, flags, priority, true, false,
+                            false,        0,     0,        0,    live_streams};
   live_streams = s;
   pthread_mutex_unlock(&fake_lock);
   *ph = (CUstream)s;
@@ -215,7 +225,8 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, false);
   struct fake_stream **link = &live_streams;
-  while (*link != s) link = &(*link)->next;
+  while (*link != s)
+    link = &(*link)->next;
   *link = s->next;
   s->live = false;
   /* Recycle the handle once nothing queued refers to it. */
@@ -226,7 +237,9 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
-FAKE_EXPORT CUresult cuStreamDestroy(CUstream h) { return cuStreamDestroy_v2(h); }
+FAKE_EXPORT CUresult cuStreamDestroy(CUstream h) {
+  return cuStreamDestroy_v2(h);
+}
 
 static CUresult stream_synchronize(CUstream h, bool pt) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
@@ -236,8 +249,12 @@ static CUresult stream_synchronize(CUstream h, bool pt) {
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
-FAKE_EXPORT CUresult cuStreamSynchronize(CUstream h) { return stream_synchronize(h, false); }
-FAKE_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h) { return stream_synchronize(h, true); }
+FAKE_EXPORT CUresult cuStreamSynchronize(CUstream h) {
+  return stream_synchronize(h, false);
+}
+FAKE_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream h) {
+  return stream_synchronize(h, true);
+}
 
 static CUresult stream_query(CUstream h, bool pt) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
@@ -247,14 +264,20 @@ static CUresult stream_query(CUstream h, bool pt) {
   pthread_mutex_unlock(&fake_lock);
   return r;
 }
-FAKE_EXPORT CUresult cuStreamQuery(CUstream h) { return stream_query(h, false); }
-FAKE_EXPORT CUresult cuStreamQuery_ptsz(CUstream h) { return stream_query(h, true); }
+FAKE_EXPORT CUresult cuStreamQuery(CUstream h) {
+  return stream_query(h, false);
+}
+FAKE_EXPORT CUresult cuStreamQuery_ptsz(CUstream h) {
+  return stream_query(h, true);
+}
 
 FAKE_EXPORT CUresult cuCtxSynchronize(void) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&fake_lock);
-  while (tasks_head) pthread_cond_wait(&progress, &fake_lock);
-  for (struct fake_stream *s = live_streams; s; s = s->next) wait_for(s, s->enqueued);
+  while (tasks_head)
+    pthread_cond_wait(&progress, &fake_lock);
+  for (struct fake_stream *s = live_streams; s; s = s->next)
+    wait_for(s, s->enqueued);
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
@@ -281,7 +304,9 @@ FAKE_EXPORT CUresult cuEventDestroy_v2(CUevent h) {
   free(h);
   return CUDA_SUCCESS;
 }
-FAKE_EXPORT CUresult cuEventDestroy(CUevent h) { return cuEventDestroy_v2(h); }
+FAKE_EXPORT CUresult cuEventDestroy(CUevent h) {
+  return cuEventDestroy_v2(h);
+}
 
 static CUresult event_record(CUevent h, CUstream sh, bool pt) {
   struct fake_event *e = (struct fake_event *)h;
@@ -293,8 +318,12 @@ static CUresult event_record(CUevent h, CUstream sh, bool pt) {
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
-FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) { return event_record(e, s, false); }
-FAKE_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) { return event_record(e, s, true); }
+FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
+  return event_record(e, s, false);
+}
+FAKE_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
+  return event_record(e, s, true);
+}
 FAKE_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned f) {
   (void)f;
   return event_record(e, s, false);
@@ -341,9 +370,12 @@ static CUresult begin_capture(CUstream h, bool pt) {
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, pt);
   CUresult r = CUDA_SUCCESS;
-  if (s == &legacy_stream) r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  else if (s->capturing) r = CUDA_ERROR_ILLEGAL_STATE;
-  else s->capturing = true, s->capture_invalidated = false;
+  if (s == &legacy_stream)
+    r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  else if (s->capturing)
+    r = CUDA_ERROR_ILLEGAL_STATE;
+  else
+    s->capturing = true, s->capture_invalidated = false;
   pthread_mutex_unlock(&fake_lock);
   return r;
 }
@@ -355,8 +387,12 @@ FAKE_EXPORT CUresult cuStreamBeginCapture_v2_ptsz(CUstream h, CUstreamCaptureMod
   (void)mode;
   return begin_capture(h, true);
 }
-FAKE_EXPORT CUresult cuStreamBeginCapture(CUstream h) { return begin_capture(h, false); }
-FAKE_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream h) { return begin_capture(h, true); }
+FAKE_EXPORT CUresult cuStreamBeginCapture(CUstream h) {
+  return begin_capture(h, false);
+}
+FAKE_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream h) {
+  return begin_capture(h, true);
+}
 
 static CUresult end_capture(CUstream h, CUgraph *graph, bool pt) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
@@ -365,14 +401,19 @@ static CUresult end_capture(CUstream h, CUgraph *graph, bool pt) {
   struct fake_stream *s = fake_stream_checked(h, pt);
   CUresult r = CUDA_SUCCESS;
   *graph = NULL;
-  if (!s->capturing) r = CUDA_ERROR_ILLEGAL_STATE;
-  else if (s->capture_invalidated) r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
-  else *graph = (CUgraph)calloc(1, 64);
+  if (!s->capturing)
+    r = CUDA_ERROR_ILLEGAL_STATE;
+  else if (s->capture_invalidated)
+    r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  else
+    *graph = (CUgraph)calloc(1, 64);
   s->capturing = false;
   pthread_mutex_unlock(&fake_lock);
   return r;
 }
-FAKE_EXPORT CUresult cuStreamEndCapture(CUstream h, CUgraph *g) { return end_capture(h, g, false); }
+FAKE_EXPORT CUresult cuStreamEndCapture(CUstream h, CUgraph *g) {
+  return end_capture(h, g, false);
+}
 FAKE_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream h, CUgraph *g) {
   return end_capture(h, g, true);
 }

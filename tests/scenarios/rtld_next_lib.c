@@ -5,7 +5,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-pid_t getpid(void) { return -42; }
+pid_t getpid(void) {
+  return -42;
+}
 
 int rtld_next_finds_libc(void) {
   pid_t (*next)(void) = (pid_t(*)(void))dlsym(RTLD_NEXT, "getpid");

@@ -24,12 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+// clang-format off
 #define DRIVER_FUNCTIONS(X)                                                                        \
-  X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent) X(cuMemAllocManaged)     \
-  X(cuMemAlloc) X(cuMemHostAlloc) X(cuMemFree) X(cuMemFreeHost) X(cuStreamCreate)                  \
-  X(cuStreamDestroy) X(cuStreamAttachMemAsync) X(cuStreamSynchronize) X(cuStreamBeginCapture)      \
-  X(cuStreamEndCapture) X(cuGetErrorName) X(cuModuleLoadData) X(cuModuleGetGlobal)                 \
-  X(cuCtxSynchronize)
+  X(cuInit) X(cuDeviceGet) X(cuDevicePrimaryCtxRetain) X(cuCtxSetCurrent)                          \
+  X(cuMemAllocManaged) X(cuMemAlloc) X(cuMemHostAlloc) X(cuMemFree) X(cuMemFreeHost)               \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamAttachMemAsync) X(cuStreamSynchronize)            \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGetErrorName) X(cuModuleLoadData)              \
+  X(cuModuleGetGlobal) X(cuCtxSynchronize)
+// clang-format on
 
 struct driver {
 #define FIELD(Name) __typeof__(&Name) Name;
@@ -81,19 +83,24 @@ static void load_by_proc_address(int resolver_version, cuuint64_t flags) {
                                                  flags, &status);                                  \
   else                                                                                             \
     ((CUresult(*)(const char *, void **, int, cuuint64_t))resolver)(#Name, (void **)&cu.Name,      \
-                                                                   version_of(#Name), flags);
+                                                                    version_of(#Name), flags);
   DRIVER_FUNCTIONS(RESOLVED)
 #undef RESOLVED
 }
 
 static void load_driver(const char *door) {
-  if (strcmp(door, "link") == 0) load_by_link();
-  else if (strcmp(door, "dlsym") == 0) load_by_dlsym();
-  else if (strcmp(door, "gpa") == 0) load_by_proc_address(12000, 0);
-  else if (strcmp(door, "gpa11") == 0) load_by_proc_address(11030, 0);
+  if (strcmp(door, "link") == 0)
+    load_by_link();
+  else if (strcmp(door, "dlsym") == 0)
+    load_by_dlsym();
+  else if (strcmp(door, "gpa") == 0)
+    load_by_proc_address(12000, 0);
+  else if (strcmp(door, "gpa11") == 0)
+    load_by_proc_address(11030, 0);
   else if (strcmp(door, "ptsz") == 0)
     load_by_proc_address(12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
-  else fprintf(stderr, "scenario: unknown door %s\n", door), exit(2);
+  else
+    fprintf(stderr, "scenario: unknown door %s\n", door), exit(2);
 #define PRESENT(Name)                                                                              \
   if (!cu.Name) fprintf(stderr, "scenario: %s not found through %s\n", #Name, door), exit(2);
   DRIVER_FUNCTIONS(PRESENT)
@@ -110,8 +117,8 @@ static const char *rc_name(CUresult r) {
     CUresult got_ = (call);                                                                        \
     if (got_ != (want)) {                                                                          \
       failures++;                                                                                  \
-      fprintf(stderr, "scenario: %s:%d: %s returned %s, expected %s\n", __FILE__, __LINE__,       \
-              #call, rc_name(got_), rc_name(want));                                                \
+      fprintf(stderr, "scenario: %s:%d: %s returned %s, expected %s\n", __FILE__, __LINE__, #call, \
+              rc_name(got_), rc_name(want));                                                       \
     }                                                                                              \
   } while (0)
 

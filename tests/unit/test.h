@@ -17,7 +17,7 @@ static int test_passed, test_failed;
     }                                                                                              \
   } while (0)
 
-#define TEST_SUMMARY(name)                                                                           \
+#define TEST_SUMMARY(name)                                                                         \
   (printf("%s: %d passed, %d failed\n", name, test_passed, test_failed), test_failed != 0)
 
 #endif

@@ -21,7 +21,8 @@ static struct ac_attach_call call(uintptr_t stream, uintptr_t dptr, size_t len, 
   c.args.flags = flags;
   c.stream = ac_model_resolve_stream(m, stream, false, 1);
   /* What the shim does for a handle that is not mapped memory. */
-  if (c.stream.kind == AC_STREAM_UNTRACKED && stream == 0x1234) c.stream.kind = AC_STREAM_NEVER_CREATED;
+  if (c.stream.kind == AC_STREAM_UNTRACKED && stream == 0x1234)
+    c.stream.kind = AC_STREAM_NEVER_CREATED;
   c.alloc = ac_model_find_alloc(m, dptr);
   c.mem_kind = c.alloc ? c.alloc->kind : (dptr ? AC_MEM_PAGEABLE : AC_MEM_NULL);
   return c;
@@ -91,8 +92,7 @@ static void test_flags(void) {
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     struct ac_attach_call c = call(0x5000, managed->base, 0, bad[i]);
     CHECK(strcmp(rules_of(&c), "AC105") == 0);
-    CHECK(ac_attach_guard(&c) ==
-          (bad[i] == 0 ? AC_GUARD_REFUSE_INVALID_VALUE : AC_GUARD_FORWARD));
+    CHECK(ac_attach_guard(&c) == (bad[i] == 0 ? AC_GUARD_REFUSE_INVALID_VALUE : AC_GUARD_FORWARD));
   }
 }
 

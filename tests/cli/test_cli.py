@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""The front end's contract: option errors, exit statuses, and the shim under
+plain LD_PRELOAD (malformed ATTACHCHECK_* values, the standalone JSON report)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.path.abspath(sys.argv[1])
+CLI = os.path.join(BUILD, "bin", "attachcheck")
+SHIM = os.path.join(BUILD, "lib", "libattachcheck.so")
+SCENARIO = os.path.join(BUILD, "tests", "scenarios", "attach_rules")
+HELPERS = os.path.join(BUILD, "tests", "cli")
+ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
+passed = failed = 0
+
+
+def run(args, env=ENV):
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name} {detail}")
+
+
+def usage_error(name, args, words):
+    p = run([CLI] + args)
+    lines = p.stderr.strip().splitlines()
+    check(name, p.returncode == 2 and len(lines) == 1 and all(w in p.stderr for w in words),
+          f"rc={p.returncode} stderr={p.stderr!r}")
+
+
+usage_error("unknown option", ["--colour", "on", "true"], ["unknown option"])
+usage_error("malformed bool", ["--guard", "maybe", "true"], ["guard", "maybe"])
+usage_error("malformed number", ["--error-exitcode", "x", "true"], ["error_exitcode"])
+usage_error("number out of range", ["--error-exitcode", "300", "true"], ["error_exitcode"])
+usage_error("option without value", ["--json"], ["needs a value"])
+usage_error("no program", ["--guard", "on"], ["no program"])
+usage_error("report folder missing", ["--json", "/nonexistent/r.json", "true"], ["/nonexistent"])
+with tempfile.TemporaryDirectory() as d:
+    os.chmod(d, 0o500)
+    if os.geteuid() != 0:  # root writes anywhere
+        usage_error("report folder not writable", ["--json", f"{d}/r.json", "true"], ["not writable"])
+    usage_error("report path is a folder", ["--json", d, "true"], ["not a writable file"])
+    os.chmod(d, 0o700)
+
+p = run([CLI, "--version"])
+check("--version", p.returncode == 0 and p.stdout.startswith("attachcheck "))
+p = run([CLI, "--help"])
+check("--help lists every option", p.returncode == 0 and all(
+    o in p.stdout for o in ["--json", "--error-exitcode", "--guard", "--require-cuda-init"]))
+
+p = run([CLI, os.path.join(HELPERS, "static_prog")])
+check("shim never loaded: status 3", p.returncode == 3 and "never loaded" in p.stderr, p.stderr)
+p = run([CLI, os.path.join(HELPERS, "exit_with"), "0"])
+check("no CUDA initialised: status 4", p.returncode == 4 and "never initialised" in p.stderr)
+p = run([CLI, "--require-cuda-init=no", os.path.join(HELPERS, "exit_with"), "5"])
+check("program status passes through", p.returncode == 5, f"rc={p.returncode}")
+p = run([CLI, "--", "/nonexistent/program"])
+check("program that cannot run: 127", p.returncode == 127, f"rc={p.returncode}")
+p = run([CLI, "--error-exitcode=9", SCENARIO, "link", "legacy_single"])
+check("--opt=value form", p.returncode == 9, f"rc={p.returncode}")
+
+# Plain LD_PRELOAD: a malformed value is one warning and the default.
+env = dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_GUARD="maybe")
+p = run([SCENARIO, "link", "flags_zero"], env)
+warnings = [l for l in p.stderr.splitlines() if "ATTACHCHECK_GUARD" in l]
+check("malformed ATTACHCHECK_GUARD: one warning, guard stays on",
+      p.returncode == 0 and len(warnings) == 1 and "AC105" in p.stderr, p.stderr)
+
+# Plain LD_PRELOAD with ATTACHCHECK_JSON: the shim writes the report itself.
+with tempfile.TemporaryDirectory() as d:
+    report = os.path.join(d, "r.json")
+    env = dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_JSON=report, ATTACHCHECK_PRINT_STDERR="off")
+    p = run([SCENARIO, "link", "legacy_single"], env)
+    try:
+        data = json.load(open(report))
+    except (OSError, ValueError):
+        data = {}
+    rules = [f.get("rule") for f in data.get("findings", [])]
+    check("standalone JSON report", p.returncode == 0 and rules == ["AC101"] and
+          data.get("summary", {}).get("errors") == 1 and "AC101" not in p.stderr, str(data)[:300])
+    check("standalone stream removed once merged", os.listdir(d) == ["r.json"], str(os.listdir(d)))
+    for key in ["schema_version", "tool", "process", "summary", "findings"]:
+        check(f"report has '{key}'", key in data)
+    f = data.get("findings", [{}])[0]
+    for key in ["rule", "severity", "message", "api", "stack"]:
+        check(f"finding has '{key}'", key in f)
+
+print(f"cli: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)

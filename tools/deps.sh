@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# tools/deps.sh - installs what the build needs from Debian's packages (as
+# root), or prints the command to run. The CUDA toolkit (cuda.h, nvcc) is
+# expected at /usr/local/cuda or on PATH; it is not a Debian package here.
+set -euo pipefail
+packages=(cmake make pkg-config gcc libc6-dev python3 clang clang-format
+          libunwind-dev uthash-dev libjansson-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [ "$(id -u)" = 0 ]; then
+    echo "attachcheck: installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "attachcheck: missing packages; run as root:" >&2
+    echo "  apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+if ! command -v nvcc >/dev/null && [ ! -e /usr/local/cuda/include/cuda.h ]; then
+  echo "attachcheck: the CUDA toolkit (cuda.h) is needed: none at /usr/local/cuda or on PATH" >&2
+  exit 1
+fi
