@@ -89,7 +89,7 @@ def run_case(case, build, driver, verbose):
         env["LD_LIBRARY_PATH"] = fake + ((":" + env["LD_LIBRARY_PATH"]) if env.get("LD_LIBRARY_PATH") else "")
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.json")
-        prog = [os.path.join(build, "tests", "scenarios", case["command"][0])] + case["command"][1:]
+        prog = [os.path.join(build, case["command"][0])] + case["command"][1:]
         cmd = [os.path.join(build, "bin", "attachcheck"), "--json", report] + case["options"] + ["--"] + prog
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
         problems = []
@@ -114,10 +114,12 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--driver", choices=["fake", "real"], required=True)
     ap.add_argument("--only", help="run one scenario by name")
+    ap.add_argument("--expectations", default=os.path.join(HERE, "expectations.txt"),
+                    help="the expectations file (default: the scenarios')")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    cases = parse_expectations(os.path.join(HERE, "expectations.txt"))
+    cases = parse_expectations(args.expectations)
     if args.only:
         cases = [c for c in cases if c["name"] == args.only]
         if not cases:
@@ -133,7 +135,7 @@ def main():
         else:
             passed += 1
             print(f"ok   {case['name']}")
-    print(f"scenarios: {passed} passed, {failed} failed")
+    print(f"{os.path.basename(args.expectations)}: {passed} passed, {failed} failed")
     return 1 if failed else 0
 
 

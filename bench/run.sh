@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# bench/run.sh BUILD [ROUNDS] - runs each benchmark with and without the shim,
+# alternating (so drift in the machine hits both alike), and prints the median
+# time of each and their ratio. Run it on the GPU machine; timings from a
+# machine without one mean nothing.
+set -euo pipefail
+build=$(cd "${1:?usage: bench/run.sh BUILD [ROUNDS]}" && pwd)
+rounds=${2:-7}
+shim="$build/lib/libattachcheck.so"
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+for bench in launch; do
+  exe="$build/bench/bench_$bench"
+  without=() with=()
+  for ((i = 0; i < rounds; i++)); do
+    without+=("$("$exe")")
+    with+=("$(LD_PRELOAD="$shim" ATTACHCHECK_PRINT_STDERR=off "$exe")")
+  done
+  a=$(printf '%s\n' "${without[@]}" | median)
+  b=$(printf '%s\n' "${with[@]}" | median)
+  echo "B1 $bench: without ${a} ns, with ${b} ns per call; ratio $(awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", b/a}') (median of $rounds, alternating)"
+  echo "  without: ${without[*]}"
+  echo "  with:    ${with[*]}"
+done

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# tests/gpu/run.sh BUILD - the GPU suite: the scenarios and the examples under
+# attachcheck over the real driver, then the benchmarks. Writes its logs to
+# $OUT (or ./gpu-results). Build here with tools/build.sh; the build folder
+# carries the libunwind copy the shim needs.
+set -uo pipefail
+build=$(cd "${1:?usage: tests/gpu/run.sh BUILD}" && pwd)
+here=$(cd "$(dirname "$0")/../.." && pwd)
+out=${OUT:-$here/gpu-results}
+mkdir -p "$out"
+status=0
+{
+  echo "== machine"
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+  echo "== scenarios (real driver)"
+  python3 "$here/tests/scenarios/run.py" --build "$build" --driver real || status=1
+  echo "== examples (real driver)"
+  python3 "$here/tests/scenarios/run.py" --build "$build" --driver real \
+    --expectations "$here/tests/gpu/examples.txt" || status=1
+  echo "== demo output"
+  "$build/bin/attachcheck" "$build/examples/attach_mistakes" 2>&1 | head -60
+  if [ "${SKIP_BENCH:-0}" != 1 ]; then
+    echo "== benchmarks"
+    "$here/bench/run.sh" "$build" "${BENCH_ROUNDS:-7}" || status=1
+  fi
+  exit "$status"
+} 2>&1 | tee "$out/gpu-suite.log"
+exit "${PIPESTATUS[0]}"
