@@ -36,6 +36,7 @@ int main(void) {
   size_t bytes = 1 << 20;
   unsigned n = (unsigned)(bytes / sizeof(float));
 
+  setvbuf(stdout, NULL, _IOLBF, 0); /* interleave with the findings on stderr */
   if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
       cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS || cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
     fprintf(stderr, "attach_mistakes: no CUDA device\n");

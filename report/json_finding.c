@@ -3,8 +3,24 @@
  * a report can be symbolised again elsewhere. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "report.h"
+
+json_t *ac_json_text(const char *s) {
+  if (!s) return json_null();
+  json_t *j = json_string(s);
+  if (j) return j;
+  /* Not UTF-8 (a module path, a variable name): keep ASCII, mark the rest. */
+  size_t n = strlen(s);
+  char *copy = malloc(n + 1);
+  if (!copy) return json_null();
+  for (size_t i = 0; i <= n; i++) copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+  j = json_string(copy);
+  free(copy);
+  return j ? j : json_null();
+}
 
 static json_t *hex(uintptr_t v) {
   char buf[32];
@@ -17,10 +33,10 @@ json_t *ac_json_stack(const struct ac_stack *s) {
   for (int i = 0; i < s->depth; i++) {
     struct ac_frame fr;
     ac_symbolize(s->pc[i], &fr);
-    json_t *o = json_pack("{s:o, s:s, s:o}", "pc", hex((uintptr_t)s->pc[i]), "module", fr.module,
-                          "offset", hex(fr.offset));
+    json_t *o = json_pack("{s:o, s:o, s:o}", "pc", hex((uintptr_t)s->pc[i]), "module",
+                          ac_json_text(fr.module), "offset", hex(fr.offset));
     if (fr.function) {
-      json_object_set_new(o, "function", json_string(fr.function));
+      json_object_set_new(o, "function", ac_json_text(fr.function));
       json_object_set_new(o, "function_offset", hex(fr.function_offset));
     }
     json_array_append_new(frames, o);
@@ -41,7 +57,7 @@ static json_t *allocation(const struct ac_alloc_snapshot *a) {
                         "kind", ac_mem_kind_name(a->kind), "association", ac_assoc_name(a->assoc));
   if (a->assoc == AC_ASSOC_SINGLE)
     json_object_set_new(o, "attached_stream", json_integer((json_int_t)a->assoc_stream_serial));
-  if (a->name[0]) json_object_set_new(o, "name", json_string(a->name));
+  if (a->name[0]) json_object_set_new(o, "name", ac_json_text(a->name));
   if (a->origin_api)
     json_object_set_new(o, "origin",
                         json_pack("{s:s, s:I, s:o}", "api", a->origin_api, "thread",

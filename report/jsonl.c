@@ -47,7 +47,7 @@ static json_t *read_argv(void) {
   close(fd);
   for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
     buf[n] = 0;
-    json_array_append_new(argv, json_string(buf + i));
+    json_array_append_new(argv, ac_json_text(buf + i));
   }
   return argv;
 }
@@ -58,7 +58,7 @@ json_t *ac_jsonl_process_record(const struct ac_options *o) {
     char value[512];
     if (ac_option_table[i].scope != AC_SCOPE_SHIM) continue;
     ac_option_format(o, i, value, sizeof value);
-    json_object_set_new(options, ac_option_table[i].name, json_string(value));
+    json_object_set_new(options, ac_option_table[i].name, ac_json_text(value));
   }
   return json_pack("{s:s, s:i, s:i, s:o, s:{s:s, s:s}, s:o}", "type", "process", "pid",
                    (int)getpid(), "ppid", (int)getppid(), "argv", read_argv(), "tool", "name",

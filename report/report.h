@@ -44,6 +44,9 @@ void ac_text_write_finding(FILE *out, const struct ac_finding *f);
 /* ---- json_finding.c ---- */
 json_t *ac_json_finding(const struct ac_finding *f, const char *key);
 json_t *ac_json_stack(const struct ac_stack *s);
+/* A JSON string of s, which need not be UTF-8 (paths, argv): bytes that are
+ * not ASCII become '?' when s is not valid UTF-8. */
+json_t *ac_json_text(const char *s);
 
 /* ---- symbolize.c ---- */
 struct ac_frame {

@@ -94,5 +94,20 @@ with tempfile.TemporaryDirectory() as d:
     for key in ["rule", "severity", "message", "api", "stack"]:
         check(f"finding has '{key}'", key in f)
 
+# A program whose path (and so argv[0] and its stack's module) is not UTF-8:
+# the finding still reaches the report.
+with tempfile.TemporaryDirectory() as d:
+    odd = os.path.join(os.fsencode(d), b"attach_\xff")
+    os.symlink(SCENARIO, odd)
+    report = os.path.join(d, "r.json")
+    p = subprocess.run([os.fsencode(CLI), b"--json", os.fsencode(report), odd, b"link",
+                        b"legacy_single"], env=ENV, capture_output=True, timeout=60)
+    try:
+        rules = [f["rule"] for f in json.load(open(report))["findings"]]
+    except (OSError, ValueError, KeyError):
+        rules = []
+    check("non-UTF-8 program path keeps the finding", p.returncode == 0 and rules == ["AC101"],
+          str(rules))
+
 print(f"cli: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# tools/demo.sh - builds attachcheck and runs the demo program (three classic
+# attach mistakes, examples/attach_mistakes.c) under it: over the real driver
+# when this machine has an NVIDIA GPU, otherwise over the stand-in driver.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tools/build.sh build >/dev/null
+report=build/demo-report.json
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  echo "attachcheck demo: running over the real driver ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+  driver_env=()
+else
+  echo "attachcheck demo: no GPU here, so the program runs over the stand-in driver"
+  echo "(tests/fakecuda: it answers every attach call as the real driver does, GROUND-TRUTH.md)"
+  driver_env=(LD_LIBRARY_PATH="$PWD/build/tests/fakecuda")
+fi
+echo
+env "${driver_env[@]}" build/bin/attachcheck --json "$report" build/examples/attach_mistakes
+echo
+echo "attachcheck demo: the JSON report is $report:"
+python3 - "$report" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for f in r["findings"]:
+    print(f"  {f['rule']} {f['name']:28} {f['api']} -> {f['driver']['name']}")
+print("  summary:", r["summary"])
+PY
