@@ -15,10 +15,12 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "launch: no CUDA device\n");
     return 1;
   }
-  for (int i = 0; i < 1000; i++) empty<<<1, 1, 0, s>>>();
+  for (int i = 0; i < 1000; i++)
+    empty<<<1, 1, 0, s>>>();
   cudaStreamSynchronize(s);
   auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < launches; i++) empty<<<1, 1, 0, s>>>();
+  for (int i = 0; i < launches; i++)
+    empty<<<1, 1, 0, s>>>();
   auto t1 = std::chrono::steady_clock::now();
   cudaStreamSynchronize(s);
   double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / launches;

@@ -21,11 +21,12 @@ static bool worker(int iterations) {
   if (cudaMallocManaged(&p, n * sizeof(int), cudaMemAttachHost) != cudaSuccess) return false;
   cudaStreamAttachMemAsync(s, p, 0, cudaMemAttachSingle);
   cudaStreamSynchronize(s);
-  for (size_t i = 0; i < n; i++) p[i] = 0;
+  for (size_t i = 0; i < n; i++)
+    p[i] = 0;
   for (int it = 0; it < iterations; it++) {
     increment<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(p, n);
     cudaStreamSynchronize(s);
-    p[it % n] += 1;  // CPU work on memory attached to this thread's stream: legal here
+    p[it % n] += 1; // CPU work on memory attached to this thread's stream: legal here
   }
   bool ok = p[0] >= iterations;
   cudaFree(p);
@@ -37,8 +38,10 @@ int main(int argc, char **argv) {
   int threads = argc > 1 ? std::atoi(argv[1]) : 4, iterations = argc > 2 ? std::atoi(argv[2]) : 50;
   std::vector<std::thread> pool;
   std::vector<char> ok(threads);
-  for (int t = 0; t < threads; t++) pool.emplace_back([&, t] { ok[t] = worker(iterations); });
-  for (auto &th : pool) th.join();
+  for (int t = 0; t < threads; t++)
+    pool.emplace_back([&, t] { ok[t] = worker(iterations); });
+  for (auto &th : pool)
+    th.join();
   for (int t = 0; t < threads; t++)
     if (!ok[t]) {
       std::fprintf(stderr, "guide_pattern: thread %d failed\n", t);

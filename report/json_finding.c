@@ -16,7 +16,8 @@ json_t *ac_json_text(const char *s) {
   size_t n = strlen(s);
   char *copy = malloc(n + 1);
   if (!copy) return json_null();
-  for (size_t i = 0; i <= n; i++) copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+  for (size_t i = 0; i <= n; i++)
+    copy[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
   j = json_string(copy);
   free(copy);
   return j ? j : json_null();
