@@ -12,6 +12,9 @@ status=0
 {
   echo "== machine"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+  echo "== driver conformance (real driver, then through the shim)"
+  "$build/tests/fakecuda/driver_conformance" || status=1
+  LD_PRELOAD="$build/lib/libattachcheck.so" "$build/tests/fakecuda/driver_conformance" || status=1
   echo "== scenarios (real driver)"
   python3 "$here/tests/scenarios/run.py" --build "$build" --driver real || status=1
   echo "== examples (real driver)"

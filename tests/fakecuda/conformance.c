@@ -1,0 +1,158 @@
+/* conformance.c - what the scenarios rely on the stand-in driver to do as the
+ * real one does, beyond the attach table: kernel parameter layouts from PTX,
+ * __managed__ variables, host functions in stream order, events, and how
+ * cuGetProcAddress maps names to ABIs. Run over the stand-in driver in CI and
+ * over the real driver in the GPU suite: both must pass. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static int passed, failed;
+
+#define CHECK(cond)                                                                                \
+  do {                                                                                             \
+    if (cond)                                                                                      \
+      passed++;                                                                                    \
+    else {                                                                                         \
+      failed++;                                                                                    \
+      fprintf(stderr, "conformance: %s:%d: %s\n", __FILE__, __LINE__, #cond);                      \
+    }                                                                                              \
+  } while (0)
+
+static const char ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .global .attribute(.managed) .align 8 .b8 counters[256];\n"
+    ".visible .global .align 4 .u32 plain;\n"
+    "// a comment with .entry in it\n"
+    ".visible .entry three(.param .u64 p, .param .u32 n, .param .align 8 .b8 s[24], .param .u8 c, "
+    ".param .f64 d)\n{\n  ret;\n}\n"
+    ".visible .entry none()\n{\n  ret;\n}\n";
+
+static void test_parameter_layouts(CUmodule mod) {
+  CUfunction f, g;
+  size_t off = 99, size = 99;
+  CHECK(cuModuleGetFunction(&f, mod, "three") == CUDA_SUCCESS);
+  static const size_t want_off[] = {0, 8, 16, 40, 48}, want_size[] = {8, 4, 24, 1, 8};
+  for (size_t i = 0; i < 5; i++) {
+    CHECK(cuFuncGetParamInfo(f, i, &off, &size) == CUDA_SUCCESS);
+    CHECK(off == want_off[i] && size == want_size[i]);
+  }
+  CHECK(cuFuncGetParamInfo(f, 5, &off, &size) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuModuleGetFunction(&g, mod, "none") == CUDA_SUCCESS);
+  CHECK(cuFuncGetParamInfo(g, 0, &off, &size) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuModuleGetFunction(&g, mod, "missing") == CUDA_ERROR_NOT_FOUND);
+}
+
+static void test_globals(CUmodule mod) {
+  CUdeviceptr p;
+  size_t bytes;
+  unsigned managed = 7;
+  CHECK(cuModuleGetGlobal(&p, &bytes, mod, "counters") == CUDA_SUCCESS && bytes == 256);
+  CHECK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) == CUDA_SUCCESS);
+  CHECK(managed == 1);
+  CHECK(cuModuleGetGlobal(&p, &bytes, mod, "plain") == CUDA_SUCCESS && bytes == 4);
+  CHECK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) == CUDA_SUCCESS);
+  CHECK(managed == 0);
+}
+
+static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
+static int order[4], ran;
+static void host_fn(void *arg) {
+  pthread_mutex_lock(&gate);
+  order[ran++] = (int)(long)arg;
+  pthread_mutex_unlock(&gate);
+}
+
+static void test_host_functions_and_events(void) {
+  CUstream s;
+  CUevent before, after;
+  CUfunction unused;
+  (void)unused;
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CHECK(cuEventCreate(&before, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS);
+  CHECK(cuEventCreate(&after, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS);
+  pthread_mutex_lock(&gate); /* hold the first host function back */
+  CHECK(cuEventRecord(before, s) == CUDA_SUCCESS);
+  for (long i = 0; i < 3; i++)
+    CHECK(cuLaunchHostFunc(s, host_fn, (void *)i) == CUDA_SUCCESS);
+  CHECK(cuEventRecord(after, s) == CUDA_SUCCESS);
+  usleep(20000);
+  CHECK(cuStreamQuery(s) == CUDA_ERROR_NOT_READY);
+  CHECK(cuEventQuery(before) == CUDA_SUCCESS);
+  CHECK(cuEventQuery(after) == CUDA_ERROR_NOT_READY);
+  pthread_mutex_unlock(&gate);
+  CHECK(cuEventSynchronize(after) == CUDA_SUCCESS);
+  CHECK(ran == 3 && order[0] == 0 && order[1] == 1 && order[2] == 2);
+  CHECK(cuStreamQuery(s) == CUDA_SUCCESS);
+  CHECK(cuEventDestroy(before) == CUDA_SUCCESS && cuEventDestroy(after) == CUDA_SUCCESS);
+  CHECK(cuStreamDestroy(s) == CUDA_SUCCESS);
+}
+
+static void test_proc_address(void) {
+  void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  void *p = NULL;
+  CUdriverProcAddressQueryResult st;
+  CHECK(h != NULL);
+  if (!h) return;
+  CHECK(cuGetProcAddress_v2("cuStreamDestroy", &p, 4000, 0, &st) == CUDA_SUCCESS);
+  CHECK(p == dlsym(h, "cuStreamDestroy_v2") && st == CU_GET_PROC_ADDRESS_SUCCESS);
+  CHECK(cuGetProcAddress_v2("cuMemFree", &p, 12000, 0, &st) == CUDA_SUCCESS);
+  CHECK(p == dlsym(h, "cuMemFree_v2"));
+  CHECK(cuGetProcAddress_v2("cuGetProcAddress", &p, 12000, 0, &st) == CUDA_SUCCESS);
+  CHECK(p == dlsym(h, "cuGetProcAddress_v2"));
+  CHECK(cuGetProcAddress_v2("cuGetProcAddress", &p, 11030, 0, &st) == CUDA_SUCCESS);
+  CHECK(p == dlsym(h, "cuGetProcAddress"));
+  CHECK(cuGetProcAddress_v2("cuStreamAttachMemAsync", &p, 12000,
+                            CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st) == CUDA_SUCCESS);
+  CHECK(p == dlsym(h, "cuStreamAttachMemAsync_ptsz"));
+  CHECK(cuGetProcAddress_v2("cuStreamAttachMemAsync", &p, 12000, 0, &st) == CUDA_SUCCESS);
+  CHECK(p == dlsym(h, "cuStreamAttachMemAsync"));
+  CHECK(cuGetProcAddress_v2("cuNoSuchFunction", &p, 12000, 0, &st) == CUDA_ERROR_NOT_FOUND);
+  CHECK(p == NULL && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+}
+
+static void test_memory(void) {
+  CUdeviceptr a, b, big, start = 0;
+  size_t size = 0;
+  unsigned managed = 0;
+  CHECK(cuMemAllocManaged(&a, 100, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS);
+  CHECK(cuMemAllocManaged(&b, 100, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS);
+  CHECK(b - a == 512 || a - b == 512); /* small allocations share pages */
+  CHECK(cuMemAllocManaged(&big, 4 << 20, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS);
+  CHECK((big & ((2u << 20) - 1)) == 0);
+  CHECK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, big + 100) ==
+        CUDA_SUCCESS);
+  CHECK(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, big + 100) == CUDA_SUCCESS);
+  CHECK(start == big && size == 4u << 20);
+  char host[64];
+  CHECK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, (CUdeviceptr)host) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_IS_MANAGED;
+  void *data[] = {&managed};
+  managed = 7;
+  CHECK(cuPointerGetAttributes(1, &attr, data, (CUdeviceptr)host) == CUDA_SUCCESS && managed == 0);
+  CHECK(cuMemFree(a) == CUDA_SUCCESS && cuMemFree(b) == CUDA_SUCCESS);
+  CHECK(cuMemFree(big) == CUDA_SUCCESS);
+}
+
+int main(void) {
+  CUdevice dev;
+  CUcontext ctx;
+  CUmodule mod;
+  if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&dev, 0) != CUDA_SUCCESS ||
+      cuDevicePrimaryCtxRetain(&ctx, dev) != CUDA_SUCCESS || cuCtxSetCurrent(ctx) != CUDA_SUCCESS) {
+    fprintf(stderr, "conformance: no device\n");
+    return 1;
+  }
+  CHECK(cuModuleLoadData(&mod, ptx) == CUDA_SUCCESS);
+  test_parameter_layouts(mod);
+  test_globals(mod);
+  test_host_functions_and_events();
+  test_proc_address();
+  test_memory();
+  printf("conformance: %d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}
