@@ -110,8 +110,15 @@ static void test_proc_address(void) {
   CHECK(p == dlsym(h, "cuStreamAttachMemAsync_ptsz"));
   CHECK(cuGetProcAddress_v2("cuStreamAttachMemAsync", &p, 12000, 0, &st) == CUDA_SUCCESS);
   CHECK(p == dlsym(h, "cuStreamAttachMemAsync"));
-  CHECK(cuGetProcAddress_v2("cuNoSuchFunction", &p, 12000, 0, &st) == CUDA_ERROR_NOT_FOUND);
+  /* Measured on the H100 (driver 580.159.04). */
+  p = (void *)1;
+  CHECK(cuGetProcAddress_v2("cuNoSuchFunction", &p, 12000, 0, &st) == CUDA_SUCCESS);
   CHECK(p == NULL && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
+  typedef CUresult (*resolver_v1)(const char *, void **, int, cuuint64_t);
+  resolver_v1 gpa1 = (resolver_v1)dlsym(h, "cuGetProcAddress");
+  p = (void *)1;
+  CHECK(gpa1 && gpa1("cuNoSuchFunction", &p, 12000, 0) == CUDA_ERROR_NOT_FOUND);
+  CHECK(p == (void *)1);
 }
 
 static void test_memory(void) {

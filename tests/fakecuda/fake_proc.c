@@ -47,11 +47,8 @@ static void *lookup(const char *name) {
   return h ? dlsym(h, name) : NULL;
 }
 
-static CUresult resolve(const char *symbol, void **pfn, int version, cuuint64_t flags,
-                        CUdriverProcAddressQueryResult *status) {
-  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
-  *pfn = NULL;
+/* The function for symbol, or NULL. */
+static void *resolve(const char *symbol, int version, cuuint64_t flags) {
   char name[160];
   snprintf(name, sizeof name, "%s", symbol);
   for (size_t i = 0; i < sizeof versioned / sizeof versioned[0]; i++)
@@ -67,20 +64,27 @@ static CUresult resolve(const char *symbol, void **pfn, int version, cuuint64_t 
       fn = lookup(variant);
     }
   }
-  if (!fn) fn = lookup(name);
-  if (!fn) return CUDA_ERROR_NOT_FOUND;
-  *pfn = fn;
-  if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
-  return CUDA_SUCCESS;
+  return fn ? fn : lookup(name);
 }
 
+/* Measured on the H100: an unknown name is CUDA_SUCCESS with *pfn = NULL and
+ * the status SYMBOL_NOT_FOUND here... */
 FAKE_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
                                          cuuint64_t flags,
                                          CUdriverProcAddressQueryResult *symbolStatus) {
-  return resolve(symbol, pfn, cudaVersion, flags, symbolStatus);
+  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+  *pfn = resolve(symbol, cudaVersion, flags);
+  if (symbolStatus)
+    *symbolStatus = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_SUCCESS;
 }
 
+/* ...and CUDA_ERROR_NOT_FOUND with *pfn untouched through the 4-argument form. */
 FAKE_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                       cuuint64_t flags) {
-  return resolve(symbol, pfn, cudaVersion, flags, NULL);
+  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+  void *fn = resolve(symbol, cudaVersion, flags);
+  if (!fn) return CUDA_ERROR_NOT_FOUND;
+  *pfn = fn;
+  return CUDA_SUCCESS;
 }
