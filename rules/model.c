@@ -12,12 +12,15 @@ struct ac_model *ac_model_create(void) {
   m->legacy_stream.kind = AC_STREAM_LEGACY;
   m->legacy_stream.handle = 0x1; /* CU_STREAM_LEGACY */
   m->legacy_stream.live = true;
+  m->legacy_stream.blocking = true;
   return m;
 }
 
 void ac_model_destroy(struct ac_model *m) {
   if (!m) return;
   ac_model_free_allocs(m);
+  ac_model_free_order(m);
+  ac_clock_free(&m->legacy_stream.waited);
   ac_model_free_streams(m);
   free(m);
 }

@@ -15,9 +15,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "model_types.h"
 
 struct ac_model;
+struct ac_stream;
+
+/* Where an operation was enqueued: shown as "what made the memory busy". */
+struct ac_op_origin {
+  const char *api;
+  uint64_t thread;
+  struct ac_stack stack;
+};
 
 struct ac_alloc {
   uint64_t serial; /* unique for the life of the process */
@@ -28,8 +37,15 @@ struct ac_alloc {
   unsigned default_flags;         /* the cuMemAllocManaged flags */
   enum ac_assoc assoc;            /* current association */
   struct ac_stream *assoc_stream; /* for AC_ASSOC_SINGLE */
-  char name[64];                  /* __managed__ variable name */
-  uintptr_t module;               /* CUmodule / CUlibrary of a __managed__ variable */
+  /* An association changes when the attach operation completes: until the host
+   * has observed (attach_stream, attach_seq), the previous one binds too. */
+  struct ac_stream *attach_stream;
+  uint64_t attach_seq;
+  enum ac_assoc prev_assoc;
+  struct ac_stream *prev_stream;
+  struct ac_op_origin attach_origin; /* api is NULL until the first attach */
+  char name[64];                     /* __managed__ variable name */
+  uintptr_t module;                  /* CUmodule / CUlibrary of a __managed__ variable */
   const char *origin_api;
   uint64_t origin_thread;
   struct ac_stack origin_stack;
@@ -43,7 +59,11 @@ struct ac_stream {
   int priority;
   bool live;
   bool capturing;
-  uint64_t owner_thread; /* for a per-thread default stream */
+  bool blocking;                   /* synchronises with the legacy NULL stream */
+  uint64_t owner_thread;           /* for a per-thread default stream */
+  uint64_t seq;                    /* operations enqueued so far */
+  struct ac_clock waited;          /* what its next operation waits for (other streams) */
+  struct ac_op_origin busy_origin; /* first operation the host has not seen complete */
 };
 
 struct ac_model *ac_model_create(void);
@@ -79,5 +99,48 @@ struct ac_stream *ac_model_stream_destroyed(struct ac_model *m, uintptr_t handle
  * it AC_STREAM_NEVER_CREATED when the handle cannot be a stream at all. */
 struct ac_stream_ref ac_model_resolve_stream(struct ac_model *m, uintptr_t handle,
                                              bool per_thread_entry, uint64_t thread);
+
+/* Calls fn for every allocation record. */
+void ac_model_for_each_alloc(struct ac_model *m, void (*fn)(struct ac_alloc *, void *), void *ctx);
+
+/* ---- ordering: happens-before with vector clocks (model_order.c) ----
+ *
+ * Busy is a fact of the programming model, not of the GPU's timing: a stream
+ * is busy for the host from its first operation the host has not observed
+ * complete until the program synchronises in a way the model recognises. The
+ * legacy NULL stream waits for, and is waited on by, every blocking stream;
+ * CU_STREAM_NON_BLOCKING streams take no part. */
+
+/* Enqueues one operation on s and returns its sequence number; *turned_busy
+ * says s was idle for the host before (the caller then sets busy_origin). */
+uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_busy);
+void ac_order_host_syncs_stream(struct ac_model *m, struct ac_stream *s);
+void ac_order_host_syncs_all(struct ac_model *m);
+void ac_order_host_observes(struct ac_model *m, const struct ac_clock *c);
+void ac_order_event_recorded(struct ac_model *m, uintptr_t event, struct ac_stream *s);
+/* false if the event was never recorded (then it synchronises nothing). */
+bool ac_order_host_syncs_event(struct ac_model *m, uintptr_t event);
+void ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintptr_t event);
+void ac_order_event_destroyed(struct ac_model *m, uintptr_t event);
+/* What the host knows complete once operation seq of s starts (a host function):
+ * everything s waited for, and s's own operations before seq. */
+bool ac_order_snapshot_before(struct ac_model *m, struct ac_stream *s, uint64_t seq,
+                              struct ac_clock *out);
+bool ac_order_stream_busy(const struct ac_model *m, const struct ac_stream *s);
+/* Operations of s the host has not observed complete. */
+uint64_t ac_order_outstanding(const struct ac_model *m, const struct ac_stream *s);
+/* A busy stream other than except (NULL if none), preferring one with an origin. */
+struct ac_stream *ac_order_any_busy(struct ac_model *m, const struct ac_stream *except);
+/* Changes whenever a stream turns busy or idle for the host: the page guard
+ * recomputes what to protect only when it moves. */
+uint64_t ac_order_generation(const struct ac_model *m);
+/* Records an attach enqueued on s as operation seq. */
+void ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc,
+                     struct ac_stream *s, uint64_t seq, const struct ac_op_origin *origin);
+/* The associations that bind host access now (the current one, and the previous
+ * one while the attach is not known complete); returns how many (1 or 2). */
+int ac_order_binding_assocs(const struct ac_model *m, const struct ac_alloc *a,
+                            enum ac_assoc assoc[2], struct ac_stream *stream[2]);
+struct ac_stream *ac_model_legacy_stream(struct ac_model *m);
 
 #endif

@@ -128,3 +128,11 @@ void ac_model_free_allocs(struct ac_model *m) {
   free(all);
   m->alloc_count = 0;
 }
+
+void ac_model_for_each_alloc(struct ac_model *m, void (*fn)(struct ac_alloc *, void *), void *ctx) {
+  struct granule *g, *tmp;
+  HASH_ITER(hh, m->granules, g, tmp) {
+    for (size_t i = 0; i < g->count; i++)
+      if (granule_of(g->allocs[i]->base) == g->key) fn(g->allocs[i], ctx);
+  }
+}

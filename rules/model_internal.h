@@ -32,6 +32,13 @@ struct thread_stream_slot {
   UT_hash_handle hh;
 };
 
+struct event_slot {
+  uintptr_t handle;
+  bool recorded;
+  struct ac_clock snapshot;
+  UT_hash_handle hh;
+};
+
 struct retired_stream {
   struct ac_stream *stream;
   struct retired_stream *next;
@@ -47,7 +54,17 @@ struct ac_model {
   struct ac_stream legacy_stream;
   struct retired_stream *retired; /* destroyed records, kept for findings */
   uint64_t next_stream_serial;
+
+  struct ac_clock host_observed; /* what the host knows complete */
+  struct event_slot *events;
+  uint64_t generation;
 };
+
+/* Calls fn for every stream record: the legacy stream, per-thread streams,
+ * live and destroyed ones. */
+void ac_model_for_each_stream(struct ac_model *m, void (*fn)(struct ac_stream *, void *),
+                              void *ctx);
+void ac_model_free_order(struct ac_model *m);
 
 void ac_model_free_allocs(struct ac_model *m);
 void ac_model_free_streams(struct ac_model *m);

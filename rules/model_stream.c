@@ -14,6 +14,12 @@
  * include cuda.h. */
 #define HANDLE_LEGACY ((uintptr_t)0x1)
 #define HANDLE_PER_THREAD ((uintptr_t)0x2)
+#define FLAG_NON_BLOCKING 0x1u /* CU_STREAM_NON_BLOCKING */
+
+static void free_stream(struct ac_stream *s) {
+  ac_clock_free(&s->waited);
+  free(s);
+}
 
 static void retire(struct ac_model *m, struct ac_stream *s) {
   struct retired_stream *r = malloc(sizeof *r);
@@ -33,6 +39,7 @@ struct ac_stream *ac_model_stream_created(struct ac_model *m, uintptr_t handle, 
   s->flags = flags;
   s->priority = priority;
   s->live = true;
+  s->blocking = !(flags & FLAG_NON_BLOCKING);
 
   struct stream_slot *slot;
   HASH_FIND(hh, m->streams, &handle, sizeof handle, slot);
@@ -78,6 +85,7 @@ static struct ac_stream *per_thread_stream(struct ac_model *m, uint64_t thread) 
   s->handle = HANDLE_PER_THREAD;
   s->kind = AC_STREAM_PER_THREAD;
   s->live = true;
+  s->blocking = true; /* per-thread default streams synchronise with the legacy one */
   s->owner_thread = thread;
   slot->thread = thread;
   slot->stream = s;
@@ -112,19 +120,34 @@ void ac_model_free_streams(struct ac_model *m) {
   struct stream_slot *slot, *tmp;
   HASH_ITER(hh, m->streams, slot, tmp) {
     HASH_DEL(m->streams, slot);
-    free(slot->stream); /* the records replaced in a slot are on the retired list */
+    free_stream(slot->stream); /* the records replaced in a slot are on the retired list */
     free(slot);
   }
   struct thread_stream_slot *ts, *ttmp;
   HASH_ITER(hh, m->per_thread_streams, ts, ttmp) {
     HASH_DEL(m->per_thread_streams, ts);
-    free(ts->stream);
+    free_stream(ts->stream);
     free(ts);
   }
   while (m->retired) {
     struct retired_stream *r = m->retired;
     m->retired = r->next;
-    free(r->stream);
+    free_stream(r->stream);
     free(r);
   }
+}
+
+void ac_model_for_each_stream(struct ac_model *m, void (*fn)(struct ac_stream *, void *),
+                              void *ctx) {
+  fn(&m->legacy_stream, ctx);
+  struct stream_slot *slot, *tmp;
+  HASH_ITER(hh, m->streams, slot, tmp) fn(slot->stream, ctx);
+  struct thread_stream_slot *ts, *ttmp;
+  HASH_ITER(hh, m->per_thread_streams, ts, ttmp) fn(ts->stream, ctx);
+  for (struct retired_stream *r = m->retired; r; r = r->next)
+    fn(r->stream, ctx);
+}
+
+struct ac_stream *ac_model_legacy_stream(struct ac_model *m) {
+  return &m->legacy_stream;
 }
