@@ -59,6 +59,28 @@ struct ac_alloc_snapshot {
   const char *origin_api;
   uint64_t origin_thread;
   struct ac_stack origin_stack;
+  struct ac_op_origin attach_origin; /* the last attach; api NULL if none */
+};
+
+enum ac_access_kind { AC_ACCESS_UNKNOWN, AC_ACCESS_READ, AC_ACCESS_WRITE };
+
+/* A CPU access (AC2xx). */
+struct ac_access_facts {
+  uintptr_t addr;
+  size_t length; /* 0 when unknown (a page fault) */
+  enum ac_access_kind kind;
+  const char *via; /* "page fault", "read(2)", ... */
+};
+
+/* The stream whose outstanding work makes the access or attach wrong. */
+struct ac_busy_facts {
+  bool present;
+  uint64_t stream_serial;
+  uintptr_t stream_handle;
+  enum ac_stream_kind stream_kind;
+  bool stream_live;
+  uint64_t outstanding;       /* its operations the host has not seen complete */
+  struct ac_op_origin origin; /* the first of them; api NULL if unknown */
 };
 
 /* What became of the call. */
@@ -77,6 +99,8 @@ struct ac_finding {
   uint64_t stream_serial; /* 0 when the stream has no record */
   enum ac_mem_kind mem_kind;
   struct ac_alloc_snapshot alloc;
+  struct ac_access_facts access;
+  struct ac_busy_facts busy;
   enum ac_driver_outcome outcome;
   int driver_result; /* what the program got back (AC_DRIVER_RETURNED, _GUARDED) */
   char driver_result_name[48];

@@ -21,13 +21,6 @@
 struct ac_model;
 struct ac_stream;
 
-/* Where an operation was enqueued: shown as "what made the memory busy". */
-struct ac_op_origin {
-  const char *api;
-  uint64_t thread;
-  struct ac_stack stack;
-};
-
 struct ac_alloc {
   uint64_t serial; /* unique for the life of the process */
   uintptr_t base;
@@ -111,6 +104,9 @@ void ac_model_for_each_alloc(struct ac_model *m, void (*fn)(struct ac_alloc *, v
  * legacy NULL stream waits for, and is waited on by, every blocking stream;
  * CU_STREAM_NON_BLOCKING streams take no part. */
 
+/* Applies the legacy stream's implicit waits to s, as its next operation will
+ * (ac_order_enqueue does it too; idempotent). */
+void ac_order_prepare(struct ac_model *m, struct ac_stream *s);
 /* Enqueues one operation on s and returns its sequence number; *turned_busy
  * says s was idle for the host before (the caller then sets busy_origin). */
 uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_busy);

@@ -37,6 +37,10 @@ static void apply_legacy_semantics(struct ac_model *m, struct ac_stream *s) {
   }
 }
 
+void ac_order_prepare(struct ac_model *m, struct ac_stream *s) {
+  apply_legacy_semantics(m, s);
+}
+
 bool ac_order_stream_busy(const struct ac_model *m, const struct ac_stream *s) {
   return s->seq > ac_clock_get(&m->host_observed, s->serial);
 }

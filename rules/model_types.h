@@ -15,6 +15,13 @@ struct ac_stack {
   void *pc[AC_STACK_MAX];
 };
 
+/* Where an operation was enqueued: shown as "what made the memory busy". */
+struct ac_op_origin {
+  const char *api;
+  uint64_t thread;
+  struct ac_stack stack;
+};
+
 enum ac_mem_kind {
   AC_MEM_MANAGED,     /* cuMemAllocManaged */
   AC_MEM_MANAGED_VAR, /* a __managed__ variable of a module or library */

@@ -61,6 +61,7 @@ void ac_alloc_snapshot_fill(struct ac_alloc_snapshot *snap, const struct ac_allo
   snap->origin_api = a->origin_api;
   snap->origin_thread = a->origin_thread;
   snap->origin_stack = a->origin_stack;
+  snap->attach_origin = a->attach_origin;
 }
 
 static void add(const struct ac_attach_call *c, enum ac_rule_id rule, struct ac_finding *out,

@@ -1,0 +1,109 @@
+/* rules_host.c - judging CPU access (AC201, AC202), re-attaching (AC401) and
+ * destroying a stream with memory attached to it (AC402), from the ordering
+ * model (model_order.c). */
+#include <string.h>
+
+#include "rules_host.h"
+
+static bool is_managed(const struct ac_alloc *a) {
+  return a->kind == AC_MEM_MANAGED || a->kind == AC_MEM_MANAGED_VAR;
+}
+
+bool ac_host_may_touch(struct ac_model *m, const struct ac_alloc *a,
+                       const struct ac_stream *callback_stream, struct ac_stream **blocker,
+                       enum ac_rule_id *rule) {
+  if (!is_managed(a)) return true;
+  enum ac_assoc assoc[2];
+  struct ac_stream *stream[2];
+  int n = ac_order_binding_assocs(m, a, assoc, stream);
+  /* A single attachment names the stream at fault; judge those first. */
+  for (int i = 0; i < n; i++) {
+    if (assoc[i] != AC_ASSOC_SINGLE || !stream[i] || stream[i] == callback_stream ||
+        !ac_order_stream_busy(m, stream[i]))
+      continue;
+    *blocker = stream[i];
+    *rule = AC_RULE_AC201;
+    return false;
+  }
+  for (int i = 0; i < n; i++) {
+    struct ac_stream *busy =
+        assoc[i] == AC_ASSOC_GLOBAL ? ac_order_any_busy(m, callback_stream) : NULL;
+    if (!busy) continue;
+    *blocker = busy;
+    *rule = AC_RULE_AC202;
+    return false;
+  }
+  return true;
+}
+
+void ac_busy_facts_fill(struct ac_busy_facts *b, const struct ac_model *m,
+                        const struct ac_stream *s) {
+  memset(b, 0, sizeof *b);
+  if (!s) return;
+  b->present = true;
+  b->stream_serial = s->serial;
+  b->stream_handle = s->handle;
+  b->stream_kind = s->kind;
+  b->stream_live = s->live;
+  b->outstanding = ac_order_outstanding(m, s);
+  b->origin = s->busy_origin;
+}
+
+static void finding_for(struct ac_finding *f, enum ac_rule_id rule, const struct ac_alloc *a,
+                        const struct ac_model *m, const struct ac_stream *busy) {
+  memset(f, 0, sizeof *f);
+  f->rule = rule;
+  f->mem_kind = a->kind;
+  ac_alloc_snapshot_fill(&f->alloc, a);
+  ac_busy_facts_fill(&f->busy, m, busy);
+}
+
+bool ac_judge_host_access(struct ac_model *m, const struct ac_alloc *a,
+                          const struct ac_host_access *access, struct ac_finding *out) {
+  struct ac_stream *busy = NULL;
+  enum ac_rule_id rule;
+  if (ac_host_may_touch(m, a, access->callback_stream, &busy, &rule)) return false;
+  finding_for(out, rule, a, m, busy);
+  out->api = access->facts.via;
+  out->access = access->facts;
+  out->thread = access->thread;
+  return true;
+}
+
+bool ac_judge_attach_order(struct ac_model *m, const struct ac_alloc *a, struct ac_stream *t,
+                           struct ac_finding *out) {
+  struct ac_stream *s = a->assoc == AC_ASSOC_SINGLE ? a->assoc_stream : NULL;
+  if (!s || s == t || !is_managed(a)) return false;
+  ac_order_prepare(m, t);
+  uint64_t ordered = ac_clock_get(&t->waited, s->serial);
+  if (s->seq <= ordered || !ac_order_stream_busy(m, s)) return false;
+  finding_for(out, AC_RULE_AC401, a, m, s);
+  return true;
+}
+
+struct destroyed {
+  struct ac_model *m;
+  struct ac_stream *s;
+  void (*emit)(struct ac_finding *, void *);
+  void *ctx;
+  int count;
+};
+
+static void revert_if_attached(struct ac_alloc *a, void *arg) {
+  struct destroyed *d = arg;
+  if (a->assoc != AC_ASSOC_SINGLE || a->assoc_stream != d->s) return;
+  struct ac_finding f;
+  finding_for(&f, AC_RULE_AC402, a, d->m, d->s);
+  enum ac_assoc fallback = a->default_flags == AC_ASSOC_HOST ? AC_ASSOC_HOST : AC_ASSOC_GLOBAL;
+  /* The revert is an "attach" that completes with the stream's last operation. */
+  ac_order_attach(d->m, a, fallback, d->s, d->s->seq, NULL);
+  d->emit(&f, d->ctx);
+  d->count++;
+}
+
+int ac_judge_stream_destroyed(struct ac_model *m, struct ac_stream *s,
+                              void (*emit)(struct ac_finding *, void *), void *ctx) {
+  struct destroyed d = {m, s, emit, ctx, 0};
+  ac_model_for_each_alloc(m, revert_if_attached, &d);
+  return d.count;
+}
