@@ -59,12 +59,34 @@ static json_t *allocation(const struct ac_alloc_snapshot *a) {
   if (a->assoc == AC_ASSOC_SINGLE)
     json_object_set_new(o, "attached_stream", json_integer((json_int_t)a->assoc_stream_serial));
   if (a->name[0]) json_object_set_new(o, "name", ac_json_text(a->name));
+  if (a->attach_origin.api) json_object_set_new(o, "attached", origin(&a->attach_origin));
   if (a->origin_api)
     json_object_set_new(o, "origin",
                         json_pack("{s:s, s:I, s:o}", "api", a->origin_api, "thread",
                                   (json_int_t)a->origin_thread, "stack",
                                   ac_json_stack(&a->origin_stack)));
   return o;
+}
+
+static json_t *origin(const struct ac_op_origin *o) {
+  if (!o->api) return json_null();
+  return json_pack("{s:s, s:I, s:o}", "api", o->api, "thread", (json_int_t)o->thread, "stack",
+                   ac_json_stack(&o->stack));
+}
+
+static json_t *busy(const struct ac_busy_facts *b) {
+  if (!b->present) return json_null();
+  return json_pack("{s:I, s:o, s:s, s:b, s:I, s:o}", "stream", (json_int_t)b->stream_serial,
+                   "handle", hex(b->stream_handle), "kind", ac_stream_kind_name(b->stream_kind),
+                   "live", b->stream_live, "outstanding", (json_int_t)b->outstanding, "first",
+                   origin(&b->origin));
+}
+
+static json_t *access(const struct ac_access_facts *a) {
+  static const char *const kinds[] = {"unknown", "read", "write"};
+  if (!a->via) return json_null();
+  return json_pack("{s:o, s:I, s:s, s:s}", "address", hex(a->addr), "length", (json_int_t)a->length,
+                   "kind", kinds[a->kind], "via", a->via);
 }
 
 json_t *ac_json_finding(const struct ac_finding *f, const char *key) {
@@ -77,7 +99,7 @@ json_t *ac_json_finding(const struct ac_finding *f, const char *key) {
     json_object_set_new(stream, "serial", json_integer((json_int_t)f->stream_serial));
   static const char *const outcomes[] = {"returned", "guarded", "crashes"};
   return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:{s:s, s:i, s:s, s:b},"
-                   " s:I, s:o, s:s}",
+                   " s:I, s:o, s:s, s:o, s:o}",
                    "rule", r->id, "name", r->name, "severity", ac_severity_name(r->severity),
                    "message", r->summary, "fix", r->fix, "api", f->api, "call", call, "stream",
                    stream, "memory_kind", ac_mem_kind_name(f->mem_kind), "allocation",

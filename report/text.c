@@ -94,17 +94,63 @@ static void write_memory(FILE *out, const struct ac_finding *f) {
   } else {
     fprintf(out, P "          made where attachcheck could not see it\n");
   }
+  if (a->attach_origin.api) {
+    fprintf(out, P "          last attached by %s on thread %" PRIu64 " at:\n",
+            a->attach_origin.api, a->attach_origin.thread);
+    write_stack(out, &a->attach_origin.stack);
+  }
+}
+
+static const char *access_kind_name(enum ac_access_kind kind) {
+  return kind == AC_ACCESS_READ ? "read" : kind == AC_ACCESS_WRITE ? "write" : "access";
+}
+
+static void write_access(FILE *out, const struct ac_finding *f) {
+  const struct ac_access_facts *a = &f->access;
+  fprintf(out, P "  access: %s of 0x%" PRIxPTR, access_kind_name(a->kind), a->addr);
+  if (a->length) fprintf(out, " (%zu bytes)", a->length);
+  if (f->alloc.present) fprintf(out, ", offset %" PRIuPTR, a->addr - f->alloc.base);
+  fprintf(out, " by the CPU on thread %" PRIu64 " (seen by %s) at:\n", f->thread, a->via);
+}
+
+static void write_busy(FILE *out, const struct ac_finding *f) {
+  const struct ac_busy_facts *b = &f->busy;
+  if (!b->present) return;
+  fprintf(out, P "  busy:   %s #%" PRIu64, ac_stream_kind_name(b->stream_kind), b->stream_serial);
+  if (b->stream_kind == AC_STREAM_CREATED || b->stream_kind == AC_STREAM_DESTROYED)
+    fprintf(out, " (handle 0x%" PRIxPTR "%s)", b->stream_handle,
+            b->stream_live ? "" : ", destroyed");
+  fprintf(out, " has %" PRIu64 " operation%s the host has not seen complete", b->outstanding,
+          b->outstanding == 1 ? "" : "s");
+  if (!b->origin.api) {
+    fprintf(out, "\n");
+    return;
+  }
+  fprintf(out, "; the first, %s on thread %" PRIu64 ", at:\n", b->origin.api, b->origin.thread);
+  write_stack(out, &b->origin.stack);
+}
+
+static bool is_host_access(enum ac_rule_id rule) {
+  return rule == AC_RULE_AC201 || rule == AC_RULE_AC202;
 }
 
 void ac_text_write_finding(FILE *out, const struct ac_finding *f) {
   const struct ac_rule_info *r = ac_rule_info(f->rule);
   fprintf(out, P "%s %s [%s]\n", r->id, r->name, ac_severity_name(r->severity));
   fprintf(out, P "  %s.\n", r->summary);
-  write_call(out, f);
-  write_driver(out, f);
-  write_memory(out, f);
-  fprintf(out, P "  called at:\n");
-  write_stack(out, &f->stack);
+  if (is_host_access(f->rule)) {
+    write_access(out, f);
+    write_stack(out, &f->stack);
+    write_busy(out, f);
+    write_memory(out, f);
+  } else {
+    write_call(out, f);
+    write_driver(out, f);
+    write_busy(out, f);
+    write_memory(out, f);
+    fprintf(out, P "  called at:\n");
+    write_stack(out, &f->stack);
+  }
   fprintf(out, P "  fix: %s.\n", r->fix);
   fprintf(out, P "\n");
 }

@@ -19,6 +19,7 @@ struct ac_stack {
 struct ac_op_origin {
   const char *api;
   uint64_t thread;
+  uint64_t seq; /* its place in its stream */
   struct ac_stack stack;
 };
 

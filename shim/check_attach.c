@@ -11,8 +11,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "shim.h"
 #include "rules_attach.h"
+#include "rules_host.h"
+#include "shim.h"
 
 /* Whether addr lies in mapped memory: a stream handle that does not cannot be
  * a stream the driver made. mincore fails with ENOMEM on unmapped pages. */
@@ -46,22 +47,25 @@ static CUresult guard_result(enum ac_guard_verdict v) {
   return v == AC_GUARD_REFUSE_INVALID_HANDLE ? CUDA_ERROR_INVALID_HANDLE : CUDA_ERROR_INVALID_VALUE;
 }
 
-static void record_association(struct ac_attach_call *c) {
-  struct ac_alloc *a = ac_model_find_alloc(ac_model, c->args.dptr);
-  if (!a) return;
-  a->assoc = (enum ac_assoc)c->args.flags;
-  a->assoc_stream = c->args.flags == AC_ASSOC_SINGLE ? c->stream.stream : NULL;
-}
-
-static void emit_all(struct ac_finding *findings, int n, enum ac_driver_outcome outcome,
-                     CUresult r) {
-  if (n == 0) return;
-  struct ac_stack stack;
-  ac_stack_capture(&stack);
+static void emit_all(struct ac_finding *findings, int n, const struct ac_stack *stack,
+                     enum ac_driver_outcome outcome, CUresult r) {
   for (int i = 0; i < n; i++) {
-    findings[i].stack = stack;
+    findings[i].stack = *stack;
     ac_emit_finding(&findings[i], outcome, r);
   }
+}
+
+/* AC401 belongs to an attach that is otherwise right: it is about what runs
+ * around it, not about the call. */
+static int judge_order(struct ac_attach_call *c, struct ac_finding *out) {
+  if (!c->alloc || !c->stream.stream) return 0;
+  if (!ac_judge_attach_order(ac_model, c->alloc, c->stream.stream, out)) return 0;
+  out->api = c->api;
+  out->args = c->args;
+  out->stream_kind = c->stream.kind;
+  out->stream_serial = c->stream.stream->serial;
+  out->thread = c->thread;
+  return 1;
 }
 
 CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUdeviceptr dptr,
@@ -75,13 +79,16 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
   c.mem_kind = ac_check_classify(dptr);
   if (c.mem_kind == AC_MEM_PAGEABLE) c.pageable_memory_access = pageable_memory_access();
 
-  struct ac_finding findings[AC_ATTACH_MAX_FINDINGS];
+  struct ac_finding findings[AC_ATTACH_MAX_FINDINGS + 1];
+  struct ac_stack stack; /* where it was attached: kept with the allocation */
+  ac_stack_capture(&stack);
   pthread_mutex_lock(&ac_model_lock);
   c.stream = ac_model_resolve_stream(ac_model, (uintptr_t)stream, per_thread, c.thread);
   if (c.stream.kind == AC_STREAM_UNTRACKED && !address_is_mapped((uintptr_t)stream))
     c.stream.kind = AC_STREAM_NEVER_CREATED;
   c.alloc = ac_model_find_alloc(ac_model, dptr);
   int n = ac_judge_attach(&c, findings);
+  if (n == 0) n = judge_order(&c, findings);
   enum ac_guard_verdict verdict = ac_attach_guard(&c);
   pthread_mutex_unlock(&ac_model_lock);
 
@@ -89,16 +96,11 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
                                    : ac_opts.guard             ? AC_DRIVER_GUARDED
                                                                : AC_DRIVER_CRASHES;
   /* A call about to crash the process is reported before it is made. */
-  if (outcome == AC_DRIVER_CRASHES) emit_all(findings, n, outcome, CUDA_SUCCESS);
+  if (outcome == AC_DRIVER_CRASHES) emit_all(findings, n, &stack, outcome, CUDA_SUCCESS);
   CUresult r =
       outcome == AC_DRIVER_GUARDED ? guard_result(verdict) : forward(stream, dptr, length, flags);
 
-  if (r == CUDA_SUCCESS) {
-    pthread_mutex_lock(&ac_model_lock);
-    c.stream = ac_model_resolve_stream(ac_model, (uintptr_t)stream, per_thread, c.thread);
-    record_association(&c);
-    pthread_mutex_unlock(&ac_model_lock);
-  }
-  if (outcome != AC_DRIVER_CRASHES) emit_all(findings, n, outcome, r);
+  if (r == CUDA_SUCCESS) ac_on_attached(api, stream, per_thread, dptr, flags, &stack);
+  if (outcome != AC_DRIVER_CRASHES) emit_all(findings, n, &stack, outcome, r);
   return r;
 }

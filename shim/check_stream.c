@@ -1,4 +1,8 @@
 /* check_stream.c - streams: created, destroyed, capturing. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rules_host.h"
 #include "shim.h"
 
 void ac_check_stream_created(CUstream stream, unsigned flags, int priority) {
@@ -7,10 +11,47 @@ void ac_check_stream_created(CUstream stream, unsigned flags, int priority) {
   pthread_mutex_unlock(&ac_model_lock);
 }
 
-void ac_check_stream_destroyed(CUstream stream) {
+struct notes {
+  struct ac_finding *f;
+  int n, cap;
+};
+
+static void collect(struct ac_finding *f, void *ctx) {
+  struct notes *notes = ctx;
+  if (notes->n == notes->cap) {
+    int cap = notes->cap ? notes->cap * 2 : 4;
+    struct ac_finding *grown = realloc(notes->f, (size_t)cap * sizeof *grown);
+    if (!grown) return;
+    notes->f = grown;
+    notes->cap = cap;
+  }
+  notes->f[notes->n++] = *f;
+}
+
+/* cuStreamDestroy does not synchronise: the stream's work stays outstanding,
+ * and memory single-attached to it reverts to its default association once
+ * that work is complete (AC402, a note for each). */
+void ac_check_stream_destroyed(const char *api, CUstream stream) {
+  struct notes notes = {0};
   pthread_mutex_lock(&ac_model_lock);
-  ac_model_stream_destroyed(ac_model, (uintptr_t)stream);
+  struct ac_stream *s = ac_model_stream_destroyed(ac_model, (uintptr_t)stream);
+  if (s) ac_judge_stream_destroyed(ac_model, s, collect, &notes);
+  ac_guard_refresh_locked();
   pthread_mutex_unlock(&ac_model_lock);
+  if (notes.n == 0) return;
+  struct ac_stack stack;
+  ac_stack_capture(&stack);
+  for (int i = 0; i < notes.n; i++) {
+    struct ac_finding *f = &notes.f[i];
+    f->api = api;
+    f->args.stream = (uintptr_t)stream;
+    f->stream_kind = AC_STREAM_DESTROYED;
+    f->stream_serial = s->serial;
+    f->thread = ac_thread_id();
+    f->stack = stack;
+    ac_emit_finding(f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
+  }
+  free(notes.f);
 }
 
 static void set_capturing(CUstream stream, bool per_thread, bool capturing) {

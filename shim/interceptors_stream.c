@@ -32,7 +32,7 @@ AC_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int f
   AC_EXPORT CUresult Name(CUstream hStream) {                                                      \
     START_OR_FAIL(Name);                                                                           \
     CUresult r = ac_real.Name(hStream);                                                            \
-    if (r == CUDA_SUCCESS) ac_check_stream_destroyed(hStream);                                     \
+    if (r == CUDA_SUCCESS) ac_check_stream_destroyed(#Name, hStream);                              \
     return r;                                                                                      \
   }
 DESTROY(cuStreamDestroy)

@@ -11,6 +11,8 @@
  *   check_attach.c        the attach pipeline: gather facts, judge, guard, forward
  *   check_memory.c        allocations: recording, and classifying unknown pointers
  *   check_stream.c        streams: creation, destruction, capture
+ *   check_order.c         the ordering model's events: work, synchronisation, host functions
+ *   guard.c               the page guard: protection of what the CPU may not touch
  *   stack.c               call stacks with libunwind
  *   findings.c            hands findings to report/ with the process's details
  */
@@ -107,9 +109,33 @@ void ac_check_freed(CUdeviceptr base, uint64_t serial, CUresult result);
 /* What kind of memory ptr is, asking the driver once if the model does not know. */
 enum ac_mem_kind ac_check_classify(CUdeviceptr ptr);
 void ac_check_stream_created(CUstream stream, unsigned flags, int priority);
-void ac_check_stream_destroyed(CUstream stream);
+void ac_check_stream_destroyed(const char *api, CUstream stream);
 void ac_check_capture_begun(CUstream stream, bool per_thread);
 void ac_check_capture_ended(CUstream stream, bool per_thread);
+/* ---- check_order.c: the ordering model's events ---- */
+void ac_on_work(const char *api, CUstream stream, bool per_thread);
+void ac_on_stream_sync(CUstream stream, bool per_thread);
+void ac_on_ctx_sync(void);
+void ac_on_sync_copy(const char *api, bool per_thread);
+void ac_on_event_record(CUevent event, CUstream stream, bool per_thread);
+void ac_on_event_sync(CUevent event);
+void ac_on_stream_wait(CUstream stream, CUevent event, bool per_thread);
+void ac_on_event_destroyed(CUevent event);
+struct host_call;
+struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per_thread,
+                                      CUhostFn fn, CUstreamCallback callback, void *data);
+CUhostFn ac_host_call_trampoline(void);
+CUstreamCallback ac_stream_callback_trampoline(void);
+void ac_host_function_not_enqueued(struct host_call *c);
+void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdeviceptr dptr,
+                    unsigned flags, const struct ac_stack *stack);
+/* The stream whose host function this thread is running, or NULL. */
+const struct ac_stream *ac_current_host_function_stream(void);
+
+/* ---- guard.c: the page guard ---- */
+/* Brings page protection in line with the model if it changed; model lock held. */
+void ac_guard_refresh_locked(void);
+
 /* Resets the model in a forked child (its managed memory is unmapped there). */
 void ac_check_reset_after_fork(void);
 

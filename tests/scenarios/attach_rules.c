@@ -131,6 +131,7 @@ static void right_usage(void) {
   EXPECT_RC(cu.cuStreamAttachMemAsync(other, h, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamSynchronize(other), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamAttachMemAsync(s, m, SIZE, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS); /* before re-attaching elsewhere */
   EXPECT_RC(cu.cuStreamAttachMemAsync(NULL, m, 0, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamAttachMemAsync(CU_STREAM_LEGACY, h, 0, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
@@ -138,6 +139,9 @@ static void right_usage(void) {
   /* A new stream may get the destroyed one's handle: it is a live stream. */
   EXPECT_RC(cu.cuStreamCreate(&other, CU_STREAM_DEFAULT), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamAttachMemAsync(other, h, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(other), CUDA_SUCCESS);
+  /* Hand the memory back before the stream goes. */
+  EXPECT_RC(cu.cuStreamAttachMemAsync(other, h, 0, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamSynchronize(other), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamDestroy(other), CUDA_SUCCESS);
   EXPECT_RC(cu.cuMemFree(h), CUDA_SUCCESS);

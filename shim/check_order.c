@@ -1,0 +1,211 @@
+/* check_order.c - feeds the ordering model (rules/model_order.c) from the
+ * intercepted calls: work that makes a stream busy, the synchronisation the
+ * host may rely on, events, host functions, synchronous copies.
+ *
+ * Every function runs after the driver call succeeded (a failed call changes
+ * nothing) with the model lock held briefly; none is called with the lock
+ * held across a driver call. The stack of the operation that turns a stream
+ * busy is taken once, at that transition, not at every launch.
+ */
+#include <stdlib.h>
+
+#include "shim.h"
+
+static __thread const struct ac_stream *running_host_function;
+
+const struct ac_stream *ac_current_host_function_stream(void) {
+  return running_host_function;
+}
+
+static struct ac_stream *stream_of(CUstream stream, bool per_thread) {
+  return ac_model_resolve_stream(ac_model, (uintptr_t)stream, per_thread, ac_thread_id()).stream;
+}
+
+/* Under the lock: one operation on s. Returns its seq, 0 if it is not executed
+ * now (captured into a graph) or the stream is unknown. */
+static uint64_t enqueue_locked(struct ac_stream *s, const char *api, bool *turned_busy) {
+  *turned_busy = false;
+  if (!s || s->capturing) return 0;
+  uint64_t seq = ac_order_enqueue(ac_model, s, turned_busy);
+  if (*turned_busy) s->busy_origin = (struct ac_op_origin){api, ac_thread_id(), seq, {0, {0}}};
+  return seq;
+}
+
+/* Outside the lock: the stack of the operation that turned s busy. */
+static void record_busy_stack(struct ac_stream *s, uint64_t seq) {
+  struct ac_stack stack;
+  ac_stack_capture(&stack);
+  pthread_mutex_lock(&ac_model_lock);
+  if (s->busy_origin.api && s->busy_origin.seq == seq) s->busy_origin.stack = stack;
+  pthread_mutex_unlock(&ac_model_lock);
+}
+
+void ac_on_work(const char *api, CUstream stream, bool per_thread) {
+  bool turned_busy;
+  pthread_mutex_lock(&ac_model_lock);
+  struct ac_stream *s = stream_of(stream, per_thread);
+  uint64_t seq = enqueue_locked(s, api, &turned_busy);
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+  if (turned_busy) record_busy_stack(s, seq);
+}
+
+void ac_on_stream_sync(CUstream stream, bool per_thread) {
+  pthread_mutex_lock(&ac_model_lock);
+  struct ac_stream *s = stream_of(stream, per_thread);
+  if (s) ac_order_host_syncs_stream(ac_model, s);
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+}
+
+void ac_on_ctx_sync(void) {
+  pthread_mutex_lock(&ac_model_lock);
+  ac_order_host_syncs_all(ac_model);
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+}
+
+void ac_on_sync_copy(const char *api, bool per_thread) {
+  /* Legacy-stream semantics: an operation on the NULL stream (the thread's
+   * per-thread stream for _ptds) that the host waits for. */
+  bool turned_busy;
+  pthread_mutex_lock(&ac_model_lock);
+  struct ac_stream *s = stream_of(NULL, per_thread);
+  enqueue_locked(s, api, &turned_busy);
+  if (s) ac_order_host_syncs_stream(ac_model, s);
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+}
+
+void ac_on_event_record(CUevent event, CUstream stream, bool per_thread) {
+  pthread_mutex_lock(&ac_model_lock);
+  struct ac_stream *s = stream_of(stream, per_thread);
+  if (s && !s->capturing) ac_order_event_recorded(ac_model, (uintptr_t)event, s);
+  pthread_mutex_unlock(&ac_model_lock);
+}
+
+void ac_on_event_sync(CUevent event) {
+  pthread_mutex_lock(&ac_model_lock);
+  ac_order_host_syncs_event(ac_model, (uintptr_t)event);
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+}
+
+void ac_on_stream_wait(CUstream stream, CUevent event, bool per_thread) {
+  pthread_mutex_lock(&ac_model_lock);
+  struct ac_stream *s = stream_of(stream, per_thread);
+  if (s && !s->capturing) ac_order_stream_waits_event(ac_model, s, (uintptr_t)event);
+  pthread_mutex_unlock(&ac_model_lock);
+}
+
+void ac_on_event_destroyed(CUevent event) {
+  pthread_mutex_lock(&ac_model_lock);
+  ac_order_event_destroyed(ac_model, (uintptr_t)event);
+  pthread_mutex_unlock(&ac_model_lock);
+}
+
+/* ---- host functions ----
+ * A host function's start is an event synchronisation of the work before it,
+ * and inside it its own stream is idle. The shim runs the program's function
+ * through a trampoline that tells the model both. */
+
+struct host_call {
+  uint64_t seq;
+  CUhostFn fn;
+  CUstreamCallback callback;
+  void *data;
+  CUstream handle;
+  struct ac_stream *stream;
+  struct ac_clock before;
+};
+
+static void run_host_call(void *arg) {
+  struct host_call *c = arg;
+  pthread_mutex_lock(&ac_model_lock);
+  ac_order_host_observes(ac_model, &c->before);
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+  const struct ac_stream *outer = running_host_function;
+  running_host_function = c->stream;
+  if (c->fn)
+    c->fn(c->data);
+  else
+    c->callback(c->handle, CUDA_SUCCESS, c->data);
+  running_host_function = outer;
+  ac_clock_free(&c->before);
+  free(c);
+}
+
+static void run_stream_callback(CUstream stream, CUresult status, void *arg) {
+  struct host_call *c = arg;
+  if (status != CUDA_SUCCESS) { /* the driver reports an error: pass it on */
+    CUstreamCallback cb = c->callback;
+    void *data = c->data;
+    ac_clock_free(&c->before);
+    free(c);
+    cb(stream, status, data);
+    return;
+  }
+  run_host_call(c);
+}
+
+/* Enqueues the host function's operation before it is forwarded (so the
+ * trampoline knows what precedes it) and returns the trampoline's argument, or
+ * NULL to forward the program's own function untouched (the stream captures a
+ * graph, or memory ran out). */
+struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per_thread,
+                                      CUhostFn fn, CUstreamCallback callback, void *data) {
+  struct host_call *c = calloc(1, sizeof *c);
+  if (!c) return NULL;
+  bool turned_busy;
+  pthread_mutex_lock(&ac_model_lock);
+  struct ac_stream *s = stream_of(stream, per_thread);
+  uint64_t seq = enqueue_locked(s, api, &turned_busy);
+  if (seq && ac_order_snapshot_before(ac_model, s, seq, &c->before)) {
+    *c = (struct host_call){seq, fn, callback, data, stream, s, c->before};
+  } else {
+    ac_clock_free(&c->before);
+    free(c);
+    c = NULL;
+  }
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+  if (turned_busy) record_busy_stack(s, seq);
+  return c;
+}
+
+CUhostFn ac_host_call_trampoline(void) {
+  return run_host_call;
+}
+CUstreamCallback ac_stream_callback_trampoline(void) {
+  return run_stream_callback;
+}
+
+/* The forward failed: the function will never run. Its operation is taken
+ * back unless another one was enqueued on the stream since; then it stays, and
+ * counts as complete once the host observes the stream. */
+void ac_host_function_not_enqueued(struct host_call *c) {
+  pthread_mutex_lock(&ac_model_lock);
+  if (c->stream->seq == c->seq) c->stream->seq--;
+  pthread_mutex_unlock(&ac_model_lock);
+  ac_clock_free(&c->before);
+  free(c);
+}
+
+/* A successful attach: an operation of its stream, after which the allocation
+ * has its new association (until then both bind). */
+void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdeviceptr dptr,
+                    unsigned flags, const struct ac_stack *stack) {
+  bool turned_busy;
+  pthread_mutex_lock(&ac_model_lock);
+  struct ac_stream *s = stream_of(stream, per_thread);
+  uint64_t seq = enqueue_locked(s, api, &turned_busy);
+  if (turned_busy) s->busy_origin.stack = *stack;
+  struct ac_alloc *a = ac_model_find_alloc(ac_model, (uintptr_t)dptr);
+  if (a && seq) {
+    struct ac_op_origin origin = {api, ac_thread_id(), seq, *stack};
+    ac_order_attach(ac_model, a, (enum ac_assoc)flags, s, seq, &origin);
+  }
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+}

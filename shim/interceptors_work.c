@@ -1,0 +1,124 @@
+/* interceptors_work.c - wrappers of everything that enqueues work on a stream
+ * (kernels, graphs, asynchronous copies, sets and prefetches, host functions)
+ * and of the synchronous copies and sets, which the host waits for on the
+ * legacy NULL stream. Thin: forward, then tell check_order.c. */
+#include "shim.h"
+
+#define START_OR_FAIL(Name)                                                                        \
+  if (AC_UNLIKELY(!ac_start())) return CUDA_ERROR_NOT_INITIALIZED;                                 \
+  if (AC_UNLIKELY(!ac_real.Name)) return CUDA_ERROR_NOT_FOUND;
+
+/* An operation on the stream Stream (an expression over the parameters). */
+#define WORK(Name, PerThread, Params, Args, Stream)                                                \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    START_OR_FAIL(Name);                                                                           \
+    CUresult r = ac_real.Name Args;                                                                \
+    if (r == CUDA_SUCCESS) ac_on_work(#Name, Stream, PerThread);                                   \
+    return r;                                                                                      \
+  }
+
+WORK(cuLaunchKernel, false, AC_LAUNCH_PARAMS, AC_LAUNCH_ARGS, hStream)
+WORK(cuLaunchKernel_ptsz, true, AC_LAUNCH_PARAMS, AC_LAUNCH_ARGS, hStream)
+WORK(cuLaunchCooperativeKernel, false, AC_COOP_PARAMS, AC_COOP_ARGS, hStream)
+WORK(cuLaunchCooperativeKernel_ptsz, true, AC_COOP_PARAMS, AC_COOP_ARGS, hStream)
+#define EX_PARAMS (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+#define EX_ARGS (config, f, kernelParams, extra)
+WORK(cuLaunchKernelEx, false, EX_PARAMS, EX_ARGS, config->hStream)
+WORK(cuLaunchKernelEx_ptsz, true, EX_PARAMS, EX_ARGS, config->hStream)
+WORK(cuGraphLaunch, false, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
+     hStream)
+WORK(cuGraphLaunch_ptsz, true, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
+     hStream)
+
+#define COPY_PARAMS (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
+#define COPY_ARGS (dst, src, ByteCount, hStream)
+WORK(cuMemcpyAsync, false, COPY_PARAMS, COPY_ARGS, hStream)
+WORK(cuMemcpyAsync_ptsz, true, COPY_PARAMS, COPY_ARGS, hStream)
+#define HTOD_PARAMS (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
+#define HTOD_ARGS (dstDevice, srcHost, ByteCount, hStream)
+WORK(cuMemcpyHtoDAsync_v2, false, HTOD_PARAMS, HTOD_ARGS, hStream)
+WORK(cuMemcpyHtoDAsync_v2_ptsz, true, HTOD_PARAMS, HTOD_ARGS, hStream)
+#define DTOH_PARAMS (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+#define DTOH_ARGS (dstHost, srcDevice, ByteCount, hStream)
+WORK(cuMemcpyDtoHAsync_v2, false, DTOH_PARAMS, DTOH_ARGS, hStream)
+WORK(cuMemcpyDtoHAsync_v2_ptsz, true, DTOH_PARAMS, DTOH_ARGS, hStream)
+#define DTOD_PARAMS                                                                                \
+  (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
+#define DTOD_ARGS (dstDevice, srcDevice, ByteCount, hStream)
+WORK(cuMemcpyDtoDAsync_v2, false, DTOD_PARAMS, DTOD_ARGS, hStream)
+WORK(cuMemcpyDtoDAsync_v2_ptsz, true, DTOD_PARAMS, DTOD_ARGS, hStream)
+#define SET_PARAMS(T) (CUdeviceptr dstDevice, T value, size_t N, CUstream hStream)
+#define SET_ARGS (dstDevice, value, N, hStream)
+WORK(cuMemsetD8Async, false, SET_PARAMS(unsigned char), SET_ARGS, hStream)
+WORK(cuMemsetD8Async_ptsz, true, SET_PARAMS(unsigned char), SET_ARGS, hStream)
+WORK(cuMemsetD16Async, false, SET_PARAMS(unsigned short), SET_ARGS, hStream)
+WORK(cuMemsetD16Async_ptsz, true, SET_PARAMS(unsigned short), SET_ARGS, hStream)
+WORK(cuMemsetD32Async, false, SET_PARAMS(unsigned int), SET_ARGS, hStream)
+WORK(cuMemsetD32Async_ptsz, true, SET_PARAMS(unsigned int), SET_ARGS, hStream)
+#define PREFETCH_PARAMS (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
+#define PREFETCH_ARGS (devPtr, count, dstDevice, hStream)
+WORK(cuMemPrefetchAsync, false, PREFETCH_PARAMS, PREFETCH_ARGS, hStream)
+WORK(cuMemPrefetchAsync_ptsz, true, PREFETCH_PARAMS, PREFETCH_ARGS, hStream)
+#define PREFETCH2_PARAMS                                                                           \
+  (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream)
+#define PREFETCH2_ARGS (devPtr, count, location, flags, hStream)
+WORK(cuMemPrefetchAsync_v2, false, PREFETCH2_PARAMS, PREFETCH2_ARGS, hStream)
+WORK(cuMemPrefetchAsync_v2_ptsz, true, PREFETCH2_PARAMS, PREFETCH2_ARGS, hStream)
+
+/* Host functions run through the trampoline of check_order.c. */
+#define HOST_FUNC(Name, PerThread)                                                                 \
+  AC_EXPORT CUresult Name(CUstream hStream, CUhostFn fn, void *userData) {                         \
+    START_OR_FAIL(Name);                                                                           \
+    struct host_call *c =                                                                          \
+        fn ? ac_on_host_function(#Name, hStream, PerThread, fn, NULL, userData) : NULL;            \
+    if (!c) return ac_real.Name(hStream, fn, userData);                                            \
+    CUresult r = ac_real.Name(hStream, ac_host_call_trampoline(), c);                              \
+    if (r != CUDA_SUCCESS) ac_host_function_not_enqueued(c);                                       \
+    return r;                                                                                      \
+  }
+HOST_FUNC(cuLaunchHostFunc, false)
+HOST_FUNC(cuLaunchHostFunc_ptsz, true)
+
+#define CALLBACK(Name, PerThread)                                                                  \
+  AC_EXPORT CUresult Name(CUstream hStream, CUstreamCallback callback, void *userData,             \
+                          unsigned int flags) {                                                    \
+    START_OR_FAIL(Name);                                                                           \
+    struct host_call *c = callback && flags == 0 ? ac_on_host_function(#Name, hStream, PerThread,  \
+                                                                       NULL, callback, userData)   \
+                                                 : NULL;                                           \
+    if (!c) return ac_real.Name(hStream, callback, userData, flags);                               \
+    CUresult r = ac_real.Name(hStream, ac_stream_callback_trampoline(), c, flags);                 \
+    if (r != CUDA_SUCCESS) ac_host_function_not_enqueued(c);                                       \
+    return r;                                                                                      \
+  }
+CALLBACK(cuStreamAddCallback, false)
+CALLBACK(cuStreamAddCallback_ptsz, true)
+
+/* Synchronous copies and sets: an operation on the legacy stream (the
+ * thread's own default stream for _ptds) that the host waits for. */
+#define SYNC_COPY(Name, PerThread, Params, Args)                                                   \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    START_OR_FAIL(Name);                                                                           \
+    CUresult r = ac_real.Name Args;                                                                \
+    if (r == CUDA_SUCCESS) ac_on_sync_copy(#Name, PerThread);                                      \
+    return r;                                                                                      \
+  }
+#define MEMCPY_PARAMS (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+SYNC_COPY(cuMemcpy, false, MEMCPY_PARAMS, (dst, src, ByteCount))
+SYNC_COPY(cuMemcpy_ptds, true, MEMCPY_PARAMS, (dst, src, ByteCount))
+#define SYNC_HTOD_PARAMS (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+SYNC_COPY(cuMemcpyHtoD_v2, false, SYNC_HTOD_PARAMS, (dstDevice, srcHost, ByteCount))
+SYNC_COPY(cuMemcpyHtoD_v2_ptds, true, SYNC_HTOD_PARAMS, (dstDevice, srcHost, ByteCount))
+#define SYNC_DTOH_PARAMS (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+SYNC_COPY(cuMemcpyDtoH_v2, false, SYNC_DTOH_PARAMS, (dstHost, srcDevice, ByteCount))
+SYNC_COPY(cuMemcpyDtoH_v2_ptds, true, SYNC_DTOH_PARAMS, (dstHost, srcDevice, ByteCount))
+#define SYNC_DTOD_PARAMS (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+SYNC_COPY(cuMemcpyDtoD_v2, false, SYNC_DTOD_PARAMS, (dstDevice, srcDevice, ByteCount))
+SYNC_COPY(cuMemcpyDtoD_v2_ptds, true, SYNC_DTOD_PARAMS, (dstDevice, srcDevice, ByteCount))
+#define SYNC_SET_PARAMS(T) (CUdeviceptr dstDevice, T value, size_t N)
+SYNC_COPY(cuMemsetD8_v2, false, SYNC_SET_PARAMS(unsigned char), (dstDevice, value, N))
+SYNC_COPY(cuMemsetD8_v2_ptds, true, SYNC_SET_PARAMS(unsigned char), (dstDevice, value, N))
+SYNC_COPY(cuMemsetD16_v2, false, SYNC_SET_PARAMS(unsigned short), (dstDevice, value, N))
+SYNC_COPY(cuMemsetD16_v2_ptds, true, SYNC_SET_PARAMS(unsigned short), (dstDevice, value, N))
+SYNC_COPY(cuMemsetD32_v2, false, SYNC_SET_PARAMS(unsigned int), (dstDevice, value, N))
+SYNC_COPY(cuMemsetD32_v2_ptds, true, SYNC_SET_PARAMS(unsigned int), (dstDevice, value, N))
