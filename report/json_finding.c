@@ -52,6 +52,12 @@ static json_t *stream_handle(uintptr_t h) {
   return hex(h);
 }
 
+static json_t *origin(const struct ac_op_origin *o) {
+  if (!o->api) return json_null();
+  return json_pack("{s:s, s:I, s:o}", "api", o->api, "thread", (json_int_t)o->thread, "stack",
+                   ac_json_stack(&o->stack));
+}
+
 static json_t *allocation(const struct ac_alloc_snapshot *a) {
   if (!a->present) return json_null();
   json_t *o = json_pack("{s:o, s:I, s:s, s:s}", "base", hex(a->base), "size", (json_int_t)a->size,
@@ -66,12 +72,6 @@ static json_t *allocation(const struct ac_alloc_snapshot *a) {
                                   (json_int_t)a->origin_thread, "stack",
                                   ac_json_stack(&a->origin_stack)));
   return o;
-}
-
-static json_t *origin(const struct ac_op_origin *o) {
-  if (!o->api) return json_null();
-  return json_pack("{s:s, s:I, s:o}", "api", o->api, "thread", (json_int_t)o->thread, "stack",
-                   ac_json_stack(&o->stack));
 }
 
 static json_t *busy(const struct ac_busy_facts *b) {
@@ -98,13 +98,13 @@ json_t *ac_json_finding(const struct ac_finding *f, const char *key) {
   if (f->stream_serial)
     json_object_set_new(stream, "serial", json_integer((json_int_t)f->stream_serial));
   static const char *const outcomes[] = {"returned", "guarded", "crashes"};
-  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:{s:s, s:i, s:s, s:b},"
-                   " s:I, s:o, s:s, s:o, s:o}",
-                   "rule", r->id, "name", r->name, "severity", ac_severity_name(r->severity),
-                   "message", r->summary, "fix", r->fix, "api", f->api, "call", call, "stream",
-                   stream, "memory_kind", ac_mem_kind_name(f->mem_kind), "allocation",
-                   allocation(&f->alloc), "driver", "outcome", outcomes[f->outcome], "result",
-                   f->driver_result, "name", f->driver_result_name, "guarded",
-                   f->outcome == AC_DRIVER_GUARDED, "thread", (json_int_t)f->thread, "stack",
-                   ac_json_stack(&f->stack), "key", key);
+  return json_pack(
+      "{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:{s:s, s:i, s:s, s:b},"
+      " s:I, s:o, s:s, s:o, s:o}",
+      "rule", r->id, "name", r->name, "severity", ac_severity_name(r->severity), "message",
+      r->summary, "fix", r->fix, "api", f->api, "call", call, "stream", stream, "memory_kind",
+      ac_mem_kind_name(f->mem_kind), "allocation", allocation(&f->alloc), "driver", "outcome",
+      outcomes[f->outcome], "result", f->driver_result, "name", f->driver_result_name, "guarded",
+      f->outcome == AC_DRIVER_GUARDED, "thread", (json_int_t)f->thread, "stack",
+      ac_json_stack(&f->stack), "key", key, "access", access(&f->access), "busy", busy(&f->busy));
 }
