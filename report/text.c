@@ -71,15 +71,19 @@ static void write_driver(FILE *out, const struct ac_finding *f) {
     fprintf(out, P "  driver: returned %s\n", f->driver_result_name);
 }
 
+static bool is_host_access(enum ac_rule_id rule) {
+  return rule == AC_RULE_AC201 || rule == AC_RULE_AC202;
+}
+
 static void write_memory(FILE *out, const struct ac_finding *f) {
   const struct ac_alloc_snapshot *a = &f->alloc;
+  uintptr_t addr = is_host_access(f->rule) ? f->access.addr : f->args.dptr;
   if (!a->present) {
-    fprintf(out, P "  memory: 0x%" PRIxPTR " is %s memory\n", f->args.dptr,
-            ac_mem_kind_name(f->mem_kind));
+    fprintf(out, P "  memory: 0x%" PRIxPTR " is %s memory\n", addr, ac_mem_kind_name(f->mem_kind));
     return;
   }
-  fprintf(out, P "  memory: 0x%" PRIxPTR " is at offset %" PRIuPTR " of a %s allocation ",
-          f->args.dptr, f->args.dptr - a->base, ac_mem_kind_name(a->kind));
+  fprintf(out, P "  memory: 0x%" PRIxPTR " is at offset %" PRIuPTR " of a %s allocation ", addr,
+          addr - a->base, ac_mem_kind_name(a->kind));
   if (a->name[0]) fprintf(out, "'%s' ", a->name);
   fprintf(out, "[0x%" PRIxPTR ", 0x%" PRIxPTR ") of %zu bytes", a->base, a->base + a->size,
           a->size);
@@ -128,10 +132,6 @@ static void write_busy(FILE *out, const struct ac_finding *f) {
   }
   fprintf(out, "; the first, %s on thread %" PRIu64 ", at:\n", b->origin.api, b->origin.thread);
   write_stack(out, &b->origin.stack);
-}
-
-static bool is_host_access(enum ac_rule_id rule) {
-  return rule == AC_RULE_AC201 || rule == AC_RULE_AC202;
 }
 
 void ac_text_write_finding(FILE *out, const struct ac_finding *f) {

@@ -73,6 +73,7 @@ struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *p
     }
   }
   m->alloc_count++;
+  m->layout++;
   return a;
 }
 
@@ -101,6 +102,7 @@ void ac_model_remove_alloc(struct ac_model *m, struct ac_alloc *a) {
   for (uint64_t k = granule_of(a->base); k <= last_granule_of(a); k++)
     granule_drop(m, k, a);
   m->alloc_count--;
+  m->layout++;
   free(a);
 }
 
@@ -135,4 +137,8 @@ void ac_model_for_each_alloc(struct ac_model *m, void (*fn)(struct ac_alloc *, v
     for (size_t i = 0; i < g->count; i++)
       if (granule_of(g->allocs[i]->base) == g->key) fn(g->allocs[i], ctx);
   }
+}
+
+uint64_t ac_model_layout(const struct ac_model *m) {
+  return m->layout;
 }

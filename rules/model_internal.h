@@ -58,6 +58,7 @@ struct ac_model {
   struct ac_clock host_observed; /* what the host knows complete */
   struct event_slot *events;
   uint64_t generation;
+  uint64_t layout; /* moves when allocations or associations change */
 };
 
 /* Calls fn for every stream record: the legacy stream, per-thread streams,

@@ -178,6 +178,7 @@ void ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc
   a->attach_seq = seq;
   if (origin) a->attach_origin = *origin;
   m->generation++;
+  m->layout++;
 }
 
 int ac_order_binding_assocs(const struct ac_model *m, const struct ac_alloc *a,

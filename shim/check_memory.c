@@ -46,6 +46,7 @@ uint64_t ac_check_before_free(CUdeviceptr base) {
   pthread_mutex_lock(&ac_model_lock);
   struct ac_alloc *a = ac_model_find_alloc_at(ac_model, (uintptr_t)base);
   uint64_t serial = a ? a->serial : 0;
+  if (a) ac_guard_forget_range_locked(a->base, a->size);
   pthread_mutex_unlock(&ac_model_lock);
   return serial;
 }
@@ -55,6 +56,7 @@ void ac_check_freed(CUdeviceptr base, uint64_t serial, CUresult result) {
   pthread_mutex_lock(&ac_model_lock);
   struct ac_alloc *a = ac_model_find_alloc_at(ac_model, (uintptr_t)base);
   if (a && a->serial == serial) ac_model_remove_alloc(ac_model, a);
+  ac_guard_refresh_locked();
   pthread_mutex_unlock(&ac_model_lock);
 }
 

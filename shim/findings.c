@@ -1,5 +1,6 @@
 /* findings.c - the shim's side of reporting: completes a finding with what
  * only the shim knows (the driver's answer and its name) and hands it over. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,4 +26,15 @@ void ac_note_cuda_init(CUresult result) {
   static int told;
   if (__atomic_exchange_n(&told, 1, __ATOMIC_ACQ_REL)) return;
   ac_report_cuda_init((int)result);
+}
+
+void ac_log(const char *fmt, ...) {
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
+  fprintf(stderr, "==attachcheck== %.*s\n", n, line);
 }

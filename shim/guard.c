@@ -1,5 +1,484 @@
-/* guard.c - the page guard (in progress): page protection of the managed
- * memory the CPU may not touch now. */
+/* guard.c - the page guard: CPU accesses to managed memory the CPU may not
+ * touch now are made visible by protecting that memory (PROT_NONE); the
+ * SIGSEGV of an access is judged (AC201/AC202) and the access let through.
+ *
+ * Protection follows the ordering model and changes only when the model's
+ * generation moves (a stream turned busy or idle): the allocations are
+ * grouped, once per change of layout, into page ranges per class - globally
+ * attached, single-attached to stream S, pending an attach - so a transition
+ * costs a merge of a few coalesced range lists and the mprotect calls for what
+ * changed, not a walk over every allocation.
+ *
+ * The signal handler runs on the faulting thread, which is executing the
+ * program's own code and so never holds the model lock: it takes the lock,
+ * judges against the model as it is at that instant, records a finding into
+ * pre-allocated storage, lifts the protection of that page until the next
+ * transition and returns, so the access completes. Formatting and writing the
+ * report happen on a reporter thread woken through a pipe. A fault outside
+ * the guarded ranges goes to the program's own handler (interceptors_signal.c).
+ * Small allocations share pages: a fault on a guarded page in memory the CPU
+ * may touch is never a finding; the page is lifted.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "rules_host.h"
 #include "shim.h"
 
-void ac_guard_refresh_locked(void) {}
+struct range {
+  uintptr_t start, end; /* page-aligned, [start, end) */
+};
+
+struct range_list {
+  size_t n, cap;
+  struct range *r;
+};
+
+/* ---- range lists ---- */
+
+static bool range_push(struct range_list *l, uintptr_t start, uintptr_t end) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 16;
+    struct range *grown = realloc(l->r, cap * sizeof *grown);
+    if (!grown) return false;
+    l->r = grown;
+    l->cap = cap;
+  }
+  l->r[l->n++] = (struct range){start, end};
+  return true;
+}
+
+static int by_start(const void *a, const void *b) {
+  const struct range *x = a, *y = b;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+/* Sorts and merges overlapping or touching ranges. */
+static void range_normalise(struct range_list *l) {
+  if (l->n < 2) return;
+  qsort(l->r, l->n, sizeof l->r[0], by_start);
+  size_t out = 0;
+  for (size_t i = 1; i < l->n; i++) {
+    if (l->r[i].start <= l->r[out].end) {
+      if (l->r[i].end > l->r[out].end) l->r[out].end = l->r[i].end;
+    } else {
+      l->r[++out] = l->r[i];
+    }
+  }
+  l->n = out + 1;
+}
+
+static bool range_append_list(struct range_list *dst, const struct range_list *src) {
+  for (size_t i = 0; i < src->n; i++)
+    if (!range_push(dst, src->r[i].start, src->r[i].end)) return false;
+  return true;
+}
+
+static bool range_contains(const struct range_list *l, uintptr_t addr) {
+  size_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (addr < l->r[mid].start)
+      hi = mid;
+    else if (addr >= l->r[mid].end)
+      lo = mid + 1;
+    else
+      return true;
+  }
+  return false;
+}
+
+static bool range_has_exact(const struct range_list *l, struct range r) {
+  for (size_t lo = 0, hi = l->n; lo < hi;) {
+    size_t mid = (lo + hi) / 2;
+    if (l->r[mid].start == r.start) return l->r[mid].end == r.end;
+    if (l->r[mid].start < r.start)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return false;
+}
+
+/* ---- state (all under ac_model_lock) ---- */
+
+static long page_size;
+static bool enabled;
+static uint64_t seen_generation = UINT64_MAX, seen_layout = UINT64_MAX;
+
+/* The allocations by class, rebuilt when the layout changes. */
+struct stream_ranges {
+  const struct ac_stream *stream;
+  struct range_list ranges;
+};
+static struct range_list global_ranges;
+static struct stream_ranges *single_ranges;
+static size_t single_count, single_cap;
+static struct ac_alloc **pending;
+static size_t pending_count, pending_cap;
+
+static struct range_list protected_now; /* what is PROT_NONE, less lifted pages */
+
+/* The protected ranges as the signal handler sees them: a seqlock'd copy. */
+#define PUBLISHED_MAX 8192
+static struct range published[PUBLISHED_MAX];
+static size_t published_count;
+static unsigned published_seq;
+static bool published_overflow; /* more ranges than fit: the handler trusts the model */
+
+/* Pages the handler lifted, for the next refresh to protect again. */
+#define LIFTED_MAX 1024
+static uintptr_t lifted[LIFTED_MAX];
+static size_t lifted_count;
+
+/* Findings made in the handler, for the reporter thread. */
+#define PENDING_FINDINGS 64
+static struct ac_finding handler_findings[PENDING_FINDINGS];
+static size_t handler_findings_count;
+static unsigned long handler_findings_dropped;
+static int wake_pipe[2] = {-1, -1};
+
+/* Set while this thread runs the fault handler: libunwind checks memory with
+ * read(2) on a pipe, which must not come back into the guard (and its lock). */
+static __thread bool in_fault_handler;
+
+static uintptr_t page_floor(uintptr_t a) {
+  return a & ~(uintptr_t)(page_size - 1);
+}
+static uintptr_t page_ceil(uintptr_t a) {
+  return page_floor(a + (uintptr_t)page_size - 1);
+}
+
+static bool is_managed(const struct ac_alloc *a) {
+  return a->kind == AC_MEM_MANAGED || a->kind == AC_MEM_MANAGED_VAR;
+}
+
+static struct range_list *ranges_of_stream(const struct ac_stream *s) {
+  for (size_t i = 0; i < single_count; i++)
+    if (single_ranges[i].stream == s) return &single_ranges[i].ranges;
+  if (single_count == single_cap) {
+    size_t cap = single_cap ? single_cap * 2 : 8;
+    struct stream_ranges *grown = realloc(single_ranges, cap * sizeof *grown);
+    if (!grown) return NULL;
+    single_ranges = grown;
+    single_cap = cap;
+  }
+  single_ranges[single_count] = (struct stream_ranges){s, {0, 0, NULL}};
+  return &single_ranges[single_count++].ranges;
+}
+
+static void classify(struct ac_alloc *a, void *ctx) {
+  (void)ctx;
+  if (!is_managed(a) || a->size == 0) return;
+  enum ac_assoc assoc[2];
+  struct ac_stream *stream[2];
+  uintptr_t start = page_floor(a->base), end = page_ceil(a->base + a->size);
+  if (ac_order_binding_assocs(ac_model, a, assoc, stream) == 2) {
+    if (pending_count == pending_cap) {
+      size_t cap = pending_cap ? pending_cap * 2 : 16;
+      struct ac_alloc **grown = realloc(pending, cap * sizeof *grown);
+      if (!grown) return;
+      pending = grown;
+      pending_cap = cap;
+    }
+    pending[pending_count++] = a;
+  } else if (assoc[0] == AC_ASSOC_GLOBAL) {
+    range_push(&global_ranges, start, end);
+  } else if (assoc[0] == AC_ASSOC_SINGLE && stream[0]) {
+    struct range_list *l = ranges_of_stream(stream[0]);
+    if (l) range_push(l, start, end);
+  }
+}
+
+static void rebuild_classes(void) {
+  global_ranges.n = 0;
+  for (size_t i = 0; i < single_count; i++)
+    free(single_ranges[i].ranges.r);
+  single_count = 0;
+  pending_count = 0;
+  ac_model_for_each_alloc(ac_model, classify, NULL);
+  range_normalise(&global_ranges);
+  for (size_t i = 0; i < single_count; i++)
+    range_normalise(&single_ranges[i].ranges);
+}
+
+static void desired_ranges(struct range_list *want) {
+  want->n = 0;
+  if (ac_order_any_busy(ac_model, NULL)) range_append_list(want, &global_ranges);
+  for (size_t i = 0; i < single_count; i++)
+    if (ac_order_stream_busy(ac_model, single_ranges[i].stream))
+      range_append_list(want, &single_ranges[i].ranges);
+  for (size_t i = 0; i < pending_count; i++) {
+    struct ac_stream *blocker;
+    enum ac_rule_id rule;
+    const struct ac_alloc *a = pending[i];
+    if (!ac_host_may_touch(ac_model, a, NULL, &blocker, &rule))
+      range_push(want, page_floor(a->base), page_ceil(a->base + a->size));
+  }
+  range_normalise(want);
+}
+
+static void publish(void) {
+  __atomic_add_fetch(&published_seq, 1, __ATOMIC_RELEASE); /* odd: being written */
+  published_overflow = protected_now.n > PUBLISHED_MAX;
+  published_count = published_overflow ? 0 : protected_now.n;
+  memcpy(published, protected_now.r, published_count * sizeof published[0]);
+  __atomic_add_fetch(&published_seq, 1, __ATOMIC_RELEASE);
+}
+
+/* Pages lifted since the last refresh are no longer protected: drop the
+ * ranges holding them from protected_now, so the refresh protects them again
+ * if they are still wanted. */
+static void forget_lifted(void) {
+  if (!lifted_count) return;
+  size_t out = 0;
+  for (size_t i = 0; i < protected_now.n; i++) {
+    bool hit = false;
+    for (size_t j = 0; j < lifted_count && !hit; j++)
+      hit = lifted[j] >= protected_now.r[i].start && lifted[j] < protected_now.r[i].end;
+    if (hit)
+      mprotect((void *)protected_now.r[i].start, protected_now.r[i].end - protected_now.r[i].start,
+               PROT_READ | PROT_WRITE);
+    else
+      protected_now.r[out++] = protected_now.r[i];
+  }
+  protected_now.n = out;
+  lifted_count = 0;
+}
+
+static void install_handler_once(void);
+
+void ac_guard_refresh_locked(void) {
+  if (!enabled) return;
+  uint64_t generation = ac_order_generation(ac_model), layout = ac_model_layout(ac_model);
+  if (generation == seen_generation && layout == seen_layout) return;
+  if (layout != seen_layout || pending_count) rebuild_classes();
+  seen_generation = generation;
+  seen_layout = layout;
+
+  static struct range_list want;
+  desired_ranges(&want);
+  forget_lifted();
+  if (want.n) install_handler_once();
+  /* Lift what is no longer wanted first, then protect what is new. */
+  for (size_t i = 0; i < protected_now.n; i++)
+    if (!range_has_exact(&want, protected_now.r[i]))
+      mprotect((void *)protected_now.r[i].start, protected_now.r[i].end - protected_now.r[i].start,
+               PROT_READ | PROT_WRITE);
+  for (size_t i = 0; i < want.n; i++)
+    if (!range_has_exact(&protected_now, want.r[i]))
+      mprotect((void *)want.r[i].start, want.r[i].end - want.r[i].start, PROT_NONE);
+  struct range_list swap = protected_now;
+  protected_now = want;
+  want = swap;
+  publish();
+}
+
+/* Before memory goes back to the driver: it must not stay protected. */
+void ac_guard_forget_range_locked(uintptr_t base, size_t size) {
+  if (!enabled || !protected_now.n) return;
+  uintptr_t start = page_floor(base), end = page_ceil(base + size);
+  for (size_t i = 0; i < protected_now.n; i++)
+    if (protected_now.r[i].start < end && start < protected_now.r[i].end) {
+      mprotect((void *)start, end - start, PROT_READ | PROT_WRITE);
+      seen_layout = UINT64_MAX; /* force a rebuild and re-protection of the rest */
+      break;
+    }
+}
+
+/* ---- the handler's side ---- */
+
+/* Whether addr is in a published protected range (async-signal-safe). */
+static bool published_contains(uintptr_t addr, bool *overflow) {
+  unsigned seq;
+  bool hit;
+  do {
+    seq = __atomic_load_n(&published_seq, __ATOMIC_ACQUIRE);
+    hit = false;
+    *overflow = published_overflow;
+    for (size_t i = 0; i < published_count && !hit; i++)
+      hit = addr >= published[i].start && addr < published[i].end;
+  } while ((seq & 1) || seq != __atomic_load_n(&published_seq, __ATOMIC_ACQUIRE));
+  return hit;
+}
+
+static void lift_page(uintptr_t addr) {
+  uintptr_t page = page_floor(addr);
+  mprotect((void *)page, (size_t)page_size, PROT_READ | PROT_WRITE);
+  if (lifted_count < LIFTED_MAX)
+    lifted[lifted_count++] = page;
+  else
+    seen_generation = UINT64_MAX; /* too many: the next refresh redoes everything */
+}
+
+static void wake_reporter(void) {
+  char byte = 1;
+  if (wake_pipe[1] >= 0 && write(wake_pipe[1], &byte, 1) < 0) { /* a wake-up is pending */
+  }
+}
+
+enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext) {
+  if (!enabled) return AC_GUARD_NOT_OURS;
+  uintptr_t a = (uintptr_t)addr;
+  bool overflow;
+  bool guarded = published_contains(a, &overflow);
+  int saved_errno = errno;
+  pthread_mutex_lock(&ac_model_lock);
+  struct ac_alloc *alloc = ac_model_find_alloc(ac_model, a);
+  if (!guarded && !overflow) {
+    /* Not protected as far as the published ranges say. If the page is in
+     * managed memory, a refresh on another thread lifted it between the fault
+     * and now: retry the access. Otherwise it is the program's fault. */
+    bool ours = alloc && is_managed(alloc);
+    pthread_mutex_unlock(&ac_model_lock);
+    errno = saved_errno;
+    return ours ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
+  }
+  if (!range_contains(&protected_now, a)) {
+    pthread_mutex_unlock(&ac_model_lock);
+    errno = saved_errno;
+    return alloc && is_managed(alloc) ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
+  }
+  in_fault_handler = true;
+  if (alloc && is_managed(alloc) && handler_findings_count < PENDING_FINDINGS) {
+    struct ac_host_access access = {
+        {a, 0, is_write ? AC_ACCESS_WRITE : AC_ACCESS_READ, "page fault"},
+        ac_thread_id(),
+        ac_current_host_function_stream()};
+    struct ac_finding *f = &handler_findings[handler_findings_count];
+    if (ac_judge_host_access(ac_model, alloc, &access, f)) {
+      ac_stack_capture_from_signal(ucontext, &f->stack);
+      handler_findings_count++;
+    }
+  } else if (alloc && is_managed(alloc)) {
+    handler_findings_dropped++;
+  }
+  lift_page(a);
+  in_fault_handler = false;
+  pthread_mutex_unlock(&ac_model_lock);
+  wake_reporter();
+  errno = saved_errno;
+  return AC_GUARD_HANDLED;
+}
+
+/* ---- CPU accesses through system calls ----
+ * The kernel does not raise SIGSEGV for a protected buffer handed to read(2)
+ * or write(2): it fails with EFAULT, which the program would never have seen.
+ * So buffers are checked and lifted before such calls. */
+void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes) {
+  if (!enabled || !len || in_fault_handler || !__atomic_load_n(&published_count, __ATOMIC_RELAXED))
+    return;
+  uintptr_t start = (uintptr_t)buf, end = start + len;
+  struct ac_finding f;
+  bool found = false;
+  pthread_mutex_lock(&ac_model_lock);
+  for (uintptr_t page = page_floor(start); page < end; page += (uintptr_t)page_size) {
+    if (!range_contains(&protected_now, page)) continue;
+    uintptr_t probe = page < start ? start : page;
+    struct ac_alloc *alloc = ac_model_find_alloc(ac_model, probe);
+    if (!found && alloc && is_managed(alloc)) {
+      struct ac_host_access access = {
+          {probe, len, cpu_writes ? AC_ACCESS_WRITE : AC_ACCESS_READ, via},
+          ac_thread_id(),
+          ac_current_host_function_stream()};
+      found = ac_judge_host_access(ac_model, alloc, &access, &f);
+    }
+    lift_page(page);
+  }
+  pthread_mutex_unlock(&ac_model_lock);
+  if (found) {
+    ac_stack_capture(&f.stack);
+    ac_emit_finding(&f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
+  }
+}
+
+/* ---- reporting what the handler found ---- */
+
+/* Held while a batch is reported, so the exit-time drain waits for a batch the
+ * reporter thread has taken but not yet written. */
+static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ac_guard_drain(void) {
+  static struct ac_finding batch[PENDING_FINDINGS];
+  size_t n;
+  unsigned long dropped;
+  pthread_mutex_lock(&drain_lock);
+  pthread_mutex_lock(&ac_model_lock);
+  n = handler_findings_count;
+  memcpy(batch, handler_findings, n * sizeof batch[0]);
+  handler_findings_count = 0;
+  dropped = handler_findings_dropped;
+  handler_findings_dropped = 0;
+  pthread_mutex_unlock(&ac_model_lock);
+  for (size_t i = 0; i < n; i++)
+    ac_emit_finding(&batch[i], AC_DRIVER_RETURNED, CUDA_SUCCESS);
+  if (dropped)
+    ac_log("%lu CPU accesses were not judged: too many at once for the signal handler", dropped);
+  pthread_mutex_unlock(&drain_lock);
+}
+
+static void *reporter(void *unused) {
+  (void)unused;
+  char buf[64];
+  for (;;) {
+    ssize_t n = read(wake_pipe[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return NULL;
+    ac_guard_drain();
+  }
+}
+
+static void start_reporter(void) {
+  if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  int flags = fcntl(wake_pipe[0], F_GETFL);
+  fcntl(wake_pipe[0], F_SETFL, flags & ~O_NONBLOCK); /* the reporter blocks; the handler never */
+  pthread_t tid;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals are not for it */
+  if (pthread_create(&tid, &attr, reporter, NULL) != 0) {
+    close(wake_pipe[0]);
+    close(wake_pipe[1]);
+    wake_pipe[0] = wake_pipe[1] = -1;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+}
+
+static void install_handler_once(void) {
+  static bool installed;
+  if (installed) return;
+  installed = true;
+  start_reporter();
+  ac_signal_install_guard_handler();
+}
+
+void ac_guard_start(void) {
+  page_size = sysconf(_SC_PAGESIZE);
+  enabled = ac_opts.guard_pages;
+}
+
+/* In a forked child: nothing is protected any more that the child could use,
+ * and the reporter thread did not survive. */
+void ac_guard_after_fork_child(void) {
+  protected_now.n = 0;
+  lifted_count = 0;
+  handler_findings_count = 0;
+  seen_generation = seen_layout = UINT64_MAX;
+  published_count = 0;
+  if (wake_pipe[0] >= 0) {
+    close(wake_pipe[0]);
+    close(wake_pipe[1]);
+    wake_pipe[0] = wake_pipe[1] = -1;
+  }
+  if (enabled) start_reporter();
+}

@@ -78,6 +78,7 @@ bool ac_start_slow(void) {
     if (ok) {
       ac_doors_build_map();
       ac_stack_start();
+      ac_guard_start();
       __atomic_store_n(&ac_ready, 1, __ATOMIC_RELEASE);
       if (ac_opts.verbose) fprintf(stderr, "==attachcheck== started over %s\n", ac_opts.driver);
     } else if (!failure_told) {
@@ -107,6 +108,7 @@ static void after_fork_in_child(void) {
   pthread_mutex_unlock(&ac_model_lock);
   pthread_mutex_unlock(&start_lock);
   ac_check_reset_after_fork();
+  ac_guard_after_fork_child();
 }
 
 __attribute__((constructor)) static void on_load(void) {
@@ -117,5 +119,7 @@ __attribute__((constructor)) static void on_load(void) {
 }
 
 __attribute__((destructor)) static void on_unload(void) {
+  /* What the signal handler found and the reporter thread has not written yet. */
+  if (__atomic_load_n(&ac_ready, __ATOMIC_ACQUIRE)) ac_guard_drain();
   ac_report_finish();
 }

@@ -13,6 +13,8 @@
  *   check_stream.c        streams: creation, destruction, capture
  *   check_order.c         the ordering model's events: work, synchronisation, host functions
  *   guard.c               the page guard: protection of what the CPU may not touch
+ *   interceptors_signal.c SIGSEGV shared with the program (sigaction, signal)
+ *   interceptors_io.c     system calls handed guarded buffers (read, write, ...)
  *   stack.c               call stacks with libunwind
  *   findings.c            hands findings to report/ with the process's details
  */
@@ -89,6 +91,8 @@ void ac_stack_start(void);
 /* Captures the caller's stack, leaving out the shim's own frames. */
 void ac_stack_capture(struct ac_stack *out);
 bool ac_pc_in_shim(const void *pc);
+/* The stack of the code a signal interrupted (async-signal-safe). */
+void ac_stack_capture_from_signal(void *ucontext, struct ac_stack *out);
 
 /* ---- findings.c ---- */
 /* Completes a finding with the driver's answer and hands it to the reports. */
@@ -133,8 +137,23 @@ void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdevicep
 const struct ac_stream *ac_current_host_function_stream(void);
 
 /* ---- guard.c: the page guard ---- */
+void ac_guard_start(void);
 /* Brings page protection in line with the model if it changed; model lock held. */
 void ac_guard_refresh_locked(void);
+/* Lifts protection from memory about to be freed; model lock held. */
+void ac_guard_forget_range_locked(uintptr_t base, size_t size);
+enum ac_guard_claim { AC_GUARD_NOT_OURS, AC_GUARD_HANDLED, AC_GUARD_RETRY };
+/* From the SIGSEGV handler: judges a fault on guarded memory and lifts it. */
+enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext);
+/* A system call is about to read (cpu_writes false) or fill a buffer. */
+void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes);
+/* Reports what the signal handler found (normal context). */
+void ac_guard_drain(void);
+void ac_guard_after_fork_child(void);
+/* interceptors_signal.c */
+void ac_signal_install_guard_handler(void);
+/* One line on stderr, prefixed "==attachcheck== ". */
+void ac_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Resets the model in a forked child (its managed memory is unmapped there). */
 void ac_check_reset_after_fork(void);

@@ -13,6 +13,8 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -21,6 +23,10 @@
 
 typedef int (*unw_backtrace_fn)(void **buffer, int size);
 static unw_backtrace_fn unwind_backtrace;
+/* For stacks from a signal context (async-signal-safe in libunwind). */
+static __typeof__(&unw_init_local2) unwind_init_local2;
+static __typeof__(&unw_step) unwind_step;
+static __typeof__(&unw_get_reg) unwind_get_reg;
 static const void *shim_base;
 
 /* dlopen of name, from the shim's own folder first. */
@@ -46,7 +52,12 @@ void ac_stack_start(void) {
   }
   open_beside_shim(dir[0] ? dir : NULL, "liblzma.so.5"); /* libunwind's one dependency */
   void *h = open_beside_shim(dir[0] ? dir : NULL, "libunwind.so.8");
-  if (h) unwind_backtrace = (unw_backtrace_fn)ac_real_dlsym(h, "unw_backtrace");
+  if (h) {
+    unwind_backtrace = (unw_backtrace_fn)ac_real_dlsym(h, "unw_backtrace");
+    unwind_init_local2 = (__typeof__(unwind_init_local2))ac_real_dlsym(h, "_ULx86_64_init_local2");
+    unwind_step = (__typeof__(unwind_step))ac_real_dlsym(h, "_ULx86_64_step");
+    unwind_get_reg = (__typeof__(unwind_get_reg))ac_real_dlsym(h, "_ULx86_64_get_reg");
+  }
   if (!unwind_backtrace)
     fprintf(stderr, "==attachcheck== warning: libunwind.so.8 not found; findings have no stacks\n");
 }
@@ -65,4 +76,20 @@ void ac_stack_capture(struct ac_stack *out) {
   out->depth = n - skip < AC_STACK_MAX ? n - skip : AC_STACK_MAX;
   if (out->depth < 0) out->depth = 0;
   memcpy(out->pc, raw + skip, (size_t)out->depth * sizeof raw[0]);
+}
+
+void ac_stack_capture_from_signal(void *ucontext, struct ac_stack *out) {
+  unw_cursor_t cursor;
+  out->depth = 0;
+  if (!unwind_init_local2 || !unwind_step || !unwind_get_reg ||
+      unwind_init_local2(&cursor, (unw_context_t *)ucontext, UNW_INIT_SIGNAL_FRAME) < 0)
+    return;
+  do {
+    unw_word_t ip = 0;
+    if (unwind_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0) break;
+    /* The first frame is the faulting instruction itself, not a return
+     * address: +1 so that symbolisation (which looks at pc-1) finds it. */
+    out->pc[out->depth] = (void *)(ip + (out->depth == 0));
+    out->depth++;
+  } while (out->depth < AC_STACK_MAX && unwind_step(&cursor) > 0);
 }

@@ -30,6 +30,10 @@ static const struct versioned_name versioned[] = {
     {"cuStreamBeginCapture", 10010, "_v2"},
     {"cuDevicePrimaryCtxRelease", 11000, "_v2"},
     {"cuCtxCreate", 3020, "_v2"},
+    {"cuMemcpyHtoD", 3020, "_v2"},
+    {"cuMemcpyDtoH", 3020, "_v2"},
+    {"cuMemsetD8", 3020, "_v2"},
+    {"cuMemsetD32", 3020, "_v2"},
 };
 
 static void *self_handle(void) {

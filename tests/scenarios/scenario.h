@@ -30,7 +30,9 @@
   X(cuMemAllocManaged) X(cuMemAlloc) X(cuMemHostAlloc) X(cuMemFree) X(cuMemFreeHost)               \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamAttachMemAsync) X(cuStreamSynchronize)            \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGetErrorName) X(cuModuleLoadData)              \
-  X(cuModuleGetGlobal) X(cuCtxSynchronize)
+  X(cuModuleGetGlobal) X(cuCtxSynchronize) X(cuModuleGetFunction) X(cuLaunchKernel)              \
+  X(cuStreamQuery) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuStreamWaitEvent)    \
+  X(cuLaunchHostFunc) X(cuMemcpyHtoD) X(cuEventDestroy)
 // clang-format on
 
 struct driver {

@@ -1,0 +1,98 @@
+/* interceptors_io.c - system calls that read or write a buffer.
+ *
+ * The kernel answers a protected buffer with EFAULT, not SIGSEGV, so the page
+ * guard would turn a program's read(fd, managed, n) into an error it never
+ * had. Each wrapper checks the buffer first (the CPU access is judged and the
+ * pages lifted: guard.c) and then makes the call. When nothing is protected
+ * the check is one atomic load.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define REAL(Name)                                                                                 \
+  static __typeof__(&Name) real_##Name;                                                            \
+  if (AC_UNLIKELY(!real_##Name)) real_##Name = (__typeof__(&Name))ac_real_dlsym(RTLD_NEXT, #Name);
+
+static void check_iov(const char *via, const struct iovec *iov, int n, bool cpu_writes) {
+  for (int i = 0; iov && i < n; i++)
+    ac_guard_check_buffer(via, iov[i].iov_base, iov[i].iov_len, cpu_writes);
+}
+
+AC_EXPORT ssize_t read(int fd, void *buf, size_t n) {
+  REAL(read);
+  ac_guard_check_buffer("read(2)", buf, n, true);
+  return real_read(fd, buf, n);
+}
+
+AC_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+  REAL(write);
+  ac_guard_check_buffer("write(2)", buf, n, false);
+  return real_write(fd, buf, n);
+}
+
+AC_EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
+  REAL(pread);
+  ac_guard_check_buffer("pread(2)", buf, n, true);
+  return real_pread(fd, buf, n, off);
+}
+
+AC_EXPORT ssize_t pread64(int fd, void *buf, size_t n, off64_t off) {
+  REAL(pread64);
+  ac_guard_check_buffer("pread(2)", buf, n, true);
+  return real_pread64(fd, buf, n, off);
+}
+
+AC_EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
+  REAL(pwrite);
+  ac_guard_check_buffer("pwrite(2)", buf, n, false);
+  return real_pwrite(fd, buf, n, off);
+}
+
+AC_EXPORT ssize_t pwrite64(int fd, const void *buf, size_t n, off64_t off) {
+  REAL(pwrite64);
+  ac_guard_check_buffer("pwrite(2)", buf, n, false);
+  return real_pwrite64(fd, buf, n, off);
+}
+
+AC_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n) {
+  REAL(readv);
+  check_iov("readv(2)", iov, n, true);
+  return real_readv(fd, iov, n);
+}
+
+AC_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n) {
+  REAL(writev);
+  check_iov("writev(2)", iov, n, false);
+  return real_writev(fd, iov, n);
+}
+
+AC_EXPORT ssize_t recv(int fd, void *buf, size_t n, int flags) {
+  REAL(recv);
+  ac_guard_check_buffer("recv(2)", buf, n, true);
+  return real_recv(fd, buf, n, flags);
+}
+
+AC_EXPORT ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+                           socklen_t *len) {
+  REAL(recvfrom);
+  ac_guard_check_buffer("recvfrom(2)", buf, n, true);
+  return real_recvfrom(fd, buf, n, flags, addr, len);
+}
+
+AC_EXPORT ssize_t send(int fd, const void *buf, size_t n, int flags) {
+  REAL(send);
+  ac_guard_check_buffer("send(2)", buf, n, false);
+  return real_send(fd, buf, n, flags);
+}
+
+AC_EXPORT ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
+                         socklen_t len) {
+  REAL(sendto);
+  ac_guard_check_buffer("sendto(2)", buf, n, false);
+  return real_sendto(fd, buf, n, flags, addr, len);
+}

@@ -1,0 +1,323 @@
+/* host_access.c - CPU access to managed memory against the ordering model:
+ * AC201, AC202, AC401, AC402 and the synchronisation that makes access right.
+ *
+ *   host_access CASE
+ *
+ * Kernels are empty (the stand-in driver does not run them); what matters is
+ * that they make their stream busy until the program synchronises.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "scenario.h"
+
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                          ".visible .entry touch(.param .u64 p)\n{\n  ret;\n}\n";
+
+static CUfunction kernel;
+static CUstream s, t;
+static CUdeviceptr m;
+static volatile int sink;
+
+static void launch(CUstream stream, CUdeviceptr p) {
+  void *args[] = {&p};
+  EXPECT_RC(cu.cuLaunchKernel(kernel, 1, 1, 1, 32, 1, 1, 0, stream, args, NULL), CUDA_SUCCESS);
+}
+
+static void attach(CUstream stream, CUdeviceptr p, unsigned flags) {
+  EXPECT_RC(cu.cuStreamAttachMemAsync(stream, p, 0, flags), CUDA_SUCCESS);
+}
+
+static void cpu_read(CUdeviceptr p) {
+  sink = *(volatile int *)p;
+}
+static void cpu_write(CUdeviceptr p) {
+  *(volatile int *)p = 42;
+}
+
+static void setup_single(void) {
+  attach(s, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+
+/* ---- wrong ---- */
+static void global_touch_busy(void) {
+  launch(s, m);
+  cpu_read(m); /* AC202: the GPU owns globally attached memory while any stream works */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void single_touch_busy(void) {
+  setup_single();
+  launch(s, m);
+  cpu_write(m); /* AC201 */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void event_before_work(void) {
+  CUevent e;
+  setup_single();
+  EXPECT_RC(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuEventRecord(e, s), CUDA_SUCCESS);
+  launch(s, m); /* after the record: the event does not cover it */
+  EXPECT_RC(cu.cuEventSynchronize(e), CUDA_SUCCESS);
+  cpu_read(m); /* AC201 */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void sync_copy_nonblocking(void) {
+  int x = 1;
+  CUdeviceptr dst;
+  EXPECT_RC(cu.cuMemAllocManaged(&dst, 4096, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+  launch(s, m); /* s is non-blocking: the legacy stream does not wait for it */
+  EXPECT_RC(cu.cuMemcpyHtoD(dst, &x, sizeof x), CUDA_SUCCESS);
+  cpu_read(m); /* AC202 */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void host_fn_global(void *arg) {
+  (void)arg;
+  cpu_read(m); /* AC202: stream t is still busy */
+}
+static void callback_other_stream_busy(void) {
+  launch(t, m);
+  EXPECT_RC(cu.cuLaunchHostFunc(s, host_fn_global, NULL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+}
+static void destroy_then_touch(void) {
+  CUstream d;
+  EXPECT_RC(cu.cuStreamCreate(&d, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  attach(d, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cu.cuStreamSynchronize(d), CUDA_SUCCESS);
+  launch(d, m);
+  EXPECT_RC(cu.cuStreamDestroy(d), CUDA_SUCCESS); /* AC402; does not synchronise */
+  cpu_read(m);                                    /* AC201 */
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+static void reattach_unordered(void) {
+  setup_single();
+  launch(s, m);
+  attach(t, m, CU_MEM_ATTACH_SINGLE); /* AC401: s's kernel is not ordered before it */
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+static void pending_attach(void) {
+  CUdeviceptr h;
+  EXPECT_RC(cu.cuMemAllocManaged(&h, 4096, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+  attach(s, h, CU_MEM_ATTACH_SINGLE);
+  cpu_read(h); /* AC201: the attach is not known complete */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void read_syscall(void) {
+  setup_single();
+  launch(s, m);
+  int fd = open("/dev/zero", O_RDONLY);
+  ssize_t n = read(fd, (void *)m, 4096); /* AC201, seen by read(2) */
+  close(fd);
+  if (n != 4096) failures++, fprintf(stderr, "host_access: read returned %zd\n", n);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void repeated_touch(void) {
+  setup_single();
+  launch(s, m);
+  for (int i = 0; i < 10; i++)
+    cpu_read(m + (CUdeviceptr)i * 4); /* one finding */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void real_crash(void) {
+  launch(s, m);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  volatile int *volatile nowhere = NULL;
+  *nowhere = 1; /* a genuine crash must still crash */
+}
+
+/* ---- right ---- */
+static void touch_after_sync(void) {
+  launch(s, m);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  cpu_write(m);
+}
+static void single_other_stream_busy(void) {
+  setup_single();
+  launch(t, 0);
+  cpu_write(m); /* attached to s, which is idle */
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+}
+static void host_attached(void) {
+  attach(s, m, CU_MEM_ATTACH_HOST);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  launch(s, 0);
+  cpu_write(m);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void query_until_done(void) {
+  launch(s, m);
+  while (cu.cuStreamQuery(s) == CUDA_ERROR_NOT_READY) {
+  }
+  cpu_read(m);
+}
+static void event_after_work(void) {
+  CUevent e;
+  EXPECT_RC(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  launch(s, m);
+  EXPECT_RC(cu.cuEventRecord(e, s), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuEventSynchronize(e), CUDA_SUCCESS);
+  cpu_read(m);
+  EXPECT_RC(cu.cuEventDestroy(e), CUDA_SUCCESS);
+}
+static void context_sync(void) {
+  launch(s, m);
+  launch(t, m);
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  cpu_read(m);
+}
+static void sync_copy_blocking(void) {
+  CUstream b;
+  int x = 1;
+  CUdeviceptr dst;
+  EXPECT_RC(cu.cuStreamCreate(&b, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&dst, 4096, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+  launch(b, m);
+  EXPECT_RC(cu.cuMemcpyHtoD(dst, &x, sizeof x), CUDA_SUCCESS); /* waits for b */
+  cpu_read(m);
+  EXPECT_RC(cu.cuStreamDestroy(b), CUDA_SUCCESS);
+}
+static void wait_event_chain(void) {
+  CUevent e;
+  setup_single();
+  EXPECT_RC(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  launch(s, m);
+  EXPECT_RC(cu.cuEventRecord(e, s), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamWaitEvent(t, e, 0), CUDA_SUCCESS);
+  launch(t, 0);
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS); /* covers s's kernel */
+  cpu_read(m);
+}
+static void host_fn_single(void *arg) {
+  (void)arg;
+  cpu_write(m); /* inside a host function of s, s is idle */
+}
+static void callback_own_stream(void) {
+  setup_single();
+  launch(s, m);
+  EXPECT_RC(cu.cuLaunchHostFunc(s, host_fn_single, NULL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void destroy_after_sync(void) {
+  CUstream d;
+  EXPECT_RC(cu.cuStreamCreate(&d, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  attach(d, m, CU_MEM_ATTACH_SINGLE);
+  launch(d, m);
+  EXPECT_RC(cu.cuStreamDestroy(d), CUDA_SUCCESS); /* AC402 note only */
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  cpu_read(m); /* reverted to CU_MEM_ATTACH_GLOBAL, nothing busy */
+}
+static void reattach_ordered(void) {
+  CUevent e;
+  setup_single();
+  EXPECT_RC(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  launch(s, m);
+  EXPECT_RC(cu.cuEventRecord(e, s), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamWaitEvent(t, e, 0), CUDA_SUCCESS);
+  attach(t, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+static void shared_page(void) {
+  CUdeviceptr a, b;
+  EXPECT_RC(cu.cuMemAllocManaged(&a, 100, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&b, 100, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+  attach(s, b, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  launch(s, b);
+  cpu_write(a); /* HOST-attached, on the same page as b: never a finding */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void write_after_sync(void) {
+  setup_single();
+  launch(s, m);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  int fd = open("/dev/null", O_WRONLY);
+  ssize_t n = write(fd, (void *)m, 4096);
+  close(fd);
+  if (n != 4096) failures++, fprintf(stderr, "host_access: write returned %zd\n", n);
+}
+
+/* The program's own SIGSEGV handler keeps working: it recovers from a fault
+ * of its own, installed before the guard's handler exists. */
+static sigjmp_buf recover;
+static volatile int own_faults;
+static void own_handler(int sig, siginfo_t *info, void *uc) {
+  (void)sig, (void)info, (void)uc;
+  own_faults++;
+  siglongjmp(recover, 1);
+}
+static void program_handler(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = own_handler;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGSEGV, &sa, NULL);
+  launch(s, m);
+  cpu_read(m); /* AC202, and the program's handler is not called for it */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  char *page = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (sigsetjmp(recover, 1) == 0) sink = page[0];
+  struct sigaction now;
+  sigaction(SIGSEGV, NULL, &now);
+  if (own_faults != 1 || now.sa_sigaction != own_handler)
+    failures++, fprintf(stderr, "host_access: own handler ran %d times\n", own_faults);
+}
+
+static const struct {
+  const char *name;
+  void (*run)(void);
+} cases[] = {
+    {"global_touch_busy", global_touch_busy},
+    {"single_touch_busy", single_touch_busy},
+    {"event_before_work", event_before_work},
+    {"sync_copy_nonblocking", sync_copy_nonblocking},
+    {"callback_other_stream_busy", callback_other_stream_busy},
+    {"destroy_then_touch", destroy_then_touch},
+    {"reattach_unordered", reattach_unordered},
+    {"pending_attach", pending_attach},
+    {"read_syscall", read_syscall},
+    {"repeated_touch", repeated_touch},
+    {"real_crash", real_crash},
+    {"touch_after_sync", touch_after_sync},
+    {"single_other_stream_busy", single_other_stream_busy},
+    {"host_attached", host_attached},
+    {"query_until_done", query_until_done},
+    {"event_after_work", event_after_work},
+    {"context_sync", context_sync},
+    {"sync_copy_blocking", sync_copy_blocking},
+    {"wait_event_chain", wait_event_chain},
+    {"callback_own_stream", callback_own_stream},
+    {"destroy_after_sync", destroy_after_sync},
+    {"reattach_ordered", reattach_ordered},
+    {"shared_page", shared_page},
+    {"write_after_sync", write_after_sync},
+    {"program_handler", program_handler},
+};
+
+int main(int argc, char **argv) {
+  CUmodule mod;
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s CASE\n", argv[0]);
+    return 2;
+  }
+  start_cuda("link");
+  EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&kernel, mod, "touch"), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamCreate(&t, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (strcmp(cases[i].name, argv[1]) != 0) continue;
+    cases[i].run();
+    EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+    return finish();
+  }
+  fprintf(stderr, "%s: unknown case %s\n", argv[0], argv[1]);
+  return 2;
+}
