@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# bench/run.sh BUILD [ROUNDS] - runs each benchmark with and without the shim,
+# bench/run.sh BUILD [ROUNDS] - runs each benchmark (B1 launch, B2 the guide's
+# pattern with the page guard, B3 10,000 GLOBAL allocations) with and without the shim,
 # alternating (so drift in the machine hits both alike), and prints the median
 # time of each and their ratio. Run it on the GPU machine; timings from a
 # machine without one mean nothing.
@@ -8,7 +9,9 @@ build=$(cd "${1:?usage: bench/run.sh BUILD [ROUNDS]}" && pwd)
 rounds=${2:-7}
 shim="$build/lib/libattachcheck.so"
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-for bench in launch; do
+for spec in "B1 launch" "B2 guide" "B3 global_touch"; do
+  set -- $spec
+  id=$1 bench=$2
   exe="$build/bench/bench_$bench"
   without=() with=()
   for ((i = 0; i < rounds; i++)); do
@@ -20,7 +23,7 @@ for bench in launch; do
   amin=$(printf '%s\n' "${without[@]}" | sort -n | head -1)
   bmin=$(printf '%s\n' "${with[@]}" | sort -n | head -1)
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b/a}'; }
-  echo "B1 $bench: median without ${a} ns, with ${b} ns per call: ratio $(ratio "$a" "$b");" \
+  echo "$id $bench: median without ${a} ns, with ${b} ns per unit: ratio $(ratio "$a" "$b");" \
        "best without ${amin} ns, with ${bmin} ns: ratio $(ratio "$amin" "$bmin") ($rounds alternating runs)"
   echo "  without: ${without[*]}"
   echo "  with:    ${with[*]}"

@@ -32,7 +32,7 @@
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGetErrorName) X(cuModuleLoadData)              \
   X(cuModuleGetGlobal) X(cuCtxSynchronize) X(cuModuleGetFunction) X(cuLaunchKernel)              \
   X(cuStreamQuery) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuStreamWaitEvent)    \
-  X(cuLaunchHostFunc) X(cuMemcpyHtoD) X(cuEventDestroy)
+  X(cuLaunchHostFunc) X(cuMemcpyHtoD) X(cuEventDestroy) X(cuCtxGetCurrent)
 // clang-format on
 
 struct driver {
