@@ -31,7 +31,7 @@ static void apply_legacy_semantics(struct ac_model *m, struct ac_stream *s) {
   if (s == legacy) {
     struct legacy_join ctx = {legacy};
     ac_model_for_each_stream(m, legacy_waits_for, &ctx);
-  } else if (s->blocking && legacy->seq > ac_clock_get(&s->waited, legacy->serial)) {
+  } else if (s->blocking && legacy->seq && legacy->seq > ac_clock_get(&s->waited, legacy->serial)) {
     ac_clock_raise(&s->waited, legacy->serial, legacy->seq);
     ac_clock_join(&s->waited, &legacy->waited);
   }

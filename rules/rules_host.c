@@ -75,7 +75,10 @@ bool ac_judge_attach_order(struct ac_model *m, const struct ac_alloc *a, struct 
   struct ac_stream *s = a->assoc == AC_ASSOC_SINGLE ? a->assoc_stream : NULL;
   if (!s || s == t || !is_managed(a)) return false;
   ac_order_prepare(m, t);
+  /* The work that may use the memory under its old association: what s runs
+   * after the attach that gave it to s. The attach itself touches nothing. */
   uint64_t ordered = ac_clock_get(&t->waited, s->serial);
+  if (a->attach_stream == s && a->attach_seq > ordered) ordered = a->attach_seq;
   if (s->seq <= ordered || !ac_order_stream_busy(m, s)) return false;
   finding_for(out, AC_RULE_AC401, a, m, s);
   return true;

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rules_host.h"
@@ -124,6 +125,31 @@ static struct ac_alloc **pending;
 static size_t pending_count, pending_cap;
 
 static struct range_list protected_now; /* what is PROT_NONE, less lifted pages */
+static struct range_list wanted_now;    /* what the CPU may not touch now */
+/* Faults on ranges no longer wanted since the last refresh: past a few, the CPU
+ * is working through that memory, and lifting it whole is cheaper. */
+#define STALE_FAULT_LIMIT 32
+static unsigned stale_faults;
+/* Set when pages were unprotected without being tracked (too many lifted
+ * pages, memory freed): the next refresh starts from nothing protected. */
+static bool protection_uncertain;
+
+/* What the guard cost, for --verbose. */
+static struct {
+  unsigned long refreshes, rebuilds, mprotects, faults, largest;
+  double seconds;
+} stats;
+
+static int guard_mprotect(uintptr_t start, uintptr_t end, int prot) {
+  stats.mprotects++;
+  return mprotect((void *)start, end - start, prot);
+}
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 /* The protected ranges as the signal handler sees them: a seqlock'd copy. */
 #define PUBLISHED_MAX 8192
@@ -232,24 +258,38 @@ static void publish(void) {
   __atomic_add_fetch(&published_seq, 1, __ATOMIC_RELEASE);
 }
 
-/* Pages lifted since the last refresh are no longer protected: drop the
- * ranges holding them from protected_now, so the refresh protects them again
- * if they are still wanted. */
-static void forget_lifted(void) {
-  if (!lifted_count) return;
+/* The lifted pages inside r: protected again (still wanted) or forgotten. */
+static void settle_lifted_in(struct range r, bool protect_again) {
+  size_t out = 0;
+  for (size_t j = 0; j < lifted_count; j++) {
+    if (lifted[j] < r.start || lifted[j] >= r.end)
+      lifted[out++] = lifted[j];
+    else if (protect_again)
+      guard_mprotect(lifted[j], lifted[j] + (uintptr_t)page_size, PROT_NONE);
+  }
+  lifted_count = out;
+}
+
+static bool overlaps(const struct range_list *l, struct range r) {
+  for (size_t i = 0; i < l->n; i++)
+    if (l->r[i].start < r.end && r.start < l->r[i].end) return true;
+  return false;
+}
+
+/* Unprotects every range that is protected but no longer wanted. */
+static void lift_stale_ranges(void) {
   size_t out = 0;
   for (size_t i = 0; i < protected_now.n; i++) {
-    bool hit = false;
-    for (size_t j = 0; j < lifted_count && !hit; j++)
-      hit = lifted[j] >= protected_now.r[i].start && lifted[j] < protected_now.r[i].end;
-    if (hit)
-      mprotect((void *)protected_now.r[i].start, protected_now.r[i].end - protected_now.r[i].start,
-               PROT_READ | PROT_WRITE);
-    else
-      protected_now.r[out++] = protected_now.r[i];
+    struct range r = protected_now.r[i];
+    if (range_has_exact(&wanted_now, r)) {
+      protected_now.r[out++] = r;
+      continue;
+    }
+    guard_mprotect(r.start, r.end, PROT_READ | PROT_WRITE);
+    settle_lifted_in(r, false);
   }
   protected_now.n = out;
-  lifted_count = 0;
+  stale_faults = 0;
 }
 
 static void install_handler_once(void);
@@ -258,26 +298,55 @@ void ac_guard_refresh_locked(void) {
   if (!enabled) return;
   uint64_t generation = ac_order_generation(ac_model), layout = ac_model_layout(ac_model);
   if (generation == seen_generation && layout == seen_layout) return;
-  if (layout != seen_layout || pending_count) rebuild_classes();
+  double started = now_seconds();
+  stats.refreshes++;
+  if (layout != seen_layout || pending_count) {
+    rebuild_classes();
+    stats.rebuilds++;
+  }
   seen_generation = generation;
   seen_layout = layout;
 
-  static struct range_list want;
-  desired_ranges(&want);
-  forget_lifted();
-  if (want.n) install_handler_once();
-  /* Lift what is no longer wanted first, then protect what is new. */
-  for (size_t i = 0; i < protected_now.n; i++)
-    if (!range_has_exact(&want, protected_now.r[i]))
-      mprotect((void *)protected_now.r[i].start, protected_now.r[i].end - protected_now.r[i].start,
-               PROT_READ | PROT_WRITE);
-  for (size_t i = 0; i < want.n; i++)
-    if (!range_has_exact(&protected_now, want.r[i]))
-      mprotect((void *)want.r[i].start, want.r[i].end - want.r[i].start, PROT_NONE);
+  desired_ranges(&wanted_now);
+  if (wanted_now.n) install_handler_once();
+  if (protection_uncertain) {
+    for (size_t i = 0; i < protected_now.n; i++)
+      guard_mprotect(protected_now.r[i].start, protected_now.r[i].end, PROT_READ | PROT_WRITE);
+    protected_now.n = 0;
+    lifted_count = 0;
+    protection_uncertain = false;
+  }
+  /* Protection is lifted lazily: a range no longer wanted stays protected
+   * until the CPU touches it (the fault lifts one page, the access being
+   * legal), so a launch/synchronise loop costs a page or two per transition
+   * instead of two mprotect calls over every allocation. */
+  static struct range_list next;
+  next.n = 0;
+  for (size_t i = 0; i < protected_now.n; i++) {
+    struct range r = protected_now.r[i];
+    if (range_has_exact(&wanted_now, r)) {
+      settle_lifted_in(r, true); /* wanted again: protect what was touched */
+      range_push(&next, r.start, r.end);
+    } else if (overlaps(&wanted_now, r)) {
+      guard_mprotect(r.start, r.end, PROT_READ | PROT_WRITE); /* reshaped: start over */
+      settle_lifted_in(r, false);
+    } else {
+      range_push(&next, r.start, r.end); /* stale: lifted when touched */
+    }
+  }
+  for (size_t i = 0; i < wanted_now.n; i++)
+    if (!range_has_exact(&protected_now, wanted_now.r[i])) {
+      guard_mprotect(wanted_now.r[i].start, wanted_now.r[i].end, PROT_NONE);
+      range_push(&next, wanted_now.r[i].start, wanted_now.r[i].end);
+    }
+  qsort(next.r, next.n, sizeof next.r[0], by_start);
   struct range_list swap = protected_now;
-  protected_now = want;
-  want = swap;
+  protected_now = next;
+  next = swap;
+  stale_faults = 0;
   publish();
+  if (protected_now.n > stats.largest) stats.largest = protected_now.n;
+  stats.seconds += now_seconds() - started;
 }
 
 /* Before memory goes back to the driver: it must not stay protected. */
@@ -287,7 +356,7 @@ void ac_guard_forget_range_locked(uintptr_t base, size_t size) {
   for (size_t i = 0; i < protected_now.n; i++)
     if (protected_now.r[i].start < end && start < protected_now.r[i].end) {
       mprotect((void *)start, end - start, PROT_READ | PROT_WRITE);
-      seen_layout = UINT64_MAX; /* force a rebuild and re-protection of the rest */
+      protection_uncertain = true; /* the rest is protected again by the next refresh */
       break;
     }
 }
@@ -314,7 +383,7 @@ static void lift_page(uintptr_t addr) {
   if (lifted_count < LIFTED_MAX)
     lifted[lifted_count++] = page;
   else
-    seen_generation = UINT64_MAX; /* too many: the next refresh redoes everything */
+    protection_uncertain = true; /* too many to track: the next refresh redoes it all */
 }
 
 static void wake_reporter(void) {
@@ -346,6 +415,8 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext)
     return alloc && is_managed(alloc) ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
   }
   in_fault_handler = true;
+  stats.faults++;
+  bool found = false;
   if (alloc && is_managed(alloc) && handler_findings_count < PENDING_FINDINGS) {
     struct ac_host_access access = {
         {a, 0, is_write ? AC_ACCESS_WRITE : AC_ACCESS_READ, "page fault"},
@@ -355,14 +426,19 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext)
     if (ac_judge_host_access(ac_model, alloc, &access, f)) {
       ac_stack_capture_from_signal(ucontext, &f->stack);
       handler_findings_count++;
+      found = true;
     }
   } else if (alloc && is_managed(alloc)) {
     handler_findings_dropped++;
   }
-  lift_page(a);
+  if (!range_contains(&wanted_now, a) && ++stale_faults > STALE_FAULT_LIMIT) {
+    lift_stale_ranges();
+    publish();
+  }
+  if (range_contains(&protected_now, a)) lift_page(a);
   in_fault_handler = false;
   pthread_mutex_unlock(&ac_model_lock);
-  wake_reporter();
+  if (found) wake_reporter();
   errno = saved_errno;
   return AC_GUARD_HANDLED;
 }
@@ -460,6 +536,16 @@ static void install_handler_once(void) {
   installed = true;
   start_reporter();
   ac_signal_install_guard_handler();
+}
+
+void ac_guard_print_stats(void) {
+  if (!enabled || !ac_opts.verbose) return;
+  pthread_mutex_lock(&ac_model_lock);
+  ac_log("page guard: %lu refreshes (%lu rebuilds), %lu mprotect calls, %lu faults, at most %lu "
+         "ranges protected, %.3f ms refreshing",
+         stats.refreshes, stats.rebuilds, stats.mprotects, stats.faults, stats.largest,
+         stats.seconds * 1e3);
+  pthread_mutex_unlock(&ac_model_lock);
 }
 
 void ac_guard_start(void) {

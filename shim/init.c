@@ -120,6 +120,9 @@ __attribute__((constructor)) static void on_load(void) {
 
 __attribute__((destructor)) static void on_unload(void) {
   /* What the signal handler found and the reporter thread has not written yet. */
-  if (__atomic_load_n(&ac_ready, __ATOMIC_ACQUIRE)) ac_guard_drain();
+  if (__atomic_load_n(&ac_ready, __ATOMIC_ACQUIRE)) {
+    ac_guard_drain();
+    ac_guard_print_stats();
+  }
   ac_report_finish();
 }

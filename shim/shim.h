@@ -150,6 +150,8 @@ void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cp
 /* Reports what the signal handler found (normal context). */
 void ac_guard_drain(void);
 void ac_guard_after_fork_child(void);
+/* With --verbose: what the guard did and cost. */
+void ac_guard_print_stats(void);
 /* interceptors_signal.c */
 void ac_signal_install_guard_handler(void);
 /* One line on stderr, prefixed "==attachcheck== ". */

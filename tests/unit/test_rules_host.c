@@ -78,7 +78,8 @@ static void test_reattach_order(void) {
   struct ac_alloc *a = managed(0x10000, AC_ASSOC_GLOBAL);
   struct ac_finding f;
   attach(a, AC_ASSOC_SINGLE, s);
-  ac_order_enqueue(m, s, NULL); /* a kernel using a */
+  CHECK(!ac_judge_attach_order(m, a, t, &f)); /* only the attach itself is outstanding */
+  ac_order_enqueue(m, s, NULL);               /* a kernel using a */
   CHECK(ac_judge_attach_order(m, a, t, &f) && f.rule == AC_RULE_AC401);
   CHECK(!ac_judge_attach_order(m, a, s, &f)); /* same stream: ordered by the stream */
   ac_order_event_recorded(m, 0xe, s);
