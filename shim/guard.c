@@ -129,6 +129,8 @@ static struct range_list wanted_now;    /* what the CPU may not touch now */
 /* Faults on ranges no longer wanted since the last refresh: past a few, the CPU
  * is working through that memory, and lifting it whole is cheaper. */
 #define STALE_FAULT_LIMIT 32
+/* Ranges up to this size are lifted at once when no longer wanted. */
+#define LAZY_LIFT_MIN ((uintptr_t)256 << 10)
 static unsigned stale_faults;
 /* Set when pages were unprotected without being tracked (too many lifted
  * pages, memory freed): the next refresh starts from nothing protected. */
@@ -234,9 +236,10 @@ static void rebuild_classes(void) {
     range_normalise(&single_ranges[i].ranges);
 }
 
-static void desired_ranges(struct range_list *want) {
+static void desired_ranges(struct range_list *want, bool any_busy) {
   want->n = 0;
-  if (ac_order_any_busy(ac_model, NULL)) range_append_list(want, &global_ranges);
+  if (!any_busy) return;
+  range_append_list(want, &global_ranges);
   for (size_t i = 0; i < single_count; i++)
     if (ac_order_stream_busy(ac_model, single_ranges[i].stream))
       range_append_list(want, &single_ranges[i].ranges);
@@ -300,14 +303,18 @@ void ac_guard_refresh_locked(void) {
   if (generation == seen_generation && layout == seen_layout) return;
   double started = now_seconds();
   stats.refreshes++;
-  if (layout != seen_layout || pending_count) {
+  /* With no stream busy the CPU may touch everything: the classes are needed
+   * only once something is busy again (so a program allocating 10,000 times
+   * between synchronisations does not regroup 10,000 times). */
+  bool any_busy = ac_order_any_busy(ac_model, NULL) != NULL;
+  if (any_busy && (layout != seen_layout || pending_count)) {
     rebuild_classes();
     stats.rebuilds++;
+    seen_layout = layout;
   }
   seen_generation = generation;
-  seen_layout = layout;
 
-  desired_ranges(&wanted_now);
+  desired_ranges(&wanted_now, any_busy);
   if (wanted_now.n) install_handler_once();
   if (protection_uncertain) {
     for (size_t i = 0; i < protected_now.n; i++)
@@ -327,8 +334,10 @@ void ac_guard_refresh_locked(void) {
     if (range_has_exact(&wanted_now, r)) {
       settle_lifted_in(r, true); /* wanted again: protect what was touched */
       range_push(&next, r.start, r.end);
-    } else if (overlaps(&wanted_now, r)) {
-      guard_mprotect(r.start, r.end, PROT_READ | PROT_WRITE); /* reshaped: start over */
+    } else if (overlaps(&wanted_now, r) || r.end - r.start <= LAZY_LIFT_MIN) {
+      /* Reshaped, or small enough that one call now is cheaper than the
+       * faults of touching it page by page: lift it whole. */
+      guard_mprotect(r.start, r.end, PROT_READ | PROT_WRITE);
       settle_lifted_in(r, false);
     } else {
       range_push(&next, r.start, r.end); /* stale: lifted when touched */

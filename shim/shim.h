@@ -91,6 +91,8 @@ void ac_stack_start(void);
 /* Captures the caller's stack, leaving out the shim's own frames. */
 void ac_stack_capture(struct ac_stack *out);
 bool ac_pc_in_shim(const void *pc);
+/* With --verbose: how many stacks were taken and what they cost. */
+void ac_stack_print_stats(void);
 /* The stack of the code a signal interrupted (async-signal-safe). */
 void ac_stack_capture_from_signal(void *ucontext, struct ac_stack *out);
 

@@ -18,6 +18,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "shim.h"
 
@@ -67,7 +68,18 @@ bool ac_pc_in_shim(const void *pc) {
   return dladdr(pc, &info) && info.dli_fbase == shim_base;
 }
 
+static unsigned long captures;
+static double capture_seconds;
+
+void ac_stack_print_stats(void) {
+  if (ac_opts.verbose)
+    ac_log("stacks: %lu captured, %.3f ms", __atomic_load_n(&captures, __ATOMIC_RELAXED),
+           capture_seconds * 1e3);
+}
+
 void ac_stack_capture(struct ac_stack *out) {
+  struct timespec t0, t1;
+  if (ac_opts.verbose) clock_gettime(CLOCK_MONOTONIC, &t0);
   void *raw[AC_STACK_MAX + 16];
   int n = unwind_backtrace ? unwind_backtrace(raw, (int)(sizeof raw / sizeof raw[0])) : 0;
   int skip = 0;
@@ -76,6 +88,11 @@ void ac_stack_capture(struct ac_stack *out) {
   out->depth = n - skip < AC_STACK_MAX ? n - skip : AC_STACK_MAX;
   if (out->depth < 0) out->depth = 0;
   memcpy(out->pc, raw + skip, (size_t)out->depth * sizeof raw[0]);
+  __atomic_add_fetch(&captures, 1, __ATOMIC_RELAXED);
+  if (ac_opts.verbose) {
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    capture_seconds += (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  }
 }
 
 void ac_stack_capture_from_signal(void *ucontext, struct ac_stack *out) {
