@@ -112,6 +112,7 @@ static bool range_has_exact(const struct range_list *l, struct range r) {
 static long page_size;
 static bool enabled;
 static uint64_t seen_generation = UINT64_MAX, seen_layout = UINT64_MAX;
+static bool seen_any_busy;
 
 /* The allocations by class, rebuilt when the layout changes. */
 struct stream_ranges {
@@ -300,13 +301,16 @@ static void install_handler_once(void);
 void ac_guard_refresh_locked(void) {
   if (!enabled) return;
   uint64_t generation = ac_order_generation(ac_model), layout = ac_model_layout(ac_model);
-  if (generation == seen_generation && layout == seen_layout) return;
+  /* Nothing moved; or only the layout did while nothing is busy (then nothing
+   * is wanted, and the regrouping waits until something is). */
+  if (generation == seen_generation && (layout == seen_layout || !seen_any_busy)) return;
   double started = now_seconds();
   stats.refreshes++;
   /* With no stream busy the CPU may touch everything: the classes are needed
    * only once something is busy again (so a program allocating 10,000 times
    * between synchronisations does not regroup 10,000 times). */
   bool any_busy = ac_order_any_busy(ac_model, NULL) != NULL;
+  seen_any_busy = any_busy;
   if (any_busy && (layout != seen_layout || pending_count)) {
     rebuild_classes();
     stats.rebuilds++;
