@@ -140,7 +140,7 @@ static bool protection_uncertain;
 /* What the guard cost, for --verbose. */
 static struct {
   unsigned long refreshes, rebuilds, mprotects, faults, largest;
-  double seconds;
+  double seconds, handler_seconds;
 } stats;
 
 static int guard_mprotect(uintptr_t start, uintptr_t end, int prot) {
@@ -429,6 +429,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext)
   }
   in_fault_handler = true;
   stats.faults++;
+  double handler_started = ac_opts.verbose ? now_seconds() : 0;
   bool found = false;
   if (alloc && is_managed(alloc) && handler_findings_count < PENDING_FINDINGS) {
     struct ac_host_access access = {
@@ -450,6 +451,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext)
   }
   if (range_contains(&protected_now, a)) lift_page(a);
   in_fault_handler = false;
+  if (ac_opts.verbose) stats.handler_seconds += now_seconds() - handler_started;
   pthread_mutex_unlock(&ac_model_lock);
   if (found) wake_reporter();
   errno = saved_errno;
@@ -555,9 +557,9 @@ void ac_guard_print_stats(void) {
   if (!enabled || !ac_opts.verbose) return;
   pthread_mutex_lock(&ac_model_lock);
   ac_log("page guard: %lu refreshes (%lu rebuilds), %lu mprotect calls, %lu faults, at most %lu "
-         "ranges protected, %.3f ms refreshing",
+         "ranges protected, %.3f ms refreshing, %.3f ms judging faults",
          stats.refreshes, stats.rebuilds, stats.mprotects, stats.faults, stats.largest,
-         stats.seconds * 1e3);
+         stats.seconds * 1e3, stats.handler_seconds * 1e3);
   pthread_mutex_unlock(&ac_model_lock);
 }
 
