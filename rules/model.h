@@ -59,6 +59,11 @@ struct ac_stream {
   struct ac_op_origin busy_origin; /* first operation the host has not seen complete */
 };
 
+/* Memory the attach rules govern: cuMemAllocManaged and __managed__ variables. */
+static inline bool ac_alloc_is_managed(const struct ac_alloc *a) {
+  return a->kind == AC_MEM_MANAGED || a->kind == AC_MEM_MANAGED_VAR;
+}
+
 struct ac_model *ac_model_create(void);
 void ac_model_destroy(struct ac_model *m);
 

@@ -5,14 +5,10 @@
 
 #include "rules_host.h"
 
-static bool is_managed(const struct ac_alloc *a) {
-  return a->kind == AC_MEM_MANAGED || a->kind == AC_MEM_MANAGED_VAR;
-}
-
 bool ac_host_may_touch(struct ac_model *m, const struct ac_alloc *a,
                        const struct ac_stream *callback_stream, struct ac_stream **blocker,
                        enum ac_rule_id *rule) {
-  if (!is_managed(a)) return true;
+  if (!ac_alloc_is_managed(a)) return true;
   enum ac_assoc assoc[2];
   struct ac_stream *stream[2];
   int n = ac_order_binding_assocs(m, a, assoc, stream);
@@ -73,7 +69,7 @@ bool ac_judge_host_access(struct ac_model *m, const struct ac_alloc *a,
 bool ac_judge_attach_order(struct ac_model *m, const struct ac_alloc *a, struct ac_stream *t,
                            struct ac_finding *out) {
   struct ac_stream *s = a->assoc == AC_ASSOC_SINGLE ? a->assoc_stream : NULL;
-  if (!s || s == t || !is_managed(a)) return false;
+  if (!s || s == t || !ac_alloc_is_managed(a)) return false;
   ac_order_prepare(m, t);
   /* The work that may use the memory under its old association: what s runs
    * after the attach that gave it to s. The attach itself touches nothing. */

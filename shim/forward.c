@@ -9,8 +9,7 @@
 #define AC_HOOK(Name, Params, Args)
 #define AC_PASS(Name, Params, Args)                                                                \
   AC_EXPORT CUresult Name Params {                                                                 \
-    if (AC_UNLIKELY(!ac_start())) return CUDA_ERROR_NOT_INITIALIZED;                               \
-    if (AC_UNLIKELY(!ac_real.Name)) return CUDA_ERROR_NOT_FOUND;                                   \
+    AC_START_OR_FAIL(Name);                                                                        \
     return ac_real.Name Args;                                                                      \
   }
 #include "entrypoints.inc"

@@ -184,10 +184,6 @@ static uintptr_t page_ceil(uintptr_t a) {
   return page_floor(a + (uintptr_t)page_size - 1);
 }
 
-static bool is_managed(const struct ac_alloc *a) {
-  return a->kind == AC_MEM_MANAGED || a->kind == AC_MEM_MANAGED_VAR;
-}
-
 static struct range_list *ranges_of_stream(const struct ac_stream *s) {
   for (size_t i = 0; i < single_count; i++)
     if (single_ranges[i].stream == s) return &single_ranges[i].ranges;
@@ -204,7 +200,7 @@ static struct range_list *ranges_of_stream(const struct ac_stream *s) {
 
 static void classify(struct ac_alloc *a, void *ctx) {
   (void)ctx;
-  if (!is_managed(a) || a->size == 0) return;
+  if (!ac_alloc_is_managed(a) || a->size == 0) return;
   enum ac_assoc assoc[2];
   struct ac_stream *stream[2];
   uintptr_t start = page_floor(a->base), end = page_ceil(a->base + a->size);
@@ -417,7 +413,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext)
     /* Not protected as far as the published ranges say. If the page is in
      * managed memory, a refresh on another thread lifted it between the fault
      * and now: retry the access. Otherwise it is the program's fault. */
-    bool ours = alloc && is_managed(alloc);
+    bool ours = alloc && ac_alloc_is_managed(alloc);
     pthread_mutex_unlock(&ac_model_lock);
     errno = saved_errno;
     return ours ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
@@ -425,13 +421,13 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext)
   if (!range_contains(&protected_now, a)) {
     pthread_mutex_unlock(&ac_model_lock);
     errno = saved_errno;
-    return alloc && is_managed(alloc) ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
+    return alloc && ac_alloc_is_managed(alloc) ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
   }
   in_fault_handler = true;
   stats.faults++;
   double handler_started = ac_opts.verbose ? now_seconds() : 0;
   bool found = false;
-  if (alloc && is_managed(alloc) && handler_findings_count < PENDING_FINDINGS) {
+  if (alloc && ac_alloc_is_managed(alloc) && handler_findings_count < PENDING_FINDINGS) {
     struct ac_host_access access = {
         {a, 0, is_write ? AC_ACCESS_WRITE : AC_ACCESS_READ, "page fault"},
         ac_thread_id(),
@@ -442,7 +438,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext)
       handler_findings_count++;
       found = true;
     }
-  } else if (alloc && is_managed(alloc)) {
+  } else if (alloc && ac_alloc_is_managed(alloc)) {
     handler_findings_dropped++;
   }
   if (!range_contains(&wanted_now, a) && ++stale_faults > STALE_FAULT_LIMIT) {
@@ -473,7 +469,7 @@ void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cp
     if (!range_contains(&protected_now, page)) continue;
     uintptr_t probe = page < start ? start : page;
     struct ac_alloc *alloc = ac_model_find_alloc(ac_model, probe);
-    if (!found && alloc && is_managed(alloc)) {
+    if (!found && alloc && ac_alloc_is_managed(alloc)) {
       struct ac_host_access access = {
           {probe, len, cpu_writes ? AC_ACCESS_WRITE : AC_ACCESS_READ, via},
           ac_thread_id(),

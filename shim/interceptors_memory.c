@@ -3,12 +3,8 @@
  * them, so the model must know them). */
 #include "shim.h"
 
-#define START_OR_FAIL(Name)                                                                        \
-  if (AC_UNLIKELY(!ac_start())) return CUDA_ERROR_NOT_INITIALIZED;                                 \
-  if (AC_UNLIKELY(!ac_real.Name)) return CUDA_ERROR_NOT_FOUND;
-
 AC_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
-  START_OR_FAIL(cuMemAllocManaged);
+  AC_START_OR_FAIL(cuMemAllocManaged);
   CUresult r = ac_real.cuMemAllocManaged(dptr, bytesize, flags);
   if (r == CUDA_SUCCESS && dptr)
     ac_check_managed_allocated("cuMemAllocManaged", *dptr, bytesize, flags);
@@ -16,7 +12,7 @@ AC_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
 }
 
 AC_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
-  START_OR_FAIL(cuMemFree_v2);
+  AC_START_OR_FAIL(cuMemFree_v2);
   uint64_t serial = ac_check_before_free(dptr);
   CUresult r = ac_real.cuMemFree_v2(dptr);
   ac_check_freed(dptr, serial, r);
@@ -25,7 +21,7 @@ AC_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
 
 AC_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
                                        const char *name) {
-  START_OR_FAIL(cuLibraryGetManaged);
+  AC_START_OR_FAIL(cuLibraryGetManaged);
   size_t size = 0;
   CUresult r = ac_real.cuLibraryGetManaged(dptr, bytes ? bytes : &size, library, name);
   if (r == CUDA_SUCCESS && dptr)
@@ -38,7 +34,7 @@ AC_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibra
  * __managed__ ones belong in the model. */
 AC_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
                                         const char *name) {
-  START_OR_FAIL(cuModuleGetGlobal_v2);
+  AC_START_OR_FAIL(cuModuleGetGlobal_v2);
   size_t size = 0;
   CUresult r = ac_real.cuModuleGetGlobal_v2(dptr, bytes ? bytes : &size, hmod, name);
   if (r != CUDA_SUCCESS || !dptr) return r;

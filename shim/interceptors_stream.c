@@ -2,19 +2,15 @@
  * and attach. Thin: forward, then tell check_*.c what happened. */
 #include "shim.h"
 
-#define START_OR_FAIL(Name)                                                                        \
-  if (AC_UNLIKELY(!ac_start())) return CUDA_ERROR_NOT_INITIALIZED;                                 \
-  if (AC_UNLIKELY(!ac_real.Name)) return CUDA_ERROR_NOT_FOUND;
-
 AC_EXPORT CUresult cuInit(unsigned int Flags) {
-  START_OR_FAIL(cuInit);
+  AC_START_OR_FAIL(cuInit);
   CUresult r = ac_real.cuInit(Flags);
   ac_note_cuda_init(r);
   return r;
 }
 
 AC_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
-  START_OR_FAIL(cuStreamCreate);
+  AC_START_OR_FAIL(cuStreamCreate);
   CUresult r = ac_real.cuStreamCreate(phStream, Flags);
   if (r == CUDA_SUCCESS && phStream) ac_check_stream_created(*phStream, Flags, 0);
   return r;
@@ -22,7 +18,7 @@ AC_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
 
 AC_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags,
                                               int priority) {
-  START_OR_FAIL(cuStreamCreateWithPriority);
+  AC_START_OR_FAIL(cuStreamCreateWithPriority);
   CUresult r = ac_real.cuStreamCreateWithPriority(phStream, flags, priority);
   if (r == CUDA_SUCCESS && phStream) ac_check_stream_created(*phStream, flags, priority);
   return r;
@@ -30,7 +26,7 @@ AC_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int f
 
 #define DESTROY(Name)                                                                              \
   AC_EXPORT CUresult Name(CUstream hStream) {                                                      \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name(hStream);                                                            \
     if (r == CUDA_SUCCESS) ac_check_stream_destroyed(#Name, hStream);                              \
     return r;                                                                                      \
@@ -48,7 +44,7 @@ ATTACH(cuStreamAttachMemAsync_ptsz, true)
 
 #define BEGIN_CAPTURE(Name, PerThread, Params, Args)                                               \
   AC_EXPORT CUresult Name Params {                                                                 \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name Args;                                                                \
     if (r == CUDA_SUCCESS) ac_check_capture_begun(hStream, PerThread);                             \
     return r;                                                                                      \
@@ -70,7 +66,7 @@ BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, true, TO_GRAPH_PARAMS, TO_GRAPH_
  * capture is over too). */
 #define END_CAPTURE(Name, PerThread)                                                               \
   AC_EXPORT CUresult Name(CUstream hStream, CUgraph *phGraph) {                                    \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name(hStream, phGraph);                                                   \
     if (r != CUDA_ERROR_INVALID_VALUE) ac_check_capture_ended(hStream, PerThread);                 \
     return r;                                                                                      \

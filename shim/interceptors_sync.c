@@ -3,14 +3,10 @@
  * event recording and waiting. Thin: forward, then tell check_order.c. */
 #include "shim.h"
 
-#define START_OR_FAIL(Name)                                                                        \
-  if (AC_UNLIKELY(!ac_start())) return CUDA_ERROR_NOT_INITIALIZED;                                 \
-  if (AC_UNLIKELY(!ac_real.Name)) return CUDA_ERROR_NOT_FOUND;
-
 /* cuStreamSynchronize, and cuStreamQuery when it answers CUDA_SUCCESS. */
 #define STREAM_SYNC(Name, PerThread)                                                               \
   AC_EXPORT CUresult Name(CUstream hStream) {                                                      \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name(hStream);                                                            \
     if (r == CUDA_SUCCESS) ac_on_stream_sync(hStream, PerThread);                                  \
     return r;                                                                                      \
@@ -21,14 +17,14 @@ STREAM_SYNC(cuStreamQuery, false)
 STREAM_SYNC(cuStreamQuery_ptsz, true)
 
 AC_EXPORT CUresult cuCtxSynchronize(void) {
-  START_OR_FAIL(cuCtxSynchronize);
+  AC_START_OR_FAIL(cuCtxSynchronize);
   CUresult r = ac_real.cuCtxSynchronize();
   if (r == CUDA_SUCCESS) ac_on_ctx_sync();
   return r;
 }
 
 AC_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
-  START_OR_FAIL(cuCtxSynchronize_v2);
+  AC_START_OR_FAIL(cuCtxSynchronize_v2);
   CUresult r = ac_real.cuCtxSynchronize_v2(ctx);
   if (r == CUDA_SUCCESS) ac_on_ctx_sync();
   return r;
@@ -37,7 +33,7 @@ AC_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
 /* cuEventSynchronize, and cuEventQuery when it answers CUDA_SUCCESS. */
 #define EVENT_SYNC(Name)                                                                           \
   AC_EXPORT CUresult Name(CUevent hEvent) {                                                        \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name(hEvent);                                                             \
     if (r == CUDA_SUCCESS) ac_on_event_sync(hEvent);                                               \
     return r;                                                                                      \
@@ -47,7 +43,7 @@ EVENT_SYNC(cuEventQuery)
 
 #define EVENT_DESTROY(Name)                                                                        \
   AC_EXPORT CUresult Name(CUevent hEvent) {                                                        \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name(hEvent);                                                             \
     if (r == CUDA_SUCCESS) ac_on_event_destroyed(hEvent);                                          \
     return r;                                                                                      \
@@ -57,7 +53,7 @@ EVENT_DESTROY(cuEventDestroy_v2)
 
 #define RECORD(Name, PerThread, Params, Args)                                                      \
   AC_EXPORT CUresult Name Params {                                                                 \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name Args;                                                                \
     if (r == CUDA_SUCCESS) ac_on_event_record(hEvent, hStream, PerThread);                         \
     return r;                                                                                      \
@@ -70,7 +66,7 @@ RECORD(cuEventRecordWithFlags_ptsz, true, RECORD_FLAGS_PARAMS, (hEvent, hStream,
 
 #define WAIT(Name, PerThread)                                                                      \
   AC_EXPORT CUresult Name(CUstream hStream, CUevent hEvent, unsigned int Flags) {                  \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name(hStream, hEvent, Flags);                                             \
     if (r == CUDA_SUCCESS) ac_on_stream_wait(hStream, hEvent, PerThread);                          \
     return r;                                                                                      \

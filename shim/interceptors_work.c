@@ -4,14 +4,10 @@
  * legacy NULL stream. Thin: forward, then tell check_order.c. */
 #include "shim.h"
 
-#define START_OR_FAIL(Name)                                                                        \
-  if (AC_UNLIKELY(!ac_start())) return CUDA_ERROR_NOT_INITIALIZED;                                 \
-  if (AC_UNLIKELY(!ac_real.Name)) return CUDA_ERROR_NOT_FOUND;
-
 /* An operation on the stream Stream (an expression over the parameters). */
 #define WORK(Name, PerThread, Params, Args, Stream)                                                \
   AC_EXPORT CUresult Name Params {                                                                 \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name Args;                                                                \
     if (r == CUDA_SUCCESS) ac_on_work(#Name, Stream, PerThread);                                   \
     return r;                                                                                      \
@@ -68,7 +64,7 @@ WORK(cuMemPrefetchAsync_v2_ptsz, true, PREFETCH2_PARAMS, PREFETCH2_ARGS, hStream
 /* Host functions run through the trampoline of check_order.c. */
 #define HOST_FUNC(Name, PerThread)                                                                 \
   AC_EXPORT CUresult Name(CUstream hStream, CUhostFn fn, void *userData) {                         \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     struct host_call *c =                                                                          \
         fn ? ac_on_host_function(#Name, hStream, PerThread, fn, NULL, userData) : NULL;            \
     if (!c) return ac_real.Name(hStream, fn, userData);                                            \
@@ -82,7 +78,7 @@ HOST_FUNC(cuLaunchHostFunc_ptsz, true)
 #define CALLBACK(Name, PerThread)                                                                  \
   AC_EXPORT CUresult Name(CUstream hStream, CUstreamCallback callback, void *userData,             \
                           unsigned int flags) {                                                    \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     struct host_call *c = callback && flags == 0 ? ac_on_host_function(#Name, hStream, PerThread,  \
                                                                        NULL, callback, userData)   \
                                                  : NULL;                                           \
@@ -98,7 +94,7 @@ CALLBACK(cuStreamAddCallback_ptsz, true)
  * thread's own default stream for _ptds) that the host waits for. */
 #define SYNC_COPY(Name, PerThread, Params, Args)                                                   \
   AC_EXPORT CUresult Name Params {                                                                 \
-    START_OR_FAIL(Name);                                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name Args;                                                                \
     if (r == CUDA_SUCCESS) ac_on_sync_copy(#Name, PerThread);                                      \
     return r;                                                                                      \

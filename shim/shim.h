@@ -35,6 +35,12 @@
 #define AC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define AC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* The first lines of every wrapper: start the shim, and answer as a driver
+ * without this entry point would if the real one lacks it. */
+#define AC_START_OR_FAIL(Name)                                                                     \
+  if (AC_UNLIKELY(!ac_start())) return CUDA_ERROR_NOT_INITIALIZED;                                 \
+  if (AC_UNLIKELY(!ac_real.Name)) return CUDA_ERROR_NOT_FOUND;
+
 /* The real driver's entry points, one typed field per table row. */
 struct ac_real_table {
 #define AC_HOOK(Name, Params, Args) __typeof__(&Name) Name;
