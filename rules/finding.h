@@ -83,6 +83,15 @@ struct ac_busy_facts {
   struct ac_op_origin origin; /* the first of them; api NULL if unknown */
 };
 
+/* Work on a stream given managed memory (AC3xx). */
+struct ac_device_facts {
+  uintptr_t addr;
+  char kernel[96]; /* the kernel's name, "" if unknown */
+  int param;       /* parameter index, -1 if not a parameter */
+  size_t offset;   /* byte offset of the pointer inside the parameter */
+  const char *via; /* "kernel argument", "__managed__ variable", "copy destination", ... */
+};
+
 /* What became of the call. */
 enum ac_driver_outcome {
   AC_DRIVER_RETURNED, /* forwarded; driver_result is the driver's answer */
@@ -101,6 +110,7 @@ struct ac_finding {
   struct ac_alloc_snapshot alloc;
   struct ac_access_facts access;
   struct ac_busy_facts busy;
+  struct ac_device_facts device;
   enum ac_driver_outcome outcome;
   int driver_result; /* what the program got back (AC_DRIVER_RETURNED, _GUARDED) */
   char driver_result_name[48];

@@ -21,6 +21,7 @@ void ac_model_destroy(struct ac_model *m) {
   ac_model_free_allocs(m);
   ac_model_free_order(m);
   ac_clock_free(&m->legacy_stream.waited);
+  free(m->legacy_stream.reach);
   ac_model_free_streams(m);
   free(m);
 }

@@ -57,6 +57,10 @@ struct ac_stream {
   uint64_t seq;                    /* operations enqueued so far */
   struct ac_clock waited;          /* what its next operation waits for (other streams) */
   struct ac_op_origin busy_origin; /* first operation the host has not seen complete */
+  /* Allocations its outstanding work was given (serials), for `device`
+   * semantics; cleared when it turns idle. */
+  uint64_t *reach;
+  size_t reach_count, reach_cap;
 };
 
 /* Memory the attach rules govern: cuMemAllocManaged and __managed__ variables. */
@@ -145,5 +149,23 @@ void ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc
 int ac_order_binding_assocs(const struct ac_model *m, const struct ac_alloc *a,
                             enum ac_assoc assoc[2], struct ac_stream *stream[2]);
 struct ac_stream *ac_model_legacy_stream(struct ac_model *m);
+
+/* ---- semantics ----
+ * strict (default): as on a device without concurrent managed access.
+ * device: on a device with concurrent managed access, globally attached memory
+ * is guarded only against work that can reach it (its reach set), and
+ * HOST-attached memory given to a kernel is no finding. */
+void ac_model_set_reach_semantics(struct ac_model *m, bool on);
+bool ac_model_reach_semantics(const struct ac_model *m);
+/* Records that s's outstanding work was given a (for reach semantics). */
+void ac_order_add_reach(struct ac_model *m, struct ac_stream *s, const struct ac_alloc *a);
+/* Whether some busy stream other than except can reach a. */
+struct ac_stream *ac_order_busy_reaching(struct ac_model *m, const struct ac_alloc *a,
+                                         const struct ac_stream *except);
+/* The associations that bind work on stream x (like ac_order_binding_assocs,
+ * but an attach is complete for x once x is ordered after it). */
+int ac_order_binding_for_stream(const struct ac_model *m, const struct ac_alloc *a,
+                                const struct ac_stream *x, enum ac_assoc assoc[2],
+                                struct ac_stream *stream[2]);
 
 #endif

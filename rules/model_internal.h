@@ -59,6 +59,7 @@ struct ac_model {
   struct event_slot *events;
   uint64_t generation;
   uint64_t layout; /* moves when allocations or associations change */
+  bool reach_semantics;
 };
 
 /* Calls fn for every stream record: the legacy stream, per-thread streams,

@@ -67,8 +67,9 @@ struct observe {
 
 static void note_if_idle(struct ac_stream *s, void *ctx) {
   struct observe *o = ctx;
-  if (s->seq && s->busy_origin.api && !ac_order_stream_busy(o->m, s)) {
+  if (s->seq && (s->busy_origin.api || s->reach_count) && !ac_order_stream_busy(o->m, s)) {
     s->busy_origin.api = NULL; /* idle now: the next operation is a new origin */
+    s->reach_count = 0;
     o->any_turned_idle = true;
   }
 }
@@ -201,4 +202,58 @@ void ac_model_free_order(struct ac_model *m) {
     free(e);
   }
   ac_clock_free(&m->host_observed);
+}
+
+/* ---- reach (device semantics) ---- */
+
+void ac_model_set_reach_semantics(struct ac_model *m, bool on) { m->reach_semantics = on; }
+bool ac_model_reach_semantics(const struct ac_model *m) { return m->reach_semantics; }
+
+void ac_order_add_reach(struct ac_model *m, struct ac_stream *s, const struct ac_alloc *a) {
+  if (!m->reach_semantics) return;
+  for (size_t i = 0; i < s->reach_count; i++)
+    if (s->reach[i] == a->serial) return;
+  if (s->reach_count == s->reach_cap) {
+    size_t cap = s->reach_cap ? s->reach_cap * 2 : 8;
+    uint64_t *grown = realloc(s->reach, cap * sizeof *grown);
+    if (!grown) return;
+    s->reach = grown;
+    s->reach_cap = cap;
+  }
+  s->reach[s->reach_count++] = a->serial;
+  m->generation++; /* what the page guard must protect has grown */
+}
+
+struct reach_search {
+  const struct ac_model *m;
+  uint64_t serial;
+  const struct ac_stream *except;
+  struct ac_stream *found;
+};
+
+static void find_reaching(struct ac_stream *s, void *ctx) {
+  struct reach_search *r = ctx;
+  if (r->found || s == r->except || !ac_order_stream_busy(r->m, s)) return;
+  for (size_t i = 0; i < s->reach_count; i++)
+    if (s->reach[i] == r->serial) {
+      r->found = s;
+      return;
+    }
+}
+
+struct ac_stream *ac_order_busy_reaching(struct ac_model *m, const struct ac_alloc *a,
+                                         const struct ac_stream *except) {
+  struct reach_search r = {m, a->serial, except, NULL};
+  ac_model_for_each_stream(m, find_reaching, &r);
+  return r.found;
+}
+
+int ac_order_binding_for_stream(const struct ac_model *m, const struct ac_alloc *a,
+                                const struct ac_stream *x, enum ac_assoc assoc[2],
+                                struct ac_stream *stream[2]) {
+  int n = ac_order_binding_assocs(m, a, assoc, stream);
+  if (n == 2 && x && a->attach_stream &&
+      (a->attach_stream == x || ac_clock_get(&x->waited, a->attach_stream->serial) >= a->attach_seq))
+    return 1; /* x comes after the attach in stream order */
+  return n;
 }

@@ -18,6 +18,7 @@
 
 static void free_stream(struct ac_stream *s) {
   ac_clock_free(&s->waited);
+  free(s->reach);
   free(s);
 }
 

@@ -22,8 +22,10 @@ bool ac_host_may_touch(struct ac_model *m, const struct ac_alloc *a,
     return false;
   }
   for (int i = 0; i < n; i++) {
-    struct ac_stream *busy =
-        assoc[i] == AC_ASSOC_GLOBAL ? ac_order_any_busy(m, callback_stream) : NULL;
+    struct ac_stream *busy = NULL;
+    if (assoc[i] == AC_ASSOC_GLOBAL)
+      busy = ac_model_reach_semantics(m) ? ac_order_busy_reaching(m, a, callback_stream)
+                                         : ac_order_any_busy(m, callback_stream);
     if (!busy) continue;
     *blocker = busy;
     *rule = AC_RULE_AC202;
