@@ -27,7 +27,8 @@ void ac_option_spell(size_t index, char *cli, char *env, size_t len) {
   env[e] = 0;
 }
 
-static bool parse_bool(const char *v, bool *out) {
+static bool parse_bool(const char *v, bool *out, const char *choices) {
+  (void)choices;
   static const char *yes[] = {"on", "yes", "1", "true"}, *no[] = {"off", "no", "0", "false"};
   for (int i = 0; i < 4; i++) {
     if (strcasecmp(v, yes[i]) == 0) return *out = true, true;
@@ -36,7 +37,8 @@ static bool parse_bool(const char *v, bool *out) {
   return false;
 }
 
-static bool parse_int(const char *v, long *out) {
+static bool parse_int(const char *v, long *out, const char *choices) {
+  (void)choices;
   char *end;
   errno = 0;
   long n = strtol(v, &end, 10);
@@ -45,25 +47,43 @@ static bool parse_int(const char *v, long *out) {
   return true;
 }
 
-static bool parse_path(const char *v, const char **out) {
+static bool parse_path(const char *v, const char **out, const char *choices) {
+  (void)choices;
   *out = v;
   return true;
+}
+
+/* One of the '|'-separated words of choices. */
+static bool parse_choice(const char *v, const char **out, const char *choices) {
+  size_t n = strlen(v);
+  for (const char *c = choices; *c;) {
+    const char *end = strchr(c, '|');
+    size_t len = end ? (size_t)(end - c) : strlen(c);
+    if (len == n && strncmp(c, v, n) == 0) return *out = v, true;
+    if (!end) break;
+    c = end + 1;
+  }
+  return false;
 }
 
 #define PARSE_BOOL parse_bool
 #define PARSE_INT parse_int
 #define PARSE_PATH parse_path
+#define PARSE_CHOICE parse_choice
 #define EXPECT_BOOL "on or off"
 #define EXPECT_INT "a number from 0 to 255"
 #define EXPECT_PATH "a path"
+#define EXPECT_CHOICE "one of"
 
 static bool set_index(struct ac_options *o, size_t index, const char *value, char *err,
                       size_t errlen) {
   size_t i = 0;
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
   if (i++ == index) {                                                                              \
-    if (PARSE_##Type(value, &o->Name)) return true;                                                \
-    snprintf(err, errlen, "invalid value '%s' for %s: expected %s", value, #Name, EXPECT_##Type);  \
+    if (PARSE_##Type(value, &o->Name, Metavar)) return true;                                       \
+    snprintf(err, errlen, "invalid value '%s' for %s: expected %s%s%s", value, #Name,              \
+             EXPECT_##Type, strcmp(#Type, "CHOICE") ? "" : " ",                                    \
+             strcmp(#Type, "CHOICE") ? "" : Metavar);                                              \
     return false;                                                                                  \
   }
 #include "options.inc"
@@ -118,6 +138,7 @@ void ac_option_format(const struct ac_options *o, size_t index, char *buf, size_
 #define FORMAT_BOOL(v) snprintf(buf, len, "%s", (v) ? "on" : "off")
 #define FORMAT_INT(v) snprintf(buf, len, "%ld", (v))
 #define FORMAT_PATH(v) snprintf(buf, len, "%s", (v) ? (v) : "")
+#define FORMAT_CHOICE FORMAT_PATH
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
   if (i++ == index) {                                                                              \
     FORMAT_##Type(o->Name);                                                                        \

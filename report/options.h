@@ -9,6 +9,7 @@
 #define AC_OPT_TYPE_BOOL bool
 #define AC_OPT_TYPE_INT long
 #define AC_OPT_TYPE_PATH const char *
+#define AC_OPT_TYPE_CHOICE const char *
 
 struct ac_options {
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc) AC_OPT_TYPE_##Type Name;

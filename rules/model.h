@@ -59,7 +59,10 @@ struct ac_stream {
   struct ac_op_origin busy_origin; /* first operation the host has not seen complete */
   /* Allocations its outstanding work was given (serials), for `device`
    * semantics; cleared when it turns idle. */
-  uint64_t *reach;
+  struct ac_reach {
+    uint64_t serial; /* the allocation record's */
+    uintptr_t base;  /* to find it again (the record may be gone) */
+  } *reach;
   size_t reach_count, reach_cap;
 };
 

@@ -212,15 +212,15 @@ bool ac_model_reach_semantics(const struct ac_model *m) { return m->reach_semant
 void ac_order_add_reach(struct ac_model *m, struct ac_stream *s, const struct ac_alloc *a) {
   if (!m->reach_semantics) return;
   for (size_t i = 0; i < s->reach_count; i++)
-    if (s->reach[i] == a->serial) return;
+    if (s->reach[i].serial == a->serial) return;
   if (s->reach_count == s->reach_cap) {
     size_t cap = s->reach_cap ? s->reach_cap * 2 : 8;
-    uint64_t *grown = realloc(s->reach, cap * sizeof *grown);
+    struct ac_reach *grown = realloc(s->reach, cap * sizeof *grown);
     if (!grown) return;
     s->reach = grown;
     s->reach_cap = cap;
   }
-  s->reach[s->reach_count++] = a->serial;
+  s->reach[s->reach_count++] = (struct ac_reach){a->serial, a->base};
   m->generation++; /* what the page guard must protect has grown */
 }
 
@@ -235,7 +235,7 @@ static void find_reaching(struct ac_stream *s, void *ctx) {
   struct reach_search *r = ctx;
   if (r->found || s == r->except || !ac_order_stream_busy(r->m, s)) return;
   for (size_t i = 0; i < s->reach_count; i++)
-    if (s->reach[i] == r->serial) {
+    if (s->reach[i].serial == r->serial) {
       r->found = s;
       return;
     }

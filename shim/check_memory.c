@@ -30,6 +30,7 @@ static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdevic
   }
   pthread_mutex_lock(&ac_model_lock);
   if (!ac_model_find_alloc_at(ac_model, a.base)) ac_model_add_alloc(ac_model, &a);
+  if (kind == AC_MEM_MANAGED_VAR) ac_kernel_args_note_variable(module, a.base);
   pthread_mutex_unlock(&ac_model_lock);
 }
 

@@ -40,14 +40,31 @@ static void record_busy_stack(struct ac_stream *s, uint64_t seq) {
   pthread_mutex_unlock(&ac_model_lock);
 }
 
-void ac_on_work(const char *api, CUstream stream, bool per_thread) {
-  bool turned_busy;
+/* Model lock held: one operation on the stream; *slot says whether it turned
+ * the stream busy (then the caller passes the stack to ac_on_work_busy_stack,
+ * outside the lock). Returns the stream record, or NULL. */
+struct ac_stream *ac_on_work_locked(const char *api, CUstream stream, bool per_thread,
+                                    struct ac_op_origin_slot *slot) {
+  slot->stream = stream_of(stream, per_thread);
+  slot->seq = enqueue_locked(slot->stream, api, &slot->turned_busy);
+  return slot->stream;
+}
+
+void ac_on_work_busy_stack(const struct ac_op_origin_slot *slot, const struct ac_stack *stack) {
+  if (!slot->turned_busy) return;
   pthread_mutex_lock(&ac_model_lock);
-  struct ac_stream *s = stream_of(stream, per_thread);
-  uint64_t seq = enqueue_locked(s, api, &turned_busy);
+  struct ac_stream *s = slot->stream;
+  if (s->busy_origin.api && s->busy_origin.seq == slot->seq) s->busy_origin.stack = *stack;
+  pthread_mutex_unlock(&ac_model_lock);
+}
+
+void ac_on_work(const char *api, CUstream stream, bool per_thread) {
+  struct ac_op_origin_slot slot;
+  pthread_mutex_lock(&ac_model_lock);
+  ac_on_work_locked(api, stream, per_thread, &slot);
   ac_guard_refresh_locked();
   pthread_mutex_unlock(&ac_model_lock);
-  if (turned_busy) record_busy_stack(s, seq);
+  if (slot.turned_busy) record_busy_stack(slot.stream, slot.seq);
 }
 
 void ac_on_stream_sync(CUstream stream, bool per_thread) {

@@ -54,6 +54,12 @@ static bool resolve_driver(char *why, size_t len) {
   RESOLVE(cuCtxGetDevice)
   RESOLVE(cuDeviceGetAttribute)
   RESOLVE(cuGetErrorName)
+  RESOLVE(cuFuncGetParamInfo)
+  RESOLVE(cuKernelGetParamInfo)
+  RESOLVE(cuFuncGetName)
+  RESOLVE(cuKernelGetName)
+  RESOLVE(cuFuncGetModule)
+  RESOLVE(cuKernelGetLibrary)
 #undef RESOLVE
   if (!ac_real.cuGetProcAddress_v2 && !ac_real.cuInit) {
     snprintf(why, len, "%s does not look like the CUDA driver", ac_opts.driver);

@@ -13,44 +13,63 @@
     return r;                                                                                      \
   }
 
-WORK(cuLaunchKernel, false, AC_LAUNCH_PARAMS, AC_LAUNCH_ARGS, hStream)
-WORK(cuLaunchKernel_ptsz, true, AC_LAUNCH_PARAMS, AC_LAUNCH_ARGS, hStream)
-WORK(cuLaunchCooperativeKernel, false, AC_COOP_PARAMS, AC_COOP_ARGS, hStream)
-WORK(cuLaunchCooperativeKernel_ptsz, true, AC_COOP_PARAMS, AC_COOP_ARGS, hStream)
+/* A kernel launch: an operation whose arguments are judged (kernel_args.c). */
+#define LAUNCH(Name, PerThread, Params, Args, Func, Stream, KernelParams, Extra)                   \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name Args;                                                                \
+    if (r == CUDA_SUCCESS) ac_on_launch(#Name, Func, Stream, PerThread, KernelParams, Extra);      \
+    return r;                                                                                      \
+  }
+LAUNCH(cuLaunchKernel, false, AC_LAUNCH_PARAMS, AC_LAUNCH_ARGS, f, hStream, kernelParams, extra)
+LAUNCH(cuLaunchKernel_ptsz, true, AC_LAUNCH_PARAMS, AC_LAUNCH_ARGS, f, hStream, kernelParams, extra)
+LAUNCH(cuLaunchCooperativeKernel, false, AC_COOP_PARAMS, AC_COOP_ARGS, f, hStream, kernelParams,
+       NULL)
+LAUNCH(cuLaunchCooperativeKernel_ptsz, true, AC_COOP_PARAMS, AC_COOP_ARGS, f, hStream, kernelParams,
+       NULL)
 #define EX_PARAMS (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 #define EX_ARGS (config, f, kernelParams, extra)
-WORK(cuLaunchKernelEx, false, EX_PARAMS, EX_ARGS, config->hStream)
-WORK(cuLaunchKernelEx_ptsz, true, EX_PARAMS, EX_ARGS, config->hStream)
+LAUNCH(cuLaunchKernelEx, false, EX_PARAMS, EX_ARGS, f, config->hStream, kernelParams, extra)
+LAUNCH(cuLaunchKernelEx_ptsz, true, EX_PARAMS, EX_ARGS, f, config->hStream, kernelParams, extra)
 WORK(cuGraphLaunch, false, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
      hStream)
 WORK(cuGraphLaunch_ptsz, true, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
      hStream)
 
+/* An asynchronous copy or set: its operands are judged too. */
+#define COPY(Name, PerThread, Params, Args, Dst, Src)                                              \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name Args;                                                                \
+    if (r == CUDA_SUCCESS) ac_on_copy(#Name, hStream, PerThread, Dst, Src);                        \
+    return r;                                                                                      \
+  }
+
 #define COPY_PARAMS (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 #define COPY_ARGS (dst, src, ByteCount, hStream)
-WORK(cuMemcpyAsync, false, COPY_PARAMS, COPY_ARGS, hStream)
-WORK(cuMemcpyAsync_ptsz, true, COPY_PARAMS, COPY_ARGS, hStream)
+COPY(cuMemcpyAsync, false, COPY_PARAMS, COPY_ARGS, dst, src)
+COPY(cuMemcpyAsync_ptsz, true, COPY_PARAMS, COPY_ARGS, dst, src)
 #define HTOD_PARAMS (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
 #define HTOD_ARGS (dstDevice, srcHost, ByteCount, hStream)
-WORK(cuMemcpyHtoDAsync_v2, false, HTOD_PARAMS, HTOD_ARGS, hStream)
-WORK(cuMemcpyHtoDAsync_v2_ptsz, true, HTOD_PARAMS, HTOD_ARGS, hStream)
+COPY(cuMemcpyHtoDAsync_v2, false, HTOD_PARAMS, HTOD_ARGS, dstDevice, 0)
+COPY(cuMemcpyHtoDAsync_v2_ptsz, true, HTOD_PARAMS, HTOD_ARGS, dstDevice, 0)
 #define DTOH_PARAMS (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
 #define DTOH_ARGS (dstHost, srcDevice, ByteCount, hStream)
-WORK(cuMemcpyDtoHAsync_v2, false, DTOH_PARAMS, DTOH_ARGS, hStream)
-WORK(cuMemcpyDtoHAsync_v2_ptsz, true, DTOH_PARAMS, DTOH_ARGS, hStream)
+COPY(cuMemcpyDtoHAsync_v2, false, DTOH_PARAMS, DTOH_ARGS, 0, srcDevice)
+COPY(cuMemcpyDtoHAsync_v2_ptsz, true, DTOH_PARAMS, DTOH_ARGS, 0, srcDevice)
 #define DTOD_PARAMS                                                                                \
   (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
 #define DTOD_ARGS (dstDevice, srcDevice, ByteCount, hStream)
-WORK(cuMemcpyDtoDAsync_v2, false, DTOD_PARAMS, DTOD_ARGS, hStream)
-WORK(cuMemcpyDtoDAsync_v2_ptsz, true, DTOD_PARAMS, DTOD_ARGS, hStream)
+COPY(cuMemcpyDtoDAsync_v2, false, DTOD_PARAMS, DTOD_ARGS, dstDevice, srcDevice)
+COPY(cuMemcpyDtoDAsync_v2_ptsz, true, DTOD_PARAMS, DTOD_ARGS, dstDevice, srcDevice)
 #define SET_PARAMS(T) (CUdeviceptr dstDevice, T value, size_t N, CUstream hStream)
 #define SET_ARGS (dstDevice, value, N, hStream)
-WORK(cuMemsetD8Async, false, SET_PARAMS(unsigned char), SET_ARGS, hStream)
-WORK(cuMemsetD8Async_ptsz, true, SET_PARAMS(unsigned char), SET_ARGS, hStream)
-WORK(cuMemsetD16Async, false, SET_PARAMS(unsigned short), SET_ARGS, hStream)
-WORK(cuMemsetD16Async_ptsz, true, SET_PARAMS(unsigned short), SET_ARGS, hStream)
-WORK(cuMemsetD32Async, false, SET_PARAMS(unsigned int), SET_ARGS, hStream)
-WORK(cuMemsetD32Async_ptsz, true, SET_PARAMS(unsigned int), SET_ARGS, hStream)
+COPY(cuMemsetD8Async, false, SET_PARAMS(unsigned char), SET_ARGS, dstDevice, 0)
+COPY(cuMemsetD8Async_ptsz, true, SET_PARAMS(unsigned char), SET_ARGS, dstDevice, 0)
+COPY(cuMemsetD16Async, false, SET_PARAMS(unsigned short), SET_ARGS, dstDevice, 0)
+COPY(cuMemsetD16Async_ptsz, true, SET_PARAMS(unsigned short), SET_ARGS, dstDevice, 0)
+COPY(cuMemsetD32Async, false, SET_PARAMS(unsigned int), SET_ARGS, dstDevice, 0)
+COPY(cuMemsetD32Async_ptsz, true, SET_PARAMS(unsigned int), SET_ARGS, dstDevice, 0)
 #define PREFETCH_PARAMS (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
 #define PREFETCH_ARGS (devPtr, count, dstDevice, hStream)
 WORK(cuMemPrefetchAsync, false, PREFETCH_PARAMS, PREFETCH_ARGS, hStream)

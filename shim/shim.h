@@ -12,6 +12,7 @@
  *   check_memory.c        allocations: recording, and classifying unknown pointers
  *   check_stream.c        streams: creation, destruction, capture
  *   check_order.c         the ordering model's events: work, synchronisation, host functions
+ *   kernel_args.c         what launches and copies give the GPU: AC301, AC302, reach
  *   guard.c               the page guard: protection of what the CPU may not touch
  *   interceptors_signal.c SIGSEGV shared with the program (sigaction, signal)
  *   interceptors_io.c     system calls handed guarded buffers (read, write, ...)
@@ -54,6 +55,12 @@ struct ac_real_table {
   __typeof__(&cuCtxGetDevice) cuCtxGetDevice;
   __typeof__(&cuDeviceGetAttribute) cuDeviceGetAttribute;
   __typeof__(&cuGetErrorName) cuGetErrorName;
+  __typeof__(&cuFuncGetParamInfo) cuFuncGetParamInfo;
+  __typeof__(&cuKernelGetParamInfo) cuKernelGetParamInfo;
+  __typeof__(&cuFuncGetName) cuFuncGetName;
+  __typeof__(&cuKernelGetName) cuKernelGetName;
+  __typeof__(&cuFuncGetModule) cuFuncGetModule;
+  __typeof__(&cuKernelGetLibrary) cuKernelGetLibrary;
 };
 
 enum ac_entry_id {
@@ -125,7 +132,22 @@ void ac_check_stream_destroyed(const char *api, CUstream stream);
 void ac_check_capture_begun(CUstream stream, bool per_thread);
 void ac_check_capture_ended(CUstream stream, bool per_thread);
 /* ---- check_order.c: the ordering model's events ---- */
+struct ac_op_origin_slot {
+  struct ac_stream *stream;
+  uint64_t seq;
+  bool turned_busy;
+};
 void ac_on_work(const char *api, CUstream stream, bool per_thread);
+struct ac_stream *ac_on_work_locked(const char *api, CUstream stream, bool per_thread,
+                                    struct ac_op_origin_slot *slot);
+void ac_on_work_busy_stack(const struct ac_op_origin_slot *slot, const struct ac_stack *stack);
+
+/* ---- kernel_args.c: what launches and copies give the GPU (AC301, AC302) ---- */
+void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_thread, void **params,
+                  void **extra);
+void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src);
+/* A __managed__ variable of module (model lock held): given to its kernels. */
+void ac_kernel_args_note_variable(uintptr_t module, uintptr_t base);
 void ac_on_stream_sync(CUstream stream, bool per_thread);
 void ac_on_ctx_sync(void);
 void ac_on_sync_copy(const char *api, bool per_thread);

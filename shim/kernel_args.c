@@ -1,0 +1,288 @@
+/* kernel_args.c - what memory a launch or an asynchronous copy gives the GPU,
+ * judged against the attach rules (AC301, AC302) and recorded as the stream's
+ * reach for `device` semantics.
+ *
+ * A kernel's parameter layout is learned once per handle and cached. The
+ * runtime launches CUkernels (cast to CUfunction) for which cuFuncGetParamInfo
+ * answers CUDA_ERROR_INVALID_HANDLE; only then is cuKernelGetParamInfo asked,
+ * so the kernel API is never handed a plain CUfunction. Every pointer-sized,
+ * aligned word of every parameter is looked up in the allocation map, so
+ * pointers inside structs count; the module's __managed__ variables count as
+ * given to each of its kernels. A driver without the parameter-info API is
+ * said once and the analysis skipped - never guessed.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "rules_device.h"
+#include "shim.h"
+
+#define MAX_PARAMS 128
+
+struct layout {
+  uintptr_t handle;
+  bool known;
+  int count;
+  uint32_t offset[MAX_PARAMS], size[MAX_PARAMS];
+  uintptr_t module; /* CUmodule or CUlibrary, 0 if unknown */
+  char name[96];
+  UT_hash_handle hh;
+};
+
+struct module_vars {
+  uintptr_t module;
+  size_t count, cap;
+  uintptr_t *base;
+  UT_hash_handle hh;
+};
+
+static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct layout *layouts;
+static struct module_vars *modules; /* under ac_model_lock */
+
+static bool ask_layout(struct layout *l, bool as_kernel) {
+  for (l->count = 0; l->count < MAX_PARAMS; l->count++) {
+    size_t off = 0, size = 0;
+    CUresult r =
+        as_kernel
+            ? ac_real.cuKernelGetParamInfo((CUkernel)l->handle, (size_t)l->count, &off, &size)
+            : ac_real.cuFuncGetParamInfo((CUfunction)l->handle, (size_t)l->count, &off, &size);
+    if (r == CUDA_ERROR_INVALID_VALUE) return true; /* past the last parameter */
+    if (r != CUDA_SUCCESS) return false;
+    l->offset[l->count] = (uint32_t)off;
+    l->size[l->count] = (uint32_t)size;
+  }
+  return true;
+}
+
+static void learn(struct layout *l) {
+  const char *name = NULL;
+  CUmodule mod = NULL;
+  CUlibrary lib = NULL;
+  if (ac_real.cuFuncGetParamInfo && ask_layout(l, false)) {
+    l->known = true;
+    if (ac_real.cuFuncGetName) ac_real.cuFuncGetName(&name, (CUfunction)l->handle);
+    if (ac_real.cuFuncGetModule && ac_real.cuFuncGetModule(&mod, (CUfunction)l->handle) == 0)
+      l->module = (uintptr_t)mod;
+  } else if (ac_real.cuKernelGetParamInfo && ask_layout(l, true)) {
+    l->known = true;
+    if (ac_real.cuKernelGetName) ac_real.cuKernelGetName(&name, (CUkernel)l->handle);
+    if (ac_real.cuKernelGetLibrary && ac_real.cuKernelGetLibrary(&lib, (CUkernel)l->handle) == 0)
+      l->module = (uintptr_t)lib;
+  } else {
+    static int told;
+    if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+      ac_log(
+          "the driver does not tell kernel parameter layouts (cuFuncGetParamInfo, driver 12.4+): "
+          "kernel arguments are not checked (AC301, AC302)");
+  }
+  if (name) snprintf(l->name, sizeof l->name, "%s", name);
+}
+
+static const struct layout *layout_of(CUfunction f) {
+  uintptr_t h = (uintptr_t)f;
+  struct layout *l;
+  pthread_mutex_lock(&layout_lock);
+  HASH_FIND(hh, layouts, &h, sizeof h, l);
+  pthread_mutex_unlock(&layout_lock);
+  if (l) return l;
+  l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  l->handle = h;
+  learn(l);
+  pthread_mutex_lock(&layout_lock);
+  struct layout *raced;
+  HASH_FIND(hh, layouts, &h, sizeof h, raced);
+  if (raced)
+    free(l), l = raced;
+  else
+    HASH_ADD(hh, layouts, handle, sizeof l->handle, l);
+  pthread_mutex_unlock(&layout_lock);
+  return l;
+}
+
+/* Model lock held. */
+void ac_kernel_args_note_variable(uintptr_t module, uintptr_t base) {
+  if (!module) return;
+  struct module_vars *mv;
+  HASH_FIND(hh, modules, &module, sizeof module, mv);
+  if (!mv) {
+    mv = calloc(1, sizeof *mv);
+    if (!mv) return;
+    mv->module = module;
+    HASH_ADD(hh, modules, module, sizeof mv->module, mv);
+  }
+  for (size_t i = 0; i < mv->count; i++)
+    if (mv->base[i] == base) return;
+  if (mv->count == mv->cap) {
+    size_t cap = mv->cap ? mv->cap * 2 : 4;
+    uintptr_t *grown = realloc(mv->base, cap * sizeof *grown);
+    if (!grown) return;
+    mv->base = grown;
+    mv->cap = cap;
+  }
+  mv->base[mv->count++] = base;
+}
+
+/* ---- judging ---- */
+
+#define MAX_LAUNCH_FINDINGS 4
+
+struct launch {
+  const char *api;
+  struct ac_stream *stream;
+  bool host_is_legal;
+  const struct layout *layout;
+  struct ac_finding findings[MAX_LAUNCH_FINDINGS];
+  int n;
+  uint64_t judged[MAX_LAUNCH_FINDINGS * 2]; /* allocations already judged */
+  int judged_n;
+};
+
+static bool already_judged(struct launch *l, uint64_t serial) {
+  for (int i = 0; i < l->judged_n; i++)
+    if (l->judged[i] == serial) return true;
+  if (l->judged_n < (int)(sizeof l->judged / sizeof l->judged[0]))
+    l->judged[l->judged_n++] = serial;
+  return false;
+}
+
+/* One address the work is given; model lock held. */
+static void judge_address(struct launch *l, uintptr_t addr, int param, size_t offset,
+                          const char *via) {
+  struct ac_alloc *a = ac_model_find_alloc(ac_model, addr);
+  if (!a || !ac_alloc_is_managed(a) || already_judged(l, a->serial)) return;
+  ac_order_add_reach(ac_model, l->stream, a);
+  if (l->n == MAX_LAUNCH_FINDINGS) return;
+  struct ac_finding *f = &l->findings[l->n];
+  if (!ac_judge_device_access(ac_model, a, l->stream, l->host_is_legal, f)) return;
+  f->api = l->api;
+  f->thread = ac_thread_id();
+  f->device = (struct ac_device_facts){addr, "", param, offset, via};
+  if (l->layout) memcpy(f->device.kernel, l->layout->name, sizeof f->device.kernel);
+  l->n++;
+}
+
+static void scan_bytes(struct launch *l, const unsigned char *p, size_t size, int param) {
+  for (size_t off = 0; off + sizeof(uintptr_t) <= size; off += sizeof(uintptr_t)) {
+    uintptr_t word;
+    memcpy(&word, p + off, sizeof word);
+    if (word) judge_address(l, word, param, off, "kernel argument");
+  }
+}
+
+static void scan_arguments(struct launch *l, void **params, void **extra) {
+  const struct layout *lay = l->layout;
+  if (params) {
+    for (int i = 0; i < lay->count; i++)
+      if (params[i]) scan_bytes(l, params[i], lay->size[i], i);
+    return;
+  }
+  const unsigned char *buffer = NULL;
+  size_t buffer_size = 0;
+  for (void **e = extra; e && *e != CU_LAUNCH_PARAM_END; e += 2) {
+    if (e[0] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+      buffer = e[1];
+    else if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE && e[1])
+      buffer_size = *(size_t *)e[1];
+  }
+  if (!buffer) return;
+  for (int i = 0; i < lay->count; i++)
+    if ((size_t)lay->offset[i] + lay->size[i] <= buffer_size)
+      scan_bytes(l, buffer + lay->offset[i], lay->size[i], i);
+}
+
+static void scan_module_variables(struct launch *l) {
+  struct module_vars *mv;
+  uintptr_t module = l->layout->module;
+  if (!module) return;
+  HASH_FIND(hh, modules, &module, sizeof module, mv);
+  for (size_t i = 0; mv && i < mv->count; i++)
+    judge_address(l, mv->base[i], -1, 0, "__managed__ variable");
+}
+
+/* Whether HOST-attached memory may be given to kernels: `device` semantics on
+ * a device with concurrent managed access. Decided on the first launch. */
+static bool concurrent_semantics(void) {
+  static int decided; /* 0 not yet, 1 strict, 2 device */
+  int d = __atomic_load_n(&decided, __ATOMIC_ACQUIRE);
+  if (d) return d == 2;
+  d = 1;
+  if (ac_opts.semantics && strcmp(ac_opts.semantics, "device") == 0) {
+    CUdevice dev = 0;
+    int concurrent = 0;
+    if (ac_real.cuCtxGetDevice && ac_real.cuCtxGetDevice(&dev) == CUDA_SUCCESS &&
+        ac_real.cuDeviceGetAttribute &&
+        ac_real.cuDeviceGetAttribute(&concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+                                     dev) == CUDA_SUCCESS &&
+        concurrent)
+      d = 2;
+    else
+      ac_log("--semantics device: device %d has no concurrent managed access; judging strictly",
+             (int)dev);
+  }
+  if (d == 2) {
+    pthread_mutex_lock(&ac_model_lock);
+    ac_model_set_reach_semantics(ac_model, true);
+    pthread_mutex_unlock(&ac_model_lock);
+  }
+  __atomic_store_n(&decided, d, __ATOMIC_RELEASE);
+  return d == 2;
+}
+
+static void emit(struct launch *l, const struct ac_stack *stack) {
+  for (int i = 0; i < l->n; i++) {
+    l->findings[i].stack = *stack;
+    ac_emit_finding(&l->findings[i], AC_DRIVER_RETURNED, CUDA_SUCCESS);
+  }
+}
+
+/* A launch the driver accepted: an operation of its stream whose arguments
+ * are judged (see check_order.c for the operation itself). */
+void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_thread, void **params,
+                  void **extra) {
+  struct launch l;
+  l.api = api;
+  l.n = l.judged_n = 0;
+  l.host_is_legal = concurrent_semantics();
+  l.layout = f ? layout_of(f) : NULL;
+  struct ac_op_origin_slot slot;
+  pthread_mutex_lock(&ac_model_lock);
+  l.stream = ac_on_work_locked(api, stream, per_thread, &slot);
+  if (l.stream && !l.stream->capturing && l.layout && l.layout->known &&
+      ac_model_alloc_count(ac_model) > 0) {
+    scan_arguments(&l, params, extra);
+    scan_module_variables(&l);
+  }
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+  if (!slot.turned_busy && l.n == 0) return;
+  struct ac_stack stack;
+  ac_stack_capture(&stack);
+  ac_on_work_busy_stack(&slot, &stack);
+  emit(&l, &stack);
+}
+
+/* An asynchronous copy or set: its operands are given to the stream's work. */
+void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src) {
+  struct launch l;
+  l.api = api;
+  l.n = l.judged_n = 0;
+  l.host_is_legal = true; /* the driver copies HOST-attached memory itself */
+  l.layout = NULL;
+  struct ac_op_origin_slot slot;
+  pthread_mutex_lock(&ac_model_lock);
+  l.stream = ac_on_work_locked(api, stream, per_thread, &slot);
+  if (l.stream && !l.stream->capturing && ac_model_alloc_count(ac_model) > 0) {
+    if (dst) judge_address(&l, dst, -1, 0, "copy destination");
+    if (src) judge_address(&l, src, -1, 0, "copy source");
+  }
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+  if (!slot.turned_busy && l.n == 0) return;
+  struct ac_stack stack;
+  ac_stack_capture(&stack);
+  ac_on_work_busy_stack(&slot, &stack);
+  emit(&l, &stack);
+}
