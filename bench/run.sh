@@ -9,7 +9,7 @@ build=$(cd "${1:?usage: bench/run.sh BUILD [ROUNDS]}" && pwd)
 rounds=${2:-7}
 shim="$build/lib/libattachcheck.so"
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-for spec in "B1 launch" "B2 guide" "B3 global_touch"; do
+for spec in "B1 launch" "B2 guide" "B3 global_touch" "B4 args"; do
   set -- $spec
   id=$1 bench=$2
   exe="$build/bench/bench_$bench"

@@ -17,8 +17,11 @@ FAKE_EXPORT CUresult cuModuleUnload(CUmodule hmod);
 #define MAX_PARAMS 64
 #define MAX_NAME 128
 
+struct fake_module;
+
 struct fake_function {
   char name[MAX_NAME];
+  struct fake_module *module;
   size_t count;
   size_t offset[MAX_PARAMS], size[MAX_PARAMS];
   struct fake_function *next;
@@ -103,6 +106,7 @@ static bool parse_entry(struct fake_module *m, char *decl) {
       offset += size;
     }
   }
+  f->module = m;
   f->next = m->functions;
   m->functions = f;
   return true;
@@ -264,4 +268,44 @@ FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy,
   (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)params,
       (void)extra;
   return launch(f, h, true);
+}
+
+FAKE_EXPORT CUresult cuFuncGetModule(CUmodule *hmod, CUfunction func) {
+  if (!hmod || !func) return CUDA_ERROR_INVALID_VALUE;
+  *hmod = (CUmodule)((struct fake_function *)func)->module;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuFuncGetName(const char **name, CUfunction func) {
+  if (!name || !func) return CUDA_ERROR_INVALID_VALUE;
+  *name = ((struct fake_function *)func)->name;
+  return CUDA_SUCCESS;
+}
+
+static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, bool pt) {
+  if (!config) return CUDA_ERROR_INVALID_VALUE;
+  return launch(f, config->hStream, pt);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params,
+                                      void **extra) {
+  (void)params, (void)extra;
+  return launch_ex(config, f, false);
+}
+
+FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                           void **params, void **extra) {
+  (void)params, (void)extra;
+  return launch_ex(config, f, true);
+}
+
+/* Asynchronous copies complete at once and move no data (see fake_stream.c). */
+FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h) {
+  (void)dst, (void)src, (void)n;
+  return fake_enqueue_work(h, false);
+}
+
+FAKE_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h) {
+  (void)dst, (void)src, (void)n;
+  return fake_enqueue_work(h, true);
 }

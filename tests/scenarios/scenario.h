@@ -32,7 +32,8 @@
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGetErrorName) X(cuModuleLoadData)              \
   X(cuModuleGetGlobal) X(cuCtxSynchronize) X(cuModuleGetFunction) X(cuLaunchKernel)              \
   X(cuStreamQuery) X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuStreamWaitEvent)    \
-  X(cuLaunchHostFunc) X(cuMemcpyHtoD) X(cuEventDestroy) X(cuCtxGetCurrent)
+  X(cuLaunchHostFunc) X(cuMemcpyHtoD) X(cuEventDestroy) X(cuCtxGetCurrent)             \
+  X(cuLaunchKernelEx) X(cuMemcpyAsync)
 // clang-format on
 
 struct driver {

@@ -1,0 +1,159 @@
+/* device_access.c - memory given to work on a stream: AC301 (single-attached
+ * to another stream) and AC302 (attached to the host), through every way a
+ * launch names memory, and `device` semantics.
+ *
+ *   device_access CASE
+ */
+#include <stdint.h>
+
+#include "scenario.h"
+
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                          ".visible .global .attribute(.managed) .align 4 .b8 table[4096];\n"
+                          ".visible .entry use(.param .u64 p)\n{\n  ret;\n}\n"
+                          ".visible .entry use_struct(.param .align 8 .b8 s[16])\n{\n  ret;\n}\n"
+                          ".visible .entry uses_table()\n{\n  ret;\n}\n";
+
+static CUmodule mod;
+static CUfunction use, use_struct, uses_table;
+static CUstream s, t;
+static CUdeviceptr m, g;
+static volatile int sink;
+
+static void launch(CUfunction f, CUstream stream, void **args) {
+  EXPECT_RC(cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, args, NULL), CUDA_SUCCESS);
+}
+static void launch_use(CUstream stream, CUdeviceptr p) {
+  void *args[] = {&p};
+  launch(use, stream, args);
+}
+static void attach_sync(CUstream stream, CUdeviceptr p, unsigned flags) {
+  EXPECT_RC(cu.cuStreamAttachMemAsync(stream, p, 0, flags), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(stream), CUDA_SUCCESS);
+}
+
+/* ---- wrong ---- */
+static void plain_arg_foreign(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  launch_use(t, m); /* AC301: m belongs to s */
+}
+static void struct_arg_foreign(void) {
+  struct {
+    int n;
+    CUdeviceptr p;
+  } arg = {16, m + 64};
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  void *args[] = {&arg};
+  launch(use_struct, t, args); /* AC301: the pointer inside the struct */
+}
+static void offset_inside(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  launch_use(t, m + 4096); /* AC301 */
+}
+static void extra_buffer(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  CUdeviceptr p = m;
+  size_t size = sizeof p;
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &p, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                   CU_LAUNCH_PARAM_END};
+  EXPECT_RC(cu.cuLaunchKernel(use, 1, 1, 1, 32, 1, 1, 0, t, NULL, extra), CUDA_SUCCESS);
+}
+static void launch_ex(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  CUlaunchConfig config;
+  memset(&config, 0, sizeof config);
+  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 32;
+  config.blockDimY = config.blockDimZ = 1;
+  config.hStream = t;
+  void *args[] = {&m};
+  EXPECT_RC(cu.cuLaunchKernelEx(&config, use, args, NULL), CUDA_SUCCESS); /* AC301 */
+}
+static void managed_variable(void) {
+  CUdeviceptr table;
+  size_t bytes;
+  EXPECT_RC(cu.cuModuleGetGlobal(&table, &bytes, mod, "table"), CUDA_SUCCESS);
+  attach_sync(s, table, CU_MEM_ATTACH_SINGLE);
+  launch(uses_table, t, NULL); /* AC301: the kernel's module owns table */
+}
+static void async_copy(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cu.cuMemcpyAsync(m, g, 64, t), CUDA_SUCCESS); /* AC301: the destination */
+}
+static void host_attached(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_HOST);
+  launch_use(s, m); /* AC302 under strict semantics */
+}
+
+/* ---- right ---- */
+static void same_stream(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  launch_use(s, m);
+}
+static void global_memory(void) {
+  launch_use(t, g);
+}
+static void reattach_ordered(void) {
+  CUevent e;
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  launch_use(s, m);
+  EXPECT_RC(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuEventRecord(e, s), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamWaitEvent(t, e, 0), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamAttachMemAsync(t, m, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  launch_use(t, m); /* after the attach in t's own order */
+}
+/* CPU touch of GLOBAL memory that the running kernel was not given: AC202
+ * under strict semantics, nothing under device semantics. */
+static void touch_unreached_global(void) {
+  launch_use(s, m);
+  sink = *(volatile int *)g;
+}
+/* ... and of GLOBAL memory the running kernel was given: AC202 either way. */
+static void touch_reached_global(void) {
+  launch_use(s, g);
+  sink = *(volatile int *)g;
+}
+
+static const struct {
+  const char *name;
+  void (*run)(void);
+} cases[] = {
+    {"plain_arg_foreign", plain_arg_foreign},
+    {"struct_arg_foreign", struct_arg_foreign},
+    {"offset_inside", offset_inside},
+    {"extra_buffer", extra_buffer},
+    {"launch_ex", launch_ex},
+    {"managed_variable", managed_variable},
+    {"async_copy", async_copy},
+    {"host_attached", host_attached},
+    {"same_stream", same_stream},
+    {"global_memory", global_memory},
+    {"reattach_ordered", reattach_ordered},
+    {"touch_unreached_global", touch_unreached_global},
+    {"touch_reached_global", touch_reached_global},
+};
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s CASE\n", argv[0]);
+    return 2;
+  }
+  start_cuda("link");
+  EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&use, mod, "use"), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&use_struct, mod, "use_struct"), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&uses_table, mod, "uses_table"), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamCreate(&t, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&g, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    if (strcmp(cases[i].name, argv[1]) != 0) continue;
+    cases[i].run();
+    EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+    return finish();
+  }
+  fprintf(stderr, "%s: unknown case %s\n", argv[0], argv[1]);
+  return 2;
+}
