@@ -62,7 +62,7 @@ struct ac_stream {
   struct ac_reach {
     uint64_t serial; /* the allocation record's */
     uintptr_t base;  /* to find it again (the record may be gone) */
-  } *reach;
+  } * reach;
   size_t reach_count, reach_cap;
 };
 

@@ -206,8 +206,12 @@ void ac_model_free_order(struct ac_model *m) {
 
 /* ---- reach (device semantics) ---- */
 
-void ac_model_set_reach_semantics(struct ac_model *m, bool on) { m->reach_semantics = on; }
-bool ac_model_reach_semantics(const struct ac_model *m) { return m->reach_semantics; }
+void ac_model_set_reach_semantics(struct ac_model *m, bool on) {
+  m->reach_semantics = on;
+}
+bool ac_model_reach_semantics(const struct ac_model *m) {
+  return m->reach_semantics;
+}
 
 void ac_order_add_reach(struct ac_model *m, struct ac_stream *s, const struct ac_alloc *a) {
   if (!m->reach_semantics) return;
@@ -253,7 +257,8 @@ int ac_order_binding_for_stream(const struct ac_model *m, const struct ac_alloc 
                                 struct ac_stream *stream[2]) {
   int n = ac_order_binding_assocs(m, a, assoc, stream);
   if (n == 2 && x && a->attach_stream &&
-      (a->attach_stream == x || ac_clock_get(&x->waited, a->attach_stream->serial) >= a->attach_seq))
+      (a->attach_stream == x ||
+       ac_clock_get(&x->waited, a->attach_stream->serial) >= a->attach_seq))
     return 1; /* x comes after the attach in stream order */
   return n;
 }

@@ -9,17 +9,19 @@
 #include "rules_host.h"
 
 bool ac_judge_device_access(const struct ac_model *m, const struct ac_alloc *a,
-                            const struct ac_stream *x, bool host_is_legal,
-                            struct ac_finding *out) {
+                            const struct ac_stream *x, bool host_is_legal, struct ac_finding *out) {
   if (!ac_alloc_is_managed(a)) return false;
   enum ac_assoc assoc[2];
   struct ac_stream *stream[2];
   int n = ac_order_binding_for_stream(m, a, x, assoc, stream);
   for (int i = 0; i < n; i++) {
     enum ac_rule_id rule;
-    if (assoc[i] == AC_ASSOC_SINGLE && stream[i] && stream[i] != x) rule = AC_RULE_AC301;
-    else if (assoc[i] == AC_ASSOC_HOST && !host_is_legal) rule = AC_RULE_AC302;
-    else continue;
+    if (assoc[i] == AC_ASSOC_SINGLE && stream[i] && stream[i] != x)
+      rule = AC_RULE_AC301;
+    else if (assoc[i] == AC_ASSOC_HOST && !host_is_legal)
+      rule = AC_RULE_AC302;
+    else
+      continue;
     memset(out, 0, sizeof *out);
     out->rule = rule;
     out->mem_kind = a->kind;

@@ -12,7 +12,6 @@
  * is true under `device` semantics on a device with concurrent managed access
  * (then HOST-attached memory is no finding), and for copies. */
 bool ac_judge_device_access(const struct ac_model *m, const struct ac_alloc *a,
-                            const struct ac_stream *x, bool host_is_legal,
-                            struct ac_finding *out);
+                            const struct ac_stream *x, bool host_is_legal, struct ac_finding *out);
 
 #endif

@@ -65,7 +65,8 @@ static void test_host_attached(void) {
 static void test_reach_semantics(void) {
   m = ac_model_create();
   struct ac_stream *s = ac_model_stream_created(m, 0x100, NON_BLOCKING, 0);
-  struct ac_alloc *g = managed(0x10000, AC_ASSOC_GLOBAL), *other = managed(0x20000, AC_ASSOC_GLOBAL);
+  struct ac_alloc *g = managed(0x10000, AC_ASSOC_GLOBAL),
+                  *other = managed(0x20000, AC_ASSOC_GLOBAL);
   struct ac_stream *blocker;
   enum ac_rule_id rule;
   ac_model_set_reach_semantics(m, true);
