@@ -37,7 +37,15 @@ static bool granule_push(struct granule *g, struct ac_alloc *a) {
     g->allocs = grown;
     g->capacity = cap;
   }
-  g->allocs[g->count++] = a;
+  /* Sorted by base (then serial), so a lookup is a binary search even when a
+   * granule holds thousands of small allocations. */
+  size_t i = g->count;
+  while (i > 0 && (g->allocs[i - 1]->base > a->base ||
+                   (g->allocs[i - 1]->base == a->base && g->allocs[i - 1]->serial > a->serial)))
+    i--;
+  memmove(&g->allocs[i + 1], &g->allocs[i], (g->count - i) * sizeof g->allocs[0]);
+  g->allocs[i] = a;
+  g->count++;
   return true;
 }
 
@@ -47,7 +55,8 @@ static void granule_drop(struct ac_model *m, uint64_t key, const struct ac_alloc
   if (!g) return;
   for (size_t i = 0; i < g->count; i++) {
     if (g->allocs[i] != a) continue;
-    g->allocs[i] = g->allocs[--g->count];
+    memmove(&g->allocs[i], &g->allocs[i + 1], (g->count - i - 1) * sizeof g->allocs[0]);
+    g->count--;
     break;
   }
   if (g->count == 0) {
@@ -86,9 +95,27 @@ struct ac_alloc *ac_model_find_alloc(const struct ac_model *m, uintptr_t addr) {
   struct granule *g;
   HASH_FIND(hh, m->granules, &key, sizeof key, g);
   if (!g) return NULL;
-  /* Newest first: if a stale record survived a free the driver never reported
-   * to us, the allocation made since is the one that owns the address now. */
-  for (size_t i = g->count; i-- > 0;)
+  /* The last allocation starting at or below addr... */
+  size_t lo = 0, hi = g->count;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (g->allocs[mid]->base <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  /* ...or one of the few before it: a large allocation spanning granules
+   * starts below them all, and a stale record a free we never saw left
+   * behind may overlap the allocation made since. The newest one wins. */
+  struct ac_alloc *best = NULL;
+  for (size_t i = lo, steps = 0; i-- > 0 && steps < 8; steps++)
+    if (alloc_contains(g->allocs[i], addr) && (!best || g->allocs[i]->serial > best->serial))
+      best = g->allocs[i];
+  if (best || lo <= 8) return best;
+  /* Further down, only an allocation that began in an earlier granule can
+   * reach addr; those sort first. */
+  uintptr_t granule_start = (uintptr_t)key << AC_GRANULE_SHIFT;
+  for (size_t i = 0; i < lo - 8 && g->allocs[i]->base < granule_start; i++)
     if (alloc_contains(g->allocs[i], addr)) return g->allocs[i];
   return NULL;
 }

@@ -52,6 +52,29 @@ static void test_small_allocations_share_a_granule(void) {
   ac_model_destroy(m); /* frees the rest: ASan checks for leaks */
 }
 
+/* Thousands of allocations in one granule, one allocation spanning it, and
+ * addresses in the gaps between them. */
+static void test_dense_granule(void) {
+  struct ac_model *m = ac_model_create();
+  const uintptr_t g = 0x7f0000800000;
+  struct ac_alloc p = proto(g - 0x1000, (2u << 20) + 0x2000); /* spans the granule */
+  struct ac_alloc *span = ac_model_add_alloc(m, &p);
+  struct ac_alloc *small[2000];
+  for (int i = 1999; i >= 0; i--) { /* inserted out of order */
+    p = proto(g + 0x100000 + (uintptr_t)i * 512, 256);
+    small[i] = ac_model_add_alloc(m, &p);
+  }
+  for (int i = 0; i < 2000; i++) {
+    CHECK(ac_model_find_alloc(m, g + 0x100000 + (uintptr_t)i * 512 + 255) == small[i]);
+    CHECK(ac_model_find_alloc(m, g + 0x100000 + (uintptr_t)i * 512 + 300) == span); /* gap */
+  }
+  CHECK(ac_model_find_alloc(m, g + 16) == span);
+  ac_model_remove_alloc(m, small[1000]);
+  CHECK(ac_model_find_alloc(m, g + 0x100000 + 1000 * 512) == span);
+  CHECK(ac_model_find_alloc(m, g + 0x100000 + 1001 * 512) == small[1001]);
+  ac_model_destroy(m);
+}
+
 static void test_serials_are_unique(void) {
   struct ac_model *m = ac_model_create();
   struct ac_alloc p = proto(0x1000, 10);
@@ -99,6 +122,7 @@ static void test_special_stream_handles(void) {
 int main(void) {
   test_lookup_by_address();
   test_small_allocations_share_a_granule();
+  test_dense_granule();
   test_serials_are_unique();
   test_stream_handles_are_reused();
   test_special_stream_handles();
