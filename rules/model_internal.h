@@ -13,10 +13,17 @@
  * cover. */
 #define AC_GRANULE_SHIFT 21
 
+/* A granule's allocations, sorted by base; base and end are kept beside the
+ * record so a lookup reads only this array. */
+struct granule_entry {
+  uintptr_t base, end;
+  struct ac_alloc *alloc;
+};
+
 struct granule {
   uint64_t key; /* addr >> AC_GRANULE_SHIFT */
   size_t count, capacity;
-  struct ac_alloc **allocs;
+  struct granule_entry *e;
   UT_hash_handle hh;
 };
 
@@ -59,6 +66,13 @@ struct ac_model {
   struct event_slot *events;
   uint64_t generation;
   uint64_t layout; /* moves when allocations or associations change */
+  /* Recent address lookups (kernel arguments repeat from launch to launch);
+   * an entry holds while the layout it was made under does. */
+  struct lookup_cache_entry {
+    uintptr_t addr;
+    uint64_t layout_plus_one; /* 0: empty */
+    struct ac_alloc *alloc;
+  } lookup_cache[1024];
   bool reach_semantics;
 };
 
