@@ -9,14 +9,14 @@ build=$(cd "${1:?usage: bench/run.sh BUILD [ROUNDS]}" && pwd)
 rounds=${2:-7}
 shim="$build/lib/libattachcheck.so"
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-for spec in "B1 launch" "B2 guide" "B3 global_touch" "B4 args"; do
+for spec in "B1 launch" "B2 guide" "B3 global_touch" "B3-device global_touch ATTACHCHECK_SEMANTICS=device" "B4 args"; do
   set -- $spec
-  id=$1 bench=$2
+  id=$1 bench=$2 options=${3:-}
   exe="$build/bench/bench_$bench"
   without=() with=()
   for ((i = 0; i < rounds; i++)); do
     without+=("$("$exe")")
-    with+=("$(LD_PRELOAD="$shim" ATTACHCHECK_PRINT_STDERR=off "$exe")")
+    with+=("$(env LD_PRELOAD="$shim" ATTACHCHECK_PRINT_STDERR=off $options "$exe")")
   done
   a=$(printf '%s\n' "${without[@]}" | median)
   b=$(printf '%s\n' "${with[@]}" | median)
