@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # bench/run.sh BUILD [ROUNDS] - runs each benchmark (B1 launch, B2 the guide's
-# pattern with the page guard, B3 10,000 GLOBAL allocations) with and without the shim,
+# pattern with the page guard, B3 10,000 GLOBAL allocations, strict and with
+# --semantics device, B4 kernels with 8 pointer arguments) with and without the shim,
 # alternating (so drift in the machine hits both alike), and prints the median
 # time of each and their ratio. Run it on the GPU machine; timings from a
 # machine without one mean nothing.
