@@ -60,6 +60,10 @@ static bool resolve_driver(char *why, size_t len) {
   RESOLVE(cuKernelGetName)
   RESOLVE(cuFuncGetModule)
   RESOLVE(cuKernelGetLibrary)
+  RESOLVE(cuGraphGetNodes)
+  RESOLVE(cuGraphNodeGetType)
+  RESOLVE(cuGraphKernelNodeGetParams_v2)
+  RESOLVE(cuGraphChildGraphNodeGetGraph)
 #undef RESOLVE
   if (!ac_real.cuGetProcAddress_v2 && !ac_real.cuInit) {
     snprintf(why, len, "%s does not look like the CUDA driver", ac_opts.driver);

@@ -31,10 +31,47 @@ LAUNCH(cuLaunchCooperativeKernel_ptsz, true, AC_COOP_PARAMS, AC_COOP_ARGS, f, hS
 #define EX_ARGS (config, f, kernelParams, extra)
 LAUNCH(cuLaunchKernelEx, false, EX_PARAMS, EX_ARGS, f, config->hStream, kernelParams, extra)
 LAUNCH(cuLaunchKernelEx_ptsz, true, EX_PARAMS, EX_ARGS, f, config->hStream, kernelParams, extra)
-WORK(cuGraphLaunch, false, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
-     hStream)
-WORK(cuGraphLaunch_ptsz, true, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
-     hStream)
+/* A graph launch: an operation whose kernel nodes' arguments are judged. */
+#define GRAPH_LAUNCH(Name, PerThread)                                                              \
+  AC_EXPORT CUresult Name(CUgraphExec hGraphExec, CUstream hStream) {                              \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name(hGraphExec, hStream);                                                \
+    if (r == CUDA_SUCCESS) ac_on_graph_launch(#Name, hGraphExec, hStream, PerThread);              \
+    return r;                                                                                      \
+  }
+GRAPH_LAUNCH(cuGraphLaunch, false)
+GRAPH_LAUNCH(cuGraphLaunch_ptsz, true)
+
+#define INSTANTIATE(Name, Params, Args)                                                            \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name Args;                                                                \
+    if (r == CUDA_SUCCESS && phGraphExec) ac_on_graph_instantiated(*phGraphExec, hGraph);          \
+    return r;                                                                                      \
+  }
+INSTANTIATE(cuGraphInstantiateWithFlags,
+            (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),
+            (phGraphExec, hGraph, flags))
+#define WITH_PARAMS                                                                                \
+  (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams)
+INSTANTIATE(cuGraphInstantiateWithParams, WITH_PARAMS, (phGraphExec, hGraph, instantiateParams))
+INSTANTIATE(cuGraphInstantiateWithParams_ptsz, WITH_PARAMS,
+            (phGraphExec, hGraph, instantiateParams))
+
+AC_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                                        CUgraphExecUpdateResultInfo *resultInfo) {
+  AC_START_OR_FAIL(cuGraphExecUpdate_v2);
+  CUresult r = ac_real.cuGraphExecUpdate_v2(hGraphExec, hGraph, resultInfo);
+  if (r == CUDA_SUCCESS) ac_on_graph_instantiated(hGraphExec, hGraph);
+  return r;
+}
+
+AC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  AC_START_OR_FAIL(cuGraphExecDestroy);
+  CUresult r = ac_real.cuGraphExecDestroy(hGraphExec);
+  if (r == CUDA_SUCCESS) ac_on_graph_exec_destroyed(hGraphExec);
+  return r;
+}
 
 /* An asynchronous copy or set: its operands are judged too. */
 #define COPY(Name, PerThread, Params, Args, Dst, Src)                                              \

@@ -11,6 +11,7 @@
  * given to each of its kernels. A driver without the parameter-info API is
  * said once and the analysis skipped - never guessed.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -149,8 +150,8 @@ static bool already_judged(struct launch *l, uint64_t serial) {
 }
 
 /* One address the work is given; model lock held. */
-static void judge_address(struct launch *l, uintptr_t addr, int param, size_t offset,
-                          const char *via) {
+static void judge_address(struct launch *l, uintptr_t addr, const char *kernel, int param,
+                          size_t offset, const char *via) {
   struct ac_alloc *a = ac_model_find_alloc(ac_model, addr);
   if (!a || !ac_alloc_is_managed(a) || already_judged(l, a->serial)) return;
   ac_order_add_reach(ac_model, l->stream, a);
@@ -160,7 +161,7 @@ static void judge_address(struct launch *l, uintptr_t addr, int param, size_t of
   f->api = l->api;
   f->thread = ac_thread_id();
   f->device = (struct ac_device_facts){addr, "", param, offset, via};
-  if (l->layout) memcpy(f->device.kernel, l->layout->name, sizeof f->device.kernel);
+  if (kernel) snprintf(f->device.kernel, sizeof f->device.kernel, "%s", kernel);
   l->n++;
 }
 
@@ -168,7 +169,7 @@ static void scan_bytes(struct launch *l, const unsigned char *p, size_t size, in
   for (size_t off = 0; off + sizeof(uintptr_t) <= size; off += sizeof(uintptr_t)) {
     uintptr_t word;
     memcpy(&word, p + off, sizeof word);
-    if (word) judge_address(l, word, param, off, "kernel argument");
+    if (word) judge_address(l, word, l->layout->name, param, off, "kernel argument");
   }
 }
 
@@ -199,7 +200,7 @@ static void scan_module_variables(struct launch *l) {
   if (!module) return;
   HASH_FIND(hh, modules, &module, sizeof module, mv);
   for (size_t i = 0; mv && i < mv->count; i++)
-    judge_address(l, mv->base[i], -1, 0, "__managed__ variable");
+    judge_address(l, mv->base[i], l->layout->name, -1, 0, "__managed__ variable");
 }
 
 /* Whether HOST-attached memory may be given to kernels: `device` semantics on
@@ -275,9 +276,146 @@ void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst
   pthread_mutex_lock(&ac_model_lock);
   l.stream = ac_on_work_locked(api, stream, per_thread, &slot);
   if (l.stream && !l.stream->capturing && ac_model_alloc_count(ac_model) > 0) {
-    if (dst) judge_address(&l, dst, -1, 0, "copy destination");
-    if (src) judge_address(&l, src, -1, 0, "copy source");
+    if (dst) judge_address(&l, dst, NULL, -1, 0, "copy destination");
+    if (src) judge_address(&l, src, NULL, -1, 0, "copy source");
   }
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+  if (!slot.turned_busy && l.n == 0) return;
+  struct ac_stack stack;
+  ac_stack_capture(&stack);
+  ac_on_work_busy_stack(&slot, &stack);
+  emit(&l, &stack);
+}
+
+/* ---- graphs ----
+ * A graph's kernel nodes are read once, when it is instantiated (or its
+ * executable updated): every argument word that is managed memory then, and
+ * the nodes' modules' __managed__ variables, is kept with the executable and
+ * judged against the stream of each launch. */
+
+struct graph_use {
+  uintptr_t addr;
+  int param;
+  size_t offset;
+  char kernel[96];
+};
+
+struct graph_exec {
+  uintptr_t handle;
+  size_t count, cap;
+  struct graph_use *uses;
+  UT_hash_handle hh;
+};
+
+static struct graph_exec *execs; /* under ac_model_lock */
+
+static void add_use(struct graph_exec *g, uintptr_t addr, const struct layout *lay, int param,
+                    size_t offset) {
+  for (size_t i = 0; i < g->count; i++)
+    if (g->uses[i].addr == addr && g->uses[i].param == param) return;
+  if (g->count == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 8;
+    struct graph_use *grown = realloc(g->uses, cap * sizeof *grown);
+    if (!grown) return;
+    g->uses = grown;
+    g->cap = cap;
+  }
+  struct graph_use *u = &g->uses[g->count++];
+  u->addr = addr;
+  u->param = param;
+  u->offset = offset;
+  snprintf(u->kernel, sizeof u->kernel, "%s", lay->name);
+}
+
+/* Model lock held: the managed memory one kernel node is given. */
+static void read_kernel_node(struct graph_exec *g, const struct layout *lay, void **params) {
+  for (int i = 0; params && i < lay->count; i++) {
+    const unsigned char *p = params[i];
+    for (size_t off = 0; p && off + sizeof(uintptr_t) <= lay->size[i]; off += sizeof(uintptr_t)) {
+      uintptr_t word;
+      memcpy(&word, p + off, sizeof word);
+      struct ac_alloc *a = word ? ac_model_find_alloc(ac_model, word) : NULL;
+      if (a && ac_alloc_is_managed(a)) add_use(g, word, lay, i, off);
+    }
+  }
+  struct module_vars *mv;
+  uintptr_t module = lay->module;
+  HASH_FIND(hh, modules, &module, sizeof module, mv);
+  for (size_t i = 0; module && mv && i < mv->count; i++)
+    add_use(g, mv->base[i], lay, -1, 0);
+}
+
+static void read_graph(struct graph_exec *g, CUgraph graph, int depth) {
+  size_t n = 0;
+  if (depth > 8 || !ac_real.cuGraphGetNodes || ac_real.cuGraphGetNodes(graph, NULL, &n) != 0 || !n)
+    return;
+  CUgraphNode *nodes = calloc(n, sizeof *nodes);
+  if (!nodes || ac_real.cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) n = 0;
+  for (size_t i = 0; i < n; i++) {
+    CUgraphNodeType type;
+    if (ac_real.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS) continue;
+    if (type == CU_GRAPH_NODE_TYPE_GRAPH && ac_real.cuGraphChildGraphNodeGetGraph) {
+      CUgraph child;
+      if (ac_real.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
+        read_graph(g, child, depth + 1);
+      continue;
+    }
+    CUDA_KERNEL_NODE_PARAMS_v2 kp;
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL || !ac_real.cuGraphKernelNodeGetParams_v2 ||
+        ac_real.cuGraphKernelNodeGetParams_v2(nodes[i], &kp) != CUDA_SUCCESS)
+      continue;
+    const struct layout *lay = layout_of(kp.func ? kp.func : (CUfunction)kp.kern);
+    if (!lay || !lay->known) continue;
+    pthread_mutex_lock(&ac_model_lock);
+    read_kernel_node(g, lay, kp.kernelParams);
+    pthread_mutex_unlock(&ac_model_lock);
+  }
+  free(nodes);
+}
+
+void ac_on_graph_instantiated(CUgraphExec exec, CUgraph graph) {
+  struct graph_exec *g = calloc(1, sizeof *g);
+  if (!g) return;
+  g->handle = (uintptr_t)exec;
+  read_graph(g, graph, 0);
+  pthread_mutex_lock(&ac_model_lock);
+  struct graph_exec *old;
+  HASH_FIND(hh, execs, &g->handle, sizeof g->handle, old);
+  if (old) {
+    HASH_DEL(execs, old);
+    free(old->uses);
+    free(old);
+  }
+  HASH_ADD(hh, execs, handle, sizeof g->handle, g);
+  pthread_mutex_unlock(&ac_model_lock);
+}
+
+void ac_on_graph_exec_destroyed(CUgraphExec exec) {
+  uintptr_t h = (uintptr_t)exec;
+  struct graph_exec *g;
+  pthread_mutex_lock(&ac_model_lock);
+  HASH_FIND(hh, execs, &h, sizeof h, g);
+  if (g) HASH_DEL(execs, g);
+  pthread_mutex_unlock(&ac_model_lock);
+  if (g) free(g->uses), free(g);
+}
+
+void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread) {
+  struct launch l;
+  uintptr_t h = (uintptr_t)exec;
+  l.api = api;
+  l.n = l.judged_n = 0;
+  l.host_is_legal = concurrent_semantics();
+  l.layout = NULL;
+  struct ac_op_origin_slot slot;
+  pthread_mutex_lock(&ac_model_lock);
+  l.stream = ac_on_work_locked(api, stream, per_thread, &slot);
+  struct graph_exec *g;
+  HASH_FIND(hh, execs, &h, sizeof h, g);
+  for (size_t i = 0; g && l.stream && !l.stream->capturing && i < g->count; i++)
+    judge_address(&l, g->uses[i].addr, g->uses[i].kernel, g->uses[i].param, g->uses[i].offset,
+                  "graph kernel argument");
   ac_guard_refresh_locked();
   pthread_mutex_unlock(&ac_model_lock);
   if (!slot.turned_busy && l.n == 0) return;

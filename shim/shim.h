@@ -61,6 +61,10 @@ struct ac_real_table {
   __typeof__(&cuKernelGetName) cuKernelGetName;
   __typeof__(&cuFuncGetModule) cuFuncGetModule;
   __typeof__(&cuKernelGetLibrary) cuKernelGetLibrary;
+  __typeof__(&cuGraphGetNodes) cuGraphGetNodes;
+  __typeof__(&cuGraphNodeGetType) cuGraphNodeGetType;
+  __typeof__(&cuGraphKernelNodeGetParams_v2) cuGraphKernelNodeGetParams_v2;
+  __typeof__(&cuGraphChildGraphNodeGetGraph) cuGraphChildGraphNodeGetGraph;
 };
 
 enum ac_entry_id {
@@ -148,6 +152,11 @@ void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_threa
 void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src);
 /* A __managed__ variable of module (model lock held): given to its kernels. */
 void ac_kernel_args_note_variable(uintptr_t module, uintptr_t base);
+/* Graphs: the kernel nodes' arguments are read at instantiation and judged
+ * against the stream of each launch. */
+void ac_on_graph_instantiated(CUgraphExec exec, CUgraph graph);
+void ac_on_graph_exec_destroyed(CUgraphExec exec);
+void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread);
 void ac_on_stream_sync(CUstream stream, bool per_thread);
 void ac_on_ctx_sync(void);
 void ac_on_sync_copy(const char *api, bool per_thread);

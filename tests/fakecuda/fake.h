@@ -44,6 +44,21 @@ struct fake_stream;
 /* Resolves a stream argument; crashes on a handle that is no live stream. */
 struct fake_stream *fake_stream_checked(CUstream h, bool per_thread_entry);
 bool fake_stream_is_null(CUstream h, bool per_thread_entry);
+/* Graphs: a capture records kernel nodes with copies of their parameters. */
+#define FAKE_GRAPH_NODES 32
+#define FAKE_NODE_PARAMS 16
+struct fake_graph_node {
+  CUfunction func;
+  void *params[FAKE_NODE_PARAMS];
+  unsigned char storage[FAKE_NODE_PARAMS][64];
+};
+struct fake_graph {
+  size_t count;
+  struct fake_graph_node nodes[FAKE_GRAPH_NODES];
+};
+/* While the stream captures: records the launch as a node and returns true. */
+bool fake_capture_kernel(CUstream h, bool per_thread_entry, CUfunction f, void **params,
+                         size_t count, const size_t *sizes);
 /* Enqueues one operation that completes at once (a kernel, a copy). */
 CUresult fake_enqueue_work(CUstream h, bool per_thread_entry);
 

@@ -248,26 +248,30 @@ FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t *o
   return CUDA_SUCCESS;
 }
 
-static CUresult launch(CUfunction f, CUstream h, bool pt) {
+static CUresult launch_with(CUfunction f, CUstream h, bool pt, void **params) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  struct fake_function *fn = (struct fake_function *)f;
+  if (fake_capture_kernel(h, pt, f, params, fn->count, fn->size)) return CUDA_SUCCESS;
   return fake_enqueue_work(h, pt);
+}
+
+static CUresult launch(CUfunction f, CUstream h, bool pt) {
+  return launch_with(f, h, pt, NULL);
 }
 
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                     CUstream h, void **params, void **extra) {
-  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)params,
-      (void)extra;
-  return launch(f, h, false);
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)extra;
+  return launch_with(f, h, false, params);
 }
 
 FAKE_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                          unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                          CUstream h, void **params, void **extra) {
-  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)params,
-      (void)extra;
-  return launch(f, h, true);
+  (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)shmem, (void)extra;
+  return launch_with(f, h, true, params);
 }
 
 FAKE_EXPORT CUresult cuFuncGetModule(CUmodule *hmod, CUfunction func) {

@@ -7,6 +7,7 @@
  * has run. Stream handles are recycled as the real driver's are.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "fake.h"
 
@@ -18,6 +19,7 @@ struct fake_stream {
   int priority;
   bool live;
   bool capturing, capture_invalidated;
+  struct fake_graph *capture_graph;
   uint64_t enqueued, completed;
   unsigned pending_host_functions;
   struct fake_stream *next; /* live list, or free list once destroyed */
@@ -38,9 +40,8 @@ struct host_task {
 };
 
 static struct fake_stream *live_streams, *free_streams;
-static struct fake_stream legacy_stream = {STREAM_MAGIC, 0, 0, true, false, false, 0, 0, 0, NULL};
-static __thread struct fake_stream per_thread_stream = {STREAM_MAGIC, 0, 0, true, false,
-                                                        false,        0, 0, 0,    NULL};
+static struct fake_stream legacy_stream = {.magic = STREAM_MAGIC, .live = true};
+static __thread struct fake_stream per_thread_stream = {.magic = STREAM_MAGIC, .live = true};
 static pthread_cond_t progress = PTHREAD_COND_INITIALIZER;
 static struct host_task *tasks_head, *tasks_tail;
 static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
@@ -203,8 +204,11 @@ static CUresult create_stream(CUstream *ph, unsigned flags, int priority) {
     pthread_mutex_unlock(&fake_lock);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  *s = (struct fake_stream){STREAM_MAGIC, flags, priority, true, false,
-                            false,        0,     0,        0,    live_streams};
+  *s = (struct fake_stream){.magic = STREAM_MAGIC,
+                            .flags = flags,
+                            .priority = priority,
+                            .live = true,
+                            .next = live_streams};
   live_streams = s;
   pthread_mutex_unlock(&fake_lock);
   *ph = (CUstream)s;
@@ -374,6 +378,8 @@ static CUresult begin_capture(CUstream h, bool pt) {
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   else if (s->capturing)
     r = CUDA_ERROR_ILLEGAL_STATE;
+  else if (!(s->capture_graph = calloc(1, sizeof *s->capture_graph)))
+    r = CUDA_ERROR_OUT_OF_MEMORY;
   else
     s->capturing = true, s->capture_invalidated = false;
   pthread_mutex_unlock(&fake_lock);
@@ -406,7 +412,9 @@ static CUresult end_capture(CUstream h, CUgraph *graph, bool pt) {
   else if (s->capture_invalidated)
     r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   else
-    *graph = (CUgraph)calloc(1, 64);
+    *graph = (CUgraph)s->capture_graph, s->capture_graph = NULL;
+  free(s->capture_graph); /* an abandoned capture's nodes */
+  s->capture_graph = NULL;
   s->capturing = false;
   pthread_mutex_unlock(&fake_lock);
   return r;
@@ -418,9 +426,75 @@ FAKE_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream h, CUgraph *g) {
   return end_capture(h, g, true);
 }
 
+bool fake_capture_kernel(CUstream h, bool pt, CUfunction f, void **params, size_t count,
+                         const size_t *sizes) {
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(h, pt);
+  struct fake_graph *g = s->capturing ? s->capture_graph : NULL;
+  if (g && g->count < FAKE_GRAPH_NODES) {
+    struct fake_graph_node *n = &g->nodes[g->count++];
+    n->func = f;
+    for (size_t i = 0; params && i < count && i < FAKE_NODE_PARAMS; i++) {
+      memcpy(n->storage[i], params[i], sizes[i] < 64 ? sizes[i] : 64);
+      n->params[i] = n->storage[i];
+    }
+  }
+  pthread_mutex_unlock(&fake_lock);
+  return g != NULL;
+}
+
 FAKE_EXPORT CUresult cuGraphDestroy(CUgraph g) {
   free(g);
   return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphGetNodes(CUgraph hg, CUgraphNode *nodes, size_t *n) {
+  struct fake_graph *g = (struct fake_graph *)hg;
+  if (!g || !n) return CUDA_ERROR_INVALID_VALUE;
+  if (nodes)
+    for (size_t i = 0; i < *n && i < g->count; i++)
+      nodes[i] = (CUgraphNode)&g->nodes[i];
+  *n = g->count;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type) {
+  if (!node || !type) return CUDA_ERROR_INVALID_VALUE;
+  *type = CU_GRAPH_NODE_TYPE_KERNEL; /* the only kind a capture records here */
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node,
+                                                   CUDA_KERNEL_NODE_PARAMS_v2 *p) {
+  struct fake_graph_node *n = (struct fake_graph_node *)node;
+  if (!n || !p) return CUDA_ERROR_INVALID_VALUE;
+  memset(p, 0, sizeof *p);
+  p->func = n->func;
+  p->kernelParams = n->params;
+  return CUDA_SUCCESS;
+}
+
+/* An executable graph is the graph itself: nothing runs. */
+FAKE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g,
+                                                 unsigned long long flags) {
+  (void)flags;
+  if (!exec || !g) return CUDA_ERROR_INVALID_VALUE;
+  *exec = (CUgraphExec)g;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  return exec ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream h) {
+  if (!exec) return CUDA_ERROR_INVALID_VALUE;
+  return fake_enqueue_work(h, false);
+}
+
+FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream h) {
+  if (!exec) return CUDA_ERROR_INVALID_VALUE;
+  return fake_enqueue_work(h, true);
 }
 
 /* ---- attach ---- */

@@ -85,7 +85,33 @@ static void host_attached(void) {
   launch_use(s, m); /* AC302 under strict semantics */
 }
 
+/* A kernel captured into a graph, the graph launched on another stream than
+ * the memory's: found from the graph's kernel node at instantiation. */
+static CUgraphExec captured_graph(CUstream capture_on, CUdeviceptr p) {
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
+  EXPECT_RC(cu.cuStreamBeginCapture(capture_on, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  launch_use(capture_on, p);
+  EXPECT_RC(cu.cuStreamEndCapture(capture_on, &graph), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  return exec;
+}
+static void graph_foreign(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  CUgraphExec exec = captured_graph(t, m);
+  EXPECT_RC(cuGraphLaunch(exec, t), CUDA_SUCCESS); /* AC301 */
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+}
+
 /* ---- right ---- */
+static void graph_same_stream(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  CUgraphExec exec = captured_graph(s, m);
+  EXPECT_RC(cuGraphLaunch(exec, s), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+}
 static void same_stream(void) {
   attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
   launch_use(s, m);
@@ -127,6 +153,8 @@ static const struct {
     {"managed_variable", managed_variable},
     {"async_copy", async_copy},
     {"host_attached", host_attached},
+    {"graph_foreign", graph_foreign},
+    {"graph_same_stream", graph_same_stream},
     {"same_stream", same_stream},
     {"global_memory", global_memory},
     {"reattach_ordered", reattach_ordered},
