@@ -105,6 +105,10 @@ struct ac_stream *ac_model_stream_destroyed(struct ac_model *m, uintptr_t handle
 struct ac_stream_ref ac_model_resolve_stream(struct ac_model *m, uintptr_t handle,
                                              bool per_thread_entry, uint64_t thread);
 
+/* Calls fn for every stream record: the legacy stream, per-thread streams,
+ * live and destroyed ones. */
+void ac_model_for_each_stream(struct ac_model *m, void (*fn)(struct ac_stream *, void *),
+                              void *ctx);
 /* Moves whenever an allocation is added or removed or its association changes. */
 uint64_t ac_model_layout(const struct ac_model *m);
 /* Calls fn for every allocation record. */

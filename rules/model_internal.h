@@ -76,10 +76,6 @@ struct ac_model {
   bool reach_semantics;
 };
 
-/* Calls fn for every stream record: the legacy stream, per-thread streams,
- * live and destroyed ones. */
-void ac_model_for_each_stream(struct ac_model *m, void (*fn)(struct ac_stream *, void *),
-                              void *ctx);
 void ac_model_free_order(struct ac_model *m);
 
 void ac_model_free_allocs(struct ac_model *m);

@@ -233,10 +233,29 @@ static void rebuild_classes(void) {
     range_normalise(&single_ranges[i].ranges);
 }
 
+/* Under `device` semantics, globally attached memory is off-limits only while
+ * work that was given it runs: the busy streams' reach. */
+static void add_reached_global(struct ac_stream *s, void *ctx) {
+  struct range_list *want = ctx;
+  if (!s->reach_count || !ac_order_stream_busy(ac_model, s)) return;
+  for (size_t i = 0; i < s->reach_count; i++) {
+    struct ac_alloc *a = ac_model_find_alloc_at(ac_model, s->reach[i].base);
+    enum ac_assoc assoc[2];
+    struct ac_stream *stream[2];
+    if (!a || a->serial != s->reach[i].serial) continue;
+    int n = ac_order_binding_assocs(ac_model, a, assoc, stream);
+    if (assoc[0] == AC_ASSOC_GLOBAL || (n == 2 && assoc[1] == AC_ASSOC_GLOBAL))
+      range_push(want, page_floor(a->base), page_ceil(a->base + a->size));
+  }
+}
+
 static void desired_ranges(struct range_list *want, bool any_busy) {
   want->n = 0;
   if (!any_busy) return;
-  range_append_list(want, &global_ranges);
+  if (ac_model_reach_semantics(ac_model))
+    ac_model_for_each_stream(ac_model, add_reached_global, want);
+  else
+    range_append_list(want, &global_ranges);
   for (size_t i = 0; i < single_count; i++)
     if (ac_order_stream_busy(ac_model, single_ranges[i].stream))
       range_append_list(want, &single_ranges[i].ranges);
