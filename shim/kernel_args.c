@@ -232,9 +232,29 @@ static bool concurrent_semantics(void) {
   return d == 2;
 }
 
-static void emit(struct launch *l, const struct ac_stack *stack) {
+/* The common frame of a launch, a copy and a graph launch: the operation is
+ * enqueued and judged under one hold of the model lock (begin ... finish),
+ * and the stack, if anything needs it, is taken after the lock is released. */
+static bool begin(struct launch *l, const char *api, CUstream stream, bool per_thread,
+                  bool host_is_legal, struct ac_op_origin_slot *slot) {
+  l->api = api;
+  l->n = l->judged_n = 0;
+  l->host_is_legal = host_is_legal;
+  pthread_mutex_lock(&ac_model_lock);
+  l->stream = ac_on_work_locked(api, stream, per_thread, slot);
+  /* Captured work does not run now; a model without managed memory has nothing to judge. */
+  return l->stream && !l->stream->capturing && ac_model_alloc_count(ac_model) > 0;
+}
+
+static void finish(struct launch *l, const struct ac_op_origin_slot *slot) {
+  ac_guard_refresh_locked();
+  pthread_mutex_unlock(&ac_model_lock);
+  if (!slot->turned_busy && l->n == 0) return;
+  struct ac_stack stack;
+  ac_stack_capture(&stack);
+  ac_on_work_busy_stack(slot, &stack);
   for (int i = 0; i < l->n; i++) {
-    l->findings[i].stack = *stack;
+    l->findings[i].stack = stack;
     ac_emit_finding(&l->findings[i], AC_DRIVER_RETURNED, CUDA_SUCCESS);
   }
 }
@@ -244,48 +264,27 @@ static void emit(struct launch *l, const struct ac_stack *stack) {
 void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_thread, void **params,
                   void **extra) {
   struct launch l;
-  l.api = api;
-  l.n = l.judged_n = 0;
-  l.host_is_legal = concurrent_semantics();
-  l.layout = f ? layout_of(f) : NULL;
   struct ac_op_origin_slot slot;
-  pthread_mutex_lock(&ac_model_lock);
-  l.stream = ac_on_work_locked(api, stream, per_thread, &slot);
-  if (l.stream && !l.stream->capturing && l.layout && l.layout->known &&
-      ac_model_alloc_count(ac_model) > 0) {
+  bool host_is_legal = concurrent_semantics();
+  l.layout = f ? layout_of(f) : NULL;
+  if (begin(&l, api, stream, per_thread, host_is_legal, &slot) && l.layout && l.layout->known) {
     scan_arguments(&l, params, extra);
     scan_module_variables(&l);
   }
-  ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
-  if (!slot.turned_busy && l.n == 0) return;
-  struct ac_stack stack;
-  ac_stack_capture(&stack);
-  ac_on_work_busy_stack(&slot, &stack);
-  emit(&l, &stack);
+  finish(&l, &slot);
 }
 
 /* An asynchronous copy or set: its operands are given to the stream's work. */
 void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src) {
   struct launch l;
-  l.api = api;
-  l.n = l.judged_n = 0;
-  l.host_is_legal = true; /* the driver copies HOST-attached memory itself */
-  l.layout = NULL;
   struct ac_op_origin_slot slot;
-  pthread_mutex_lock(&ac_model_lock);
-  l.stream = ac_on_work_locked(api, stream, per_thread, &slot);
-  if (l.stream && !l.stream->capturing && ac_model_alloc_count(ac_model) > 0) {
+  l.layout = NULL;
+  /* The driver copies HOST-attached memory itself: only AC301 applies. */
+  if (begin(&l, api, stream, per_thread, true, &slot)) {
     if (dst) judge_address(&l, dst, NULL, -1, 0, "copy destination");
     if (src) judge_address(&l, src, NULL, -1, 0, "copy source");
   }
-  ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
-  if (!slot.turned_busy && l.n == 0) return;
-  struct ac_stack stack;
-  ac_stack_capture(&stack);
-  ac_on_work_busy_stack(&slot, &stack);
-  emit(&l, &stack);
+  finish(&l, &slot);
 }
 
 /* ---- graphs ----
@@ -403,24 +402,16 @@ void ac_on_graph_exec_destroyed(CUgraphExec exec) {
 
 void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread) {
   struct launch l;
-  uintptr_t h = (uintptr_t)exec;
-  l.api = api;
-  l.n = l.judged_n = 0;
-  l.host_is_legal = concurrent_semantics();
-  l.layout = NULL;
   struct ac_op_origin_slot slot;
-  pthread_mutex_lock(&ac_model_lock);
-  l.stream = ac_on_work_locked(api, stream, per_thread, &slot);
-  struct graph_exec *g;
-  HASH_FIND(hh, execs, &h, sizeof h, g);
-  for (size_t i = 0; g && l.stream && !l.stream->capturing && i < g->count; i++)
-    judge_address(&l, g->uses[i].addr, g->uses[i].kernel, g->uses[i].param, g->uses[i].offset,
-                  "graph kernel argument");
-  ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
-  if (!slot.turned_busy && l.n == 0) return;
-  struct ac_stack stack;
-  ac_stack_capture(&stack);
-  ac_on_work_busy_stack(&slot, &stack);
-  emit(&l, &stack);
+  uintptr_t h = (uintptr_t)exec;
+  bool host_is_legal = concurrent_semantics();
+  l.layout = NULL;
+  if (begin(&l, api, stream, per_thread, host_is_legal, &slot)) {
+    struct graph_exec *g;
+    HASH_FIND(hh, execs, &h, sizeof h, g);
+    for (size_t i = 0; g && i < g->count; i++)
+      judge_address(&l, g->uses[i].addr, g->uses[i].kernel, g->uses[i].param, g->uses[i].offset,
+                    "graph kernel argument");
+  }
+  finish(&l, &slot);
 }
