@@ -1,10 +1,12 @@
-/* attach_mistakes.c - a driver-API program with three classic attach mistakes
+/* attach_mistakes.c - a driver-API program with five classic attach mistakes
  * and the right way beside each. It runs over the real driver and over the
  * stand-in driver, so `tools/demo.sh` can show findings on any machine.
  *
  *   1. single-attach to CU_STREAM_LEGACY: the driver accepts it silently (AC101)
  *   2. attach part of an allocation: the driver refuses it (AC102)
  *   3. attach on a stream that is capturing a graph: the capture breaks (AC107)
+ *   4. read memory while a kernel on its stream may run: a silent race (AC201)
+ *   5. launch on another stream with memory attached to the first (AC301)
  */
 #include <cuda.h>
 #include <stdio.h>
@@ -30,7 +32,7 @@ int main(void) {
   CUcontext ctx;
   CUmodule mod;
   CUfunction scale;
-  CUstream stream;
+  CUstream stream, other;
   CUdeviceptr data;
   CUgraph graph;
   size_t bytes = 1 << 20;
@@ -61,10 +63,21 @@ int main(void) {
   SHOW(cuStreamEndCapture(stream, &graph));
   SHOW(cuStreamAttachMemAsync(stream, data, 0, CU_MEM_ATTACH_GLOBAL));
 
+  printf("\n4. read the memory while a kernel on its stream may run (wrong), after (right)\n");
+  SHOW(cuStreamAttachMemAsync(stream, data, 0, CU_MEM_ATTACH_SINGLE));
+  SHOW(cuStreamSynchronize(stream));
   void *args[] = {&data, &n};
   SHOW(cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, stream, args, NULL));
+  printf("data[0] = %f while the kernel runs\n", ((volatile float *)data)[0]);
   SHOW(cuStreamSynchronize(stream));
+  printf("data[0] = %f after synchronising\n", ((volatile float *)data)[0]);
+
+  printf("\n5. launch on another stream with memory attached to this one (wrong)\n");
+  SHOW(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+  SHOW(cuLaunchKernel(scale, n / 256, 1, 1, 256, 1, 1, 0, other, args, NULL));
+  SHOW(cuCtxSynchronize());
   SHOW(cuMemFree(data));
   SHOW(cuStreamDestroy(stream));
+  SHOW(cuStreamDestroy(other));
   return 0;
 }
