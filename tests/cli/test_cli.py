@@ -109,5 +109,18 @@ with tempfile.TemporaryDirectory() as d:
     check("non-UTF-8 program path keeps the finding", p.returncode == 0 and rules == ["AC101"],
           str(rules))
 
+# A driver older than the parameter-info API: said once, arguments not judged, no guess.
+DEVICE = os.path.join(BUILD, "tests", "scenarios", "device_access")
+with tempfile.TemporaryDirectory() as d:
+    report = os.path.join(d, "r.json")
+    p = run([CLI, "--json", report, DEVICE, "plain_arg_foreign"], dict(ENV, FAKECUDA_NO_PARAM_INFO="1"))
+    try:
+        rules = [f["rule"] for f in json.load(open(report))["findings"]]
+    except (OSError, ValueError, KeyError):
+        rules = None
+    said = p.stderr.count("does not tell kernel parameter layouts")
+    check("old driver: said once, no argument finding", p.returncode == 0 and said == 1 and rules == [],
+          f"rc={p.returncode} said={said} rules={rules}")
+
 print(f"cli: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -241,6 +241,9 @@ FAKE_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
 FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t *offset,
                                         size_t *size) {
   struct fake_function *f = (struct fake_function *)func;
+  /* FAKECUDA_NO_PARAM_INFO=1 plays a driver older than the API (12.4). */
+  const char *old = getenv("FAKECUDA_NO_PARAM_INFO");
+  if (old && *old == '1') return CUDA_ERROR_NOT_SUPPORTED;
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   if (index >= f->count) return CUDA_ERROR_INVALID_VALUE;
   if (offset) *offset = f->offset[index];
