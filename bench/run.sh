@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/run.sh BUILD [ROUNDS] - runs each benchmark (B1 launch, B2 the guide's
+# bench/run.sh BUILD [ROUNDS [IDS]] - runs each benchmark (B1 launch, B2 the guide's
 # pattern with the page guard, B3 10,000 GLOBAL allocations, strict and with
 # --semantics device, B4 kernels with 8 pointer arguments) with and without the shim,
 # alternating (so drift in the machine hits both alike), and prints the median
@@ -8,16 +8,22 @@
 set -euo pipefail
 build=$(cd "${1:?usage: bench/run.sh BUILD [ROUNDS]}" && pwd)
 rounds=${2:-7}
+only=${3:-}   # run only the benchmarks whose id matches this pattern (e.g. 'B1|B4')
+# Pin to one core when possible: the launch path is single-threaded and
+# migrations between cores are a large part of its run-to-run noise.
+pin=()
+if command -v taskset >/dev/null && [ "$(nproc)" -gt 2 ]; then pin=(taskset -c 2); fi
 shim="$build/lib/libattachcheck.so"
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 for spec in "B1 launch" "B2 guide" "B3 global_touch" "B3-device global_touch ATTACHCHECK_SEMANTICS=device" "B4 args"; do
   set -- $spec
   id=$1 bench=$2 options=${3:-}
+  if [ -n "$only" ] && ! [[ $id =~ ^($only)$ ]]; then continue; fi
   exe="$build/bench/bench_$bench"
   without=() with=()
   for ((i = 0; i < rounds; i++)); do
-    without+=("$("$exe")")
-    with+=("$(env LD_PRELOAD="$shim" ATTACHCHECK_PRINT_STDERR=off $options "$exe")")
+    without+=("$("${pin[@]}" "$exe")")
+    with+=("$(env LD_PRELOAD="$shim" ATTACHCHECK_PRINT_STDERR=off $options "${pin[@]}" "$exe")")
   done
   a=$(printf '%s\n' "${without[@]}" | median)
   b=$(printf '%s\n' "${with[@]}" | median)
