@@ -133,6 +133,7 @@ __attribute__((destructor)) static void on_unload(void) {
   if (__atomic_load_n(&ac_ready, __ATOMIC_ACQUIRE)) {
     ac_guard_drain();
     ac_guard_print_stats();
+    ac_kernel_args_print_stats();
     ac_stack_print_stats();
   }
   ac_report_finish();

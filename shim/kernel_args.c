@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uthash.h>
 
 #include "rules_device.h"
@@ -39,6 +40,25 @@ struct module_vars {
 };
 
 static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* What judging launches cost, for --verbose (under ac_model_lock). */
+static struct {
+  unsigned long launches, words;
+  double seconds;
+} stats;
+
+static double now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ac_kernel_args_print_stats(void) {
+  if (ac_opts.verbose && stats.launches)
+    ac_log("kernel arguments: %lu launches judged, %lu words looked up, %.3f ms (%.0f ns each)",
+           stats.launches, stats.words, stats.seconds * 1e3,
+           stats.seconds * 1e9 / (double)stats.launches);
+}
 static struct layout *layouts;
 static struct module_vars *modules; /* under ac_model_lock */
 
@@ -169,6 +189,7 @@ static void scan_bytes(struct launch *l, const unsigned char *p, size_t size, in
   for (size_t off = 0; off + sizeof(uintptr_t) <= size; off += sizeof(uintptr_t)) {
     uintptr_t word;
     memcpy(&word, p + off, sizeof word);
+    stats.words++;
     if (word) judge_address(l, word, l->layout->name, param, off, "kernel argument");
   }
 }
@@ -268,8 +289,10 @@ void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_threa
   bool host_is_legal = concurrent_semantics();
   l.layout = f ? layout_of(f) : NULL;
   if (begin(&l, api, stream, per_thread, host_is_legal, &slot) && l.layout && l.layout->known) {
+    double started = ac_opts.verbose ? now_seconds() : 0;
     scan_arguments(&l, params, extra);
     scan_module_variables(&l);
+    if (ac_opts.verbose) stats.launches++, stats.seconds += now_seconds() - started;
   }
   finish(&l, &slot);
 }
