@@ -80,6 +80,12 @@ void ac_model_destroy(struct ac_model *m);
 struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *proto);
 /* The allocation containing addr, or NULL. */
 struct ac_alloc *ac_model_find_alloc(const struct ac_model *m, uintptr_t addr);
+/* Like ac_model_find_alloc, and says - without reading the record, from the
+ * lookup cache - whether the allocation is managed, globally attached and was
+ * never attached since: memory any stream may use (the hot path of kernel
+ * arguments). */
+struct ac_alloc *ac_model_find_alloc_plain(const struct ac_model *m, uintptr_t addr,
+                                           bool *plain_global);
 /* The allocation starting exactly at base, or NULL. */
 struct ac_alloc *ac_model_find_alloc_at(const struct ac_model *m, uintptr_t base);
 /* Forgets one allocation record (the pointer becomes invalid). */

@@ -114,15 +114,29 @@ static struct ac_alloc *find_uncached(const struct ac_model *m, uintptr_t addr) 
   return NULL;
 }
 
+/* Allocations 512 bytes apart (small managed ones) fall in distinct slots for
+ * the first thousand. */
+static size_t cache_slot(uintptr_t addr) {
+  return ((addr >> 3) ^ (addr >> 13)) & (AC_LOOKUP_CACHE_SIZE - 1);
+}
+
 struct ac_alloc *ac_model_find_alloc(const struct ac_model *cm, uintptr_t addr) {
   /* The cache is not part of the model's meaning: it may change under a const
    * model (callers hold the shim's model lock). */
   struct ac_model *m = (struct ac_model *)cm;
-  struct lookup_cache_entry *c =
-      &m->lookup_cache[((addr >> 3) ^ (addr >> 13)) & (sizeof m->lookup_cache / sizeof *c - 1)];
+  struct lookup_cache_entry *c = &m->lookup_cache[cache_slot(addr)];
   if (c->addr == addr && c->layout_plus_one == m->layout + 1) return c->alloc;
   struct ac_alloc *a = find_uncached(m, addr);
-  *c = (struct lookup_cache_entry){addr, m->layout + 1, a};
+  bool plain = a && ac_alloc_is_managed(a) && a->assoc == AC_ASSOC_GLOBAL && !a->attach_stream;
+  *c = (struct lookup_cache_entry){addr, m->layout + 1, a, plain};
+  return a;
+}
+
+struct ac_alloc *ac_model_find_alloc_plain(const struct ac_model *m, uintptr_t addr,
+                                           bool *plain_global) {
+  struct ac_alloc *a = ac_model_find_alloc(m, addr); /* fills the cache entry */
+  const struct lookup_cache_entry *c = &m->lookup_cache[cache_slot(addr)];
+  *plain_global = c->addr == addr && c->plain_global;
   return a;
 }
 

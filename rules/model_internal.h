@@ -12,6 +12,7 @@
  * (and pages), so a list is needed; large ones appear in every granule they
  * cover. */
 #define AC_GRANULE_SHIFT 21
+#define AC_LOOKUP_CACHE_SIZE 1024 /* a power of two */
 
 /* A granule's allocations, sorted by base; base and end are kept beside the
  * record so a lookup reads only this array. */
@@ -72,7 +73,8 @@ struct ac_model {
     uintptr_t addr;
     uint64_t layout_plus_one; /* 0: empty */
     struct ac_alloc *alloc;
-  } lookup_cache[1024];
+    bool plain_global; /* see ac_model_find_alloc_plain */
+  } lookup_cache[AC_LOOKUP_CACHE_SIZE];
   bool reach_semantics;
 };
 

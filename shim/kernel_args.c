@@ -172,8 +172,12 @@ static bool already_judged(struct launch *l, uint64_t serial) {
 /* One address the work is given; model lock held. */
 static void judge_address(struct launch *l, uintptr_t addr, const char *kernel, int param,
                           size_t offset, const char *via) {
-  struct ac_alloc *a = ac_model_find_alloc(ac_model, addr);
-  if (!a || !ac_alloc_is_managed(a) || already_judged(l, a->serial)) return;
+  bool plain;
+  struct ac_alloc *a = ac_model_find_alloc_plain(ac_model, addr, &plain);
+  /* Never-attached GLOBAL memory breaks no device rule; under strict semantics
+   * there is no reach to record either, so its record need not be read. */
+  if (!a || (plain && !ac_model_reach_semantics(ac_model))) return;
+  if (!ac_alloc_is_managed(a) || already_judged(l, a->serial)) return;
   ac_order_add_reach(ac_model, l->stream, a);
   if (l->n == MAX_LAUNCH_FINDINGS) return;
   struct ac_finding *f = &l->findings[l->n];
