@@ -34,10 +34,9 @@ static uint64_t enqueue_locked(struct ac_stream *s, const char *api, bool *turne
 /* Outside the lock: the stack of the operation that turned s busy. */
 static void record_busy_stack(struct ac_stream *s, uint64_t seq) {
   struct ac_stack stack;
+  struct ac_op_origin_slot slot = {s, seq, true};
   ac_stack_capture(&stack);
-  pthread_mutex_lock(&ac_model_lock);
-  if (s->busy_origin.api && s->busy_origin.seq == seq) s->busy_origin.stack = stack;
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_on_work_busy_stack(&slot, &stack);
 }
 
 /* Model lock held: one operation on the stream; *slot says whether it turned
