@@ -36,10 +36,8 @@ void ac_doors_build_map(void) {
 #define ADD(Name)                                                                                  \
   if (ac_real.Name) doors[door_count++] = (struct door){(void *)ac_real.Name, (void *)&Name};
 #define AC_HOOK(Name, Params, Args) ADD(Name)
-#define AC_PASS(Name, Params, Args) ADD(Name)
 #include "entrypoints.inc"
 #undef AC_HOOK
-#undef AC_PASS
 #undef ADD
   qsort(doors, door_count, sizeof doors[0], by_real);
   Dl_info info;

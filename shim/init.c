@@ -45,10 +45,8 @@ static bool resolve_driver(char *why, size_t len) {
   }
 #define RESOLVE(Name) ac_real.Name = (__typeof__(ac_real.Name))ac_real_dlsym(driver, #Name);
 #define AC_HOOK(Name, Params, Args) RESOLVE(Name)
-#define AC_PASS(Name, Params, Args) RESOLVE(Name)
 #include "entrypoints.inc"
 #undef AC_HOOK
-#undef AC_PASS
   RESOLVE(cuPointerGetAttributes)
   RESOLVE(cuPointerGetAttribute)
   RESOLVE(cuCtxGetDevice)

@@ -6,7 +6,6 @@
  *   init.c                lazy, re-entrancy-safe start-up; fork handling
  *   doors.c               dlsym and cuGetProcAddress: answers by pointer identity
  *   dlsym_x86_64.S        the exported dlsym, keeping the caller's identity
- *   forward.c             the forward-only wrappers, generated from the table
  *   interceptors_*.c      the hand-written wrappers: thin, they only call in here
  *   check_attach.c        the attach pipeline: gather facts, judge, guard, forward
  *   check_memory.c        allocations: recording, and classifying unknown pointers
@@ -45,10 +44,8 @@
 /* The real driver's entry points, one typed field per table row. */
 struct ac_real_table {
 #define AC_HOOK(Name, Params, Args) __typeof__(&Name) Name;
-#define AC_PASS(Name, Params, Args) __typeof__(&Name) Name;
 #include "entrypoints.inc"
 #undef AC_HOOK
-#undef AC_PASS
   /* Entry points the shim calls for itself and does not wrap. */
   __typeof__(&cuPointerGetAttributes) cuPointerGetAttributes;
   __typeof__(&cuPointerGetAttribute) cuPointerGetAttribute;
@@ -69,10 +66,8 @@ struct ac_real_table {
 
 enum ac_entry_id {
 #define AC_HOOK(Name, Params, Args) AC_ID_##Name,
-#define AC_PASS(Name, Params, Args) AC_ID_##Name,
 #include "entrypoints.inc"
 #undef AC_HOOK
-#undef AC_PASS
   AC_ENTRY_COUNT
 };
 
