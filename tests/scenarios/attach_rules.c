@@ -16,8 +16,6 @@
 static CUdeviceptr m;
 static CUstream s;
 
-typedef void (*case_fn)(void);
-
 static void null_single(void) {
   EXPECT_RC(cu.cuStreamAttachMemAsync(NULL, m, 0, CU_MEM_ATTACH_SINGLE), CUDA_ERROR_INVALID_VALUE);
 }
@@ -165,10 +163,7 @@ static void managed_variable(void) {
             CUDA_ERROR_INVALID_VALUE);
 }
 
-static const struct {
-  const char *name;
-  case_fn run;
-} cases[] = {
+static const struct scenario_case cases[] = {
     {"null_single", null_single},
     {"legacy_single", legacy_single},
     {"per_thread_single", per_thread_single},
@@ -200,15 +195,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s DOOR CASE\n", argv[0]);
     return 2;
   }
+  const struct scenario_case *c =
+      find_case(cases, sizeof cases / sizeof cases[0], argv[0], argv[2]);
+  if (!c) return 2;
   start_cuda(argv[1]);
   EXPECT_RC(cu.cuMemAllocManaged(&m, SIZE, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (strcmp(cases[i].name, argv[2]) != 0) continue;
-    cases[i].run();
-    EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
-    return finish();
-  }
-  fprintf(stderr, "%s: unknown case %s\n", argv[0], argv[2]);
-  return 2;
+  c->run();
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  return finish();
 }

@@ -141,10 +141,7 @@ static void touch_reached_global(void) {
   sink = *(volatile int *)g;
 }
 
-static const struct {
-  const char *name;
-  void (*run)(void);
-} cases[] = {
+static const struct scenario_case cases[] = {
     {"plain_arg_foreign", plain_arg_foreign},
     {"struct_arg_foreign", struct_arg_foreign},
     {"offset_inside", offset_inside},
@@ -167,6 +164,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s CASE\n", argv[0]);
     return 2;
   }
+  const struct scenario_case *c =
+      find_case(cases, sizeof cases / sizeof cases[0], argv[0], argv[1]);
+  if (!c) return 2;
   start_cuda("link");
   EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
   EXPECT_RC(cu.cuModuleGetFunction(&use, mod, "use"), CUDA_SUCCESS);
@@ -176,12 +176,7 @@ int main(int argc, char **argv) {
   EXPECT_RC(cu.cuStreamCreate(&t, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   EXPECT_RC(cu.cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
   EXPECT_RC(cu.cuMemAllocManaged(&g, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (strcmp(cases[i].name, argv[1]) != 0) continue;
-    cases[i].run();
-    EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
-    return finish();
-  }
-  fprintf(stderr, "%s: unknown case %s\n", argv[0], argv[1]);
-  return 2;
+  c->run();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  return finish();
 }

@@ -269,10 +269,7 @@ static void program_handler(void) {
     failures++, fprintf(stderr, "host_access: own handler ran %d times\n", own_faults);
 }
 
-static const struct {
-  const char *name;
-  void (*run)(void);
-} cases[] = {
+static const struct scenario_case cases[] = {
     {"global_touch_busy", global_touch_busy},
     {"single_touch_busy", single_touch_busy},
     {"event_before_work", event_before_work},
@@ -306,18 +303,16 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: %s CASE\n", argv[0]);
     return 2;
   }
+  const struct scenario_case *c =
+      find_case(cases, sizeof cases / sizeof cases[0], argv[0], argv[1]);
+  if (!c) return 2;
   start_cuda("link");
   EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
   EXPECT_RC(cu.cuModuleGetFunction(&kernel, mod, "touch"), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamCreate(&t, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   EXPECT_RC(cu.cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    if (strcmp(cases[i].name, argv[1]) != 0) continue;
-    cases[i].run();
-    EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
-    return finish();
-  }
-  fprintf(stderr, "%s: unknown case %s\n", argv[0], argv[1]);
-  return 2;
+  c->run();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  return finish();
 }

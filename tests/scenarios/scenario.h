@@ -137,6 +137,21 @@ static void start_cuda(const char *door) {
   if (failures) exit(2);
 }
 
+/* One named case of a scenario program. */
+struct scenario_case {
+  const char *name;
+  void (*run)(void);
+};
+
+/* The case called name, or NULL after saying so. */
+static __attribute__((unused)) const struct scenario_case *
+find_case(const struct scenario_case *cases, size_t n, const char *prog, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(cases[i].name, name) == 0) return &cases[i];
+  fprintf(stderr, "%s: unknown case %s\n", prog, name);
+  return NULL;
+}
+
 static int finish(void) {
   if (failures) fprintf(stderr, "scenario: %d unexpected result(s)\n", failures);
   return failures ? 1 : 0;
