@@ -4,31 +4,12 @@
 
 #include "rules_device.h"
 #include "rules_host.h"
+#include "model_fixture.h"
 #include "test.h"
-
-#define NON_BLOCKING 1u
-
-static struct ac_model *m;
-
-static struct ac_alloc *managed(uintptr_t base, enum ac_assoc assoc) {
-  struct ac_alloc p;
-  memset(&p, 0, sizeof p);
-  p.base = base;
-  p.size = 4096;
-  p.kind = AC_MEM_MANAGED;
-  p.assoc = assoc;
-  p.default_flags = assoc;
-  return ac_model_add_alloc(m, &p);
-}
 
 static const char *device_rule(struct ac_alloc *a, struct ac_stream *x, bool host_is_legal) {
   struct ac_finding f;
   return ac_judge_device_access(m, a, x, host_is_legal, &f) ? ac_rule_info(f.rule)->id : "";
-}
-
-static void attach(struct ac_alloc *a, enum ac_assoc assoc, struct ac_stream *s) {
-  uint64_t seq = ac_order_enqueue(m, s, NULL);
-  ac_order_attach(m, a, assoc, s, seq, NULL);
 }
 
 static void test_foreign_stream(void) {

@@ -3,33 +3,14 @@
 #include <string.h>
 
 #include "rules_host.h"
+#include "model_fixture.h"
 #include "test.h"
-
-#define NON_BLOCKING 1u
-
-static struct ac_model *m;
-
-static struct ac_alloc *managed(uintptr_t base, enum ac_assoc assoc) {
-  struct ac_alloc p;
-  memset(&p, 0, sizeof p);
-  p.base = base;
-  p.size = 4096;
-  p.kind = AC_MEM_MANAGED;
-  p.assoc = assoc;
-  p.default_flags = assoc;
-  return ac_model_add_alloc(m, &p);
-}
 
 /* The rule a CPU access breaks now, or "" */
 static const char *access_rule(struct ac_alloc *a, const struct ac_stream *in_callback) {
   struct ac_host_access acc = {{a->base, 4, AC_ACCESS_READ, "page fault"}, 1, in_callback};
   struct ac_finding f;
   return ac_judge_host_access(m, a, &acc, &f) ? ac_rule_info(f.rule)->id : "";
-}
-
-static void attach(struct ac_alloc *a, enum ac_assoc assoc, struct ac_stream *s) {
-  uint64_t seq = ac_order_enqueue(m, s, NULL);
-  ac_order_attach(m, a, assoc, s, seq, NULL);
 }
 
 static void test_single_attached(void) {
