@@ -3,10 +3,12 @@
 # pattern with the page guard, B3 10,000 GLOBAL allocations, strict and with
 # --semantics device, B4 kernels with 8 pointer arguments) with and without the shim,
 # alternating (so drift in the machine hits both alike), and prints the median
-# time of each and their ratio. Run it on the GPU machine; timings from a
+# time of each and their ratio. B3-floor-fault and B3-floor-oracle are B3's loop
+# without the shim, protecting pages by hand (bench/guard_floor.cu): the least
+# any page guard can cost there. Run it on the GPU machine; timings from a
 # machine without one mean nothing.
 set -euo pipefail
-build=$(cd "${1:?usage: bench/run.sh BUILD [ROUNDS]}" && pwd)
+build=$(cd "${1:?usage: bench/run.sh BUILD [ROUNDS [IDS]]}" && pwd)
 rounds=${2:-7}
 only=${3:-}   # run only the benchmarks whose id matches this pattern (e.g. 'B1|B4')
 # Pin the single-threaded benchmarks to one core when possible: the launch path is one thread and
@@ -15,25 +17,40 @@ pin=()
 if command -v taskset >/dev/null && [ "$(nproc)" -gt 2 ]; then pin=(taskset -c 2); fi
 shim="$build/lib/libattachcheck.so"
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-for spec in "B1 launch" "B2 guide" "B3 global_touch" "B3-device global_touch ATTACHCHECK_SEMANTICS=device" "B4 args"; do
-  set -- $spec
-  id=$1 bench=$2 options=${3:-}
-  if [ -n "$only" ] && ! [[ $id =~ ^($only)$ ]]; then continue; fi
-  run_pin=("${pin[@]}")
-  [ "$id" = B2 ] && run_pin=() # eight host threads: not on one core
-  exe="$build/bench/bench_$bench"
-  without=() with=()
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b/a}'; }
+
+# compare ID "BASELINE COMMAND" "MEASURED COMMAND": alternates the two, prints medians and ratios.
+compare() {
+  local id=$1 baseline=$2 measured=$3 without=() with=() i
   for ((i = 0; i < rounds; i++)); do
-    without+=("$("${run_pin[@]}" "$exe")")
-    with+=("$(env LD_PRELOAD="$shim" ATTACHCHECK_PRINT_STDERR=off $options "${run_pin[@]}" "$exe")")
+    without+=("$(eval "$baseline")")
+    with+=("$(eval "$measured")")
   done
+  local a b amin bmin
   a=$(printf '%s\n' "${without[@]}" | median)
   b=$(printf '%s\n' "${with[@]}" | median)
   amin=$(printf '%s\n' "${without[@]}" | sort -n | head -1)
   bmin=$(printf '%s\n' "${with[@]}" | sort -n | head -1)
-  ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b/a}'; }
-  echo "$id $bench: median without ${a} ns, with ${b} ns per unit: ratio $(ratio "$a" "$b");" \
+  echo "$id: median without ${a} ns, with ${b} ns per unit: ratio $(ratio "$a" "$b");" \
        "best without ${amin} ns, with ${bmin} ns: ratio $(ratio "$amin" "$bmin") ($rounds alternating runs)"
   echo "  without: ${without[*]}"
   echo "  with:    ${with[*]}"
+}
+
+selected() { [ -z "$only" ] || [[ $1 =~ ^($only)$ ]]; }
+
+for spec in "B1 launch" "B2 guide" "B3 global_touch" "B3-device global_touch ATTACHCHECK_SEMANTICS=device" "B4 args"; do
+  set -- $spec
+  id=$1 bench=$2 options=${3:-}
+  selected "$id" || continue
+  run_pin="${pin[*]}"
+  [ "$id" = B2 ] && run_pin="" # eight host threads: not on one core
+  exe="$build/bench/bench_$bench"
+  compare "$id $bench" "$run_pin $exe" \
+    "env LD_PRELOAD=$shim ATTACHCHECK_PRINT_STDERR=off $options $run_pin $exe"
+done
+for mode in fault oracle; do
+  selected "B3-floor-$mode" || continue
+  exe="$build/bench/bench_guard_floor"
+  compare "B3-floor-$mode guard_floor (no shim)" "${pin[*]} $exe plain" "${pin[*]} $exe $mode"
 done
