@@ -120,24 +120,30 @@ static size_t cache_slot(uintptr_t addr) {
   return ((addr >> 3) ^ (addr >> 13)) & (AC_LOOKUP_CACHE_SIZE - 1);
 }
 
-struct ac_alloc *ac_model_find_alloc(const struct ac_model *cm, uintptr_t addr) {
+/* The cache entry for addr, filled if it was not. Inlined: it is most of a
+ * kernel argument's cost. */
+static inline __attribute__((always_inline)) const struct lookup_cache_entry *
+cached_lookup(const struct ac_model *cm, uintptr_t addr) {
   /* The cache is not part of the model's meaning: it may change under a const
    * model (callers hold the shim's model lock). */
   struct ac_model *m = (struct ac_model *)cm;
   struct lookup_cache_entry *c = &m->lookup_cache[cache_slot(addr)];
-  if (c->addr == addr && c->layout_plus_one == m->layout + 1) return c->alloc;
+  if (c->addr == addr && c->layout_plus_one == m->layout + 1) return c;
   struct ac_alloc *a = find_uncached(m, addr);
   bool plain = a && ac_alloc_is_managed(a) && a->assoc == AC_ASSOC_GLOBAL && !a->attach_stream;
   *c = (struct lookup_cache_entry){addr, m->layout + 1, a, plain};
-  return a;
+  return c;
+}
+
+struct ac_alloc *ac_model_find_alloc(const struct ac_model *m, uintptr_t addr) {
+  return cached_lookup(m, addr)->alloc;
 }
 
 struct ac_alloc *ac_model_find_alloc_plain(const struct ac_model *m, uintptr_t addr,
                                            bool *plain_global) {
-  struct ac_alloc *a = ac_model_find_alloc(m, addr); /* fills the cache entry */
-  const struct lookup_cache_entry *c = &m->lookup_cache[cache_slot(addr)];
-  *plain_global = c->addr == addr && c->plain_global;
-  return a;
+  const struct lookup_cache_entry *c = cached_lookup(m, addr);
+  *plain_global = c->plain_global;
+  return c->alloc;
 }
 
 struct ac_alloc *ac_model_find_alloc_at(const struct ac_model *m, uintptr_t base) {

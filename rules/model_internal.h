@@ -58,6 +58,7 @@ struct ac_model {
   uint64_t next_alloc_serial;
 
   struct stream_slot *streams;
+  struct stream_slot *last_slot; /* the last one found: slots live as long as the model */
   struct thread_stream_slot *per_thread_streams;
   struct ac_stream legacy_stream;
   struct retired_stream *retired; /* destroyed records, kept for findings */

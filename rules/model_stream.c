@@ -107,9 +107,11 @@ struct ac_stream_ref ac_model_resolve_stream(struct ac_model *m, uintptr_t handl
     ref.kind = AC_STREAM_PER_THREAD;
     ref.stream = per_thread_stream(m, thread);
   } else {
-    struct stream_slot *slot;
-    HASH_FIND(hh, m->streams, &handle, sizeof handle, slot);
+    /* Work comes in runs on one stream: the last slot found saves hashing. */
+    struct stream_slot *slot = m->last_slot;
+    if (!slot || slot->handle != handle) HASH_FIND(hh, m->streams, &handle, sizeof handle, slot);
     if (slot) {
+      m->last_slot = slot;
       ref.kind = slot->stream->live ? AC_STREAM_CREATED : AC_STREAM_DESTROYED;
       ref.stream = slot->stream;
     }
@@ -119,6 +121,7 @@ struct ac_stream_ref ac_model_resolve_stream(struct ac_model *m, uintptr_t handl
 
 void ac_model_free_streams(struct ac_model *m) {
   struct stream_slot *slot, *tmp;
+  m->last_slot = NULL;
   HASH_ITER(hh, m->streams, slot, tmp) {
     HASH_DEL(m->streams, slot);
     free_stream(slot->stream); /* the records replaced in a slot are on the retired list */

@@ -102,12 +102,16 @@ static void learn(struct layout *l) {
 }
 
 static const struct layout *layout_of(CUfunction f) {
+  /* Layouts live as long as the process: a thread's last one is kept without
+   * the lock (a loop launches the same kernel again and again). */
+  static __thread const struct layout *last;
   uintptr_t h = (uintptr_t)f;
+  if (last && last->handle == h) return last;
   struct layout *l;
   pthread_mutex_lock(&layout_lock);
   HASH_FIND(hh, layouts, &h, sizeof h, l);
   pthread_mutex_unlock(&layout_lock);
-  if (l) return l;
+  if (l) return last = l;
   l = calloc(1, sizeof *l);
   if (!l) return NULL;
   l->handle = h;
@@ -120,7 +124,7 @@ static const struct layout *layout_of(CUfunction f) {
   else
     HASH_ADD(hh, layouts, handle, sizeof l->handle, l);
   pthread_mutex_unlock(&layout_lock);
-  return l;
+  return last = l;
 }
 
 /* Model lock held. */
@@ -154,6 +158,7 @@ struct launch {
   const char *api;
   struct ac_stream *stream;
   bool host_is_legal;
+  bool records_reach; /* device semantics: what the work may touch is recorded */
   const struct layout *layout;
   struct ac_finding findings[MAX_LAUNCH_FINDINGS];
   int n;
@@ -169,14 +174,19 @@ static bool already_judged(struct launch *l, uint64_t serial) {
   return false;
 }
 
-/* One address the work is given; model lock held. */
-static void judge_address(struct launch *l, uintptr_t addr, const char *kernel, int param,
-                          size_t offset, const char *via) {
+/* The allocation at addr if the work's use of it needs judging or recording;
+ * model lock held. Never-attached GLOBAL memory breaks no device rule, and
+ * under strict semantics there is no reach to record either, so its record
+ * need not be read: the common case, kept small enough to inline. */
+static inline struct ac_alloc *allocation_to_judge(const struct launch *l, uintptr_t addr) {
   bool plain;
   struct ac_alloc *a = ac_model_find_alloc_plain(ac_model, addr, &plain);
-  /* Never-attached GLOBAL memory breaks no device rule; under strict semantics
-   * there is no reach to record either, so its record need not be read. */
-  if (!a || (plain && !ac_model_reach_semantics(ac_model))) return;
+  return !a || (plain && !l->records_reach) ? NULL : a;
+}
+
+/* The work is given a, through addr. */
+static void judge_use(struct launch *l, struct ac_alloc *a, uintptr_t addr, const char *kernel,
+                      int param, size_t offset, const char *via) {
   if (!ac_alloc_is_managed(a) || already_judged(l, a->serial)) return;
   ac_order_add_reach(ac_model, l->stream, a);
   if (l->n == MAX_LAUNCH_FINDINGS) return;
@@ -187,6 +197,13 @@ static void judge_address(struct launch *l, uintptr_t addr, const char *kernel, 
   f->device = (struct ac_device_facts){addr, "", param, offset, via};
   if (kernel) snprintf(f->device.kernel, sizeof f->device.kernel, "%s", kernel);
   l->n++;
+}
+
+/* One address the work is given; model lock held. */
+static inline void judge_address(struct launch *l, uintptr_t addr, const char *kernel, int param,
+                                 size_t offset, const char *via) {
+  struct ac_alloc *a = allocation_to_judge(l, addr);
+  if (a) judge_use(l, a, addr, kernel, param, offset, via);
 }
 
 static void scan_bytes(struct launch *l, const unsigned char *p, size_t size, int param) {
@@ -267,6 +284,7 @@ static bool begin(struct launch *l, const char *api, CUstream stream, bool per_t
   l->host_is_legal = host_is_legal;
   pthread_mutex_lock(&ac_model_lock);
   l->stream = ac_on_work_locked(api, stream, per_thread, slot);
+  l->records_reach = ac_model_reach_semantics(ac_model);
   /* Captured work does not run now; a model without managed memory has nothing to judge. */
   return l->stream && !l->stream->capturing && ac_model_alloc_count(ac_model) > 0;
 }
