@@ -126,6 +126,7 @@ static void export_options(const struct ac_options *o, const char *session, cons
   setenv("ATTACHCHECK_SESSION_DIR", session, 1);
   /* The shim writes the merged report through the CLI, not by itself. */
   unsetenv("ATTACHCHECK_JSON");
+  unsetenv("ATTACHCHECK_SARIF");
   const char *old = getenv("LD_PRELOAD");
   char *preload;
   if (asprintf(&preload, "%s%s%s", shim, old && *old ? " " : "", old ? old : "") < 0) exit(1);
@@ -221,6 +222,8 @@ int main(int argc, char **argv) {
   char why[PATH_MAX + 64], shim[PATH_MAX], session[PATH_MAX];
   if (o.json && *o.json && !report_path_writable(o.json, why, sizeof why))
     die_usage("cannot write the JSON report: %s", why);
+  if (o.sarif && *o.sarif && !report_path_writable(o.sarif, why, sizeof why))
+    die_usage("cannot write the SARIF report: %s", why);
   if (!find_shim(shim, sizeof shim))
     die_usage("%s", "cannot find libattachcheck.so in ../lib beside the attachcheck binary");
   const char *tmp = getenv("TMPDIR");
@@ -235,8 +238,8 @@ int main(int argc, char **argv) {
   int n = list_streams(session, &paths);
   struct ac_summary sum;
   json_t *report = ac_merge_streams((const char *const *)paths, n, &sum);
-  if (report && o.json && *o.json && !ac_write_json_file(report, o.json, why, sizeof why))
-    fprintf(stderr, "==attachcheck== cannot write the JSON report: %s\n", why);
+  if (report && !ac_write_final_reports(report, &o, why, sizeof why))
+    fprintf(stderr, "==attachcheck== cannot write the report: %s\n", why);
   json_decref(report);
   remove_session(session, paths, n);
   if (!started) return status;

@@ -18,6 +18,8 @@ bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len) {
     n = snprintf(buf, len, "%s/%d.jsonl", o->session_dir, pid);
   else if (o->json && *o->json)
     n = snprintf(buf, len, "%s.%d.jsonl", o->json, pid);
+  else if (o->sarif && *o->sarif)
+    n = snprintf(buf, len, "%s.%d.jsonl", o->sarif, pid);
   else
     return false;
   return n > 0 && (size_t)n < len;

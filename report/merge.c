@@ -32,6 +32,16 @@ static json_t *process_of(struct merge *m, json_int_t pid) {
   return p;
 }
 
+/* The same finding from the same code in several processes (forked workers,
+ * MPI ranks) is one finding that lists them all. */
+static void note_process(json_t *finding, json_int_t pid) {
+  json_t *pids = json_object_get(finding, "processes");
+  size_t i;
+  json_t *p;
+  json_array_foreach(pids, i, p) if (json_integer_value(p) == pid) return;
+  json_array_append_new(pids, json_integer(pid));
+}
+
 static void take_record(struct merge *m, json_t *r) {
   const char *type = json_string_value(json_object_get(r, "type"));
   json_int_t pid = json_integer_value(json_object_get(r, "pid"));
@@ -54,10 +64,13 @@ static void take_record(struct merge *m, json_t *r) {
     if (f) {
       json_int_t count = json_integer_value(json_object_get(f, "count"));
       json_object_set_new(f, "count", json_integer(count + 1));
+      note_process(f, pid);
     } else if (strcmp(type, "finding") == 0) {
       f = json_deep_copy(r);
       json_object_del(f, "type");
       json_object_set_new(f, "count", json_integer(1));
+      json_object_set_new(f, "processes", json_array());
+      note_process(f, pid);
       json_object_set_new(m->findings, key, f);
       json_array_append_new(m->order, json_string(key));
     }
@@ -129,6 +142,21 @@ json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum
   json_decref(m.findings);
   json_decref(m.order);
   return report;
+}
+
+bool ac_write_final_reports(json_t *report, const struct ac_options *o, char *err, size_t errlen) {
+  bool ok = true;
+  if (o->json && *o->json) ok = ac_write_json_file(report, o->json, err, errlen);
+  if (o->sarif && *o->sarif) {
+    json_t *sarif = ac_sarif_from_report(report);
+    char sarif_err[512];
+    if (!sarif || !ac_write_json_file(sarif, o->sarif, sarif_err, sizeof sarif_err)) {
+      if (ok) snprintf(err, errlen, "%s", sarif ? sarif_err : "out of memory");
+      ok = false;
+    }
+    json_decref(sarif);
+  }
+  return ok;
 }
 
 bool ac_write_json_file(json_t *report, const char *path, char *err, size_t errlen) {

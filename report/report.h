@@ -7,6 +7,7 @@
  *   json_finding.c  a finding as a JSON object (the schema of docs/report-schema.md)
  *   jsonl.c       the per-process record stream
  *   merge.c       the final JSON report from one or more streams
+ *   sarif.c       the final report as SARIF 2.1.0
  *   symbolize.c   (module, offset, function) of a return address
  */
 #ifndef AC_REPORT_H
@@ -59,7 +60,8 @@ struct ac_frame {
 void ac_symbolize(const void *pc, struct ac_frame *out);
 
 /* ---- jsonl.c ---- */
-/* Path of this process's stream: <session_dir>/<pid>.jsonl, or <json>.<pid>.jsonl. */
+/* Path of this process's stream: <session_dir>/<pid>.jsonl, or, without the
+ * CLI, <json>.<pid>.jsonl (<sarif>.<pid>.jsonl when only SARIF is asked for). */
 bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len);
 /* Appends one record (one line, one write) to the stream at path. */
 bool ac_jsonl_append(const char *path, json_t *record);
@@ -74,6 +76,13 @@ struct ac_summary {
 };
 /* Reads the streams and builds the final report; *summary gets the counts. */
 json_t *ac_merge_streams(const char *const *paths, int count, struct ac_summary *summary);
+/* ---- sarif.c ---- */
+/* The merged report (ac_merge_streams) as a SARIF 2.1.0 log. */
+json_t *ac_sarif_from_report(const json_t *report);
+
+/* Writes the reports the options ask for (--json, --sarif); false with the
+ * first failure in err. */
+bool ac_write_final_reports(json_t *report, const struct ac_options *o, char *err, size_t errlen);
 /* Writes a report to path (atomically: a temporary file, then rename). */
 bool ac_write_json_file(json_t *report, const char *path, char *err, size_t errlen);
 

@@ -129,16 +129,17 @@ void ac_report_finish(void) {
     return;
   }
   append(json_pack("{s:s, s:i}", "type", "exit", "pid", (int)getpid()));
-  bool standalone = !(opts->session_dir && *opts->session_dir) && opts->json && *opts->json;
+  bool standalone = !(opts->session_dir && *opts->session_dir) &&
+                    ((opts->json && *opts->json) || (opts->sarif && *opts->sarif));
   if (standalone) {
     const char *paths[1] = {stream_path};
     struct ac_summary sum;
     char err[512];
     json_t *report = ac_merge_streams(paths, 1, &sum);
-    if (report && ac_write_json_file(report, opts->json, err, sizeof err))
-      unlink(stream_path); /* everything it held is in the report now */
+    if (report && ac_write_final_reports(report, opts, err, sizeof err))
+      unlink(stream_path); /* everything it held is in the reports now */
     else
-      fprintf(stderr, "==attachcheck== cannot write the JSON report: %s (the records are in %s)\n",
+      fprintf(stderr, "==attachcheck== cannot write the report: %s (the records are in %s)\n",
               report ? err : "out of memory", stream_path);
     json_decref(report);
   }

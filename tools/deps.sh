@@ -3,7 +3,7 @@
 # root), or prints the command to run. The CUDA toolkit (cuda.h, nvcc) is
 # expected at /usr/local/cuda or on PATH; it is not a Debian package here.
 set -euo pipefail
-packages=(cmake make pkg-config gcc libc6-dev python3 clang clang-format
+packages=(cmake make pkg-config gcc libc6-dev python3 python3-jsonschema clang clang-format
           libunwind-dev uthash-dev libjansson-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,292 @@
+/* sarif.c - the final report as SARIF 2.1.0, for code scanning in CI.
+ *
+ * Built from the merged JSON report (merge.c), never from live findings, so
+ * the shim at exit and the CLI after a multi-process run produce the same
+ * log. One run; the rules table is the whole catalogue; each finding becomes
+ * a result whose primary location is the first frame in the program's own
+ * code (frames in the CUDA runtime, the driver and the C library are
+ * skipped), with the full stack, code flows (the host thread, and each stream
+ * involved) and a fingerprint that does not depend on where the program was
+ * loaded, so alerts are not duplicated from run to run. Each process is an
+ * invocation. The schema is tests/cli/sarif-schema-2.1.0.json.
+ */
+#define _GNU_SOURCE
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+#define SARIF_SCHEMA                                                                               \
+  "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+
+static const char *sarif_level(const char *severity) {
+  if (severity && strcmp(severity, "error") == 0) return "error";
+  if (severity && strcmp(severity, "warning") == 0) return "warning";
+  return "note";
+}
+
+static const char *text_of(const json_t *o, const char *key) {
+  const char *s = json_string_value(json_object_get(o, key));
+  return s ? s : "";
+}
+
+static json_t *message(const char *text) {
+  return json_pack("{s:s}", "text", text);
+}
+
+static json_t *rules_table(void) {
+  json_t *rules = json_array();
+  for (int i = 0; i < AC_RULE_COUNT; i++) {
+    const struct ac_rule_info *r = ac_rule_info((enum ac_rule_id)i);
+    char *help = NULL, *markdown = NULL;
+    if (asprintf(&help, "Fix: %s. See docs/rules.md (%s) in the attachcheck documentation.", r->fix,
+                 r->id) < 0 ||
+        asprintf(&markdown,
+                 "**Fix:** %s.\n\nSee [%s](docs/rules.md) in the attachcheck "
+                 "documentation.",
+                 r->fix, r->id) < 0) {
+      free(help);
+      return rules;
+    }
+    json_array_append_new(
+        rules,
+        json_pack("{s:s, s:s, s:{s:s}, s:{s:s}, s:{s:s, s:s}, s:{s:s}, s:{s:[s]}}", "id", r->id,
+                  "name", r->name, "shortDescription", "text", r->summary, "fullDescription",
+                  "text", r->summary, "help", "text", help, "markdown", markdown,
+                  "defaultConfiguration", "level", sarif_level(ac_severity_name(r->severity)),
+                  "properties", "tags", "cuda-unified-memory"));
+    free(help);
+    free(markdown);
+  }
+  return rules;
+}
+
+/* Frames of the CUDA runtime, the driver, the loader and the C library: not
+ * where a program's author would look first. */
+static bool frame_is_programs_own(const json_t *frame) {
+  static const char *const foreign_modules[] = {"*/libcuda.so*", "*/libcudart.so*", "*/libc.so*",
+                                                "*/ld-linux*",   "*/libstdc++.so*", "*/libpython*"};
+  static const char *const foreign_functions[] = {"cuda*",          "libcudart_static_*", "__cuda*",
+                                                  "__device_stub*", "__libc_start*",      "_start"};
+  const char *module = text_of(frame, "module"), *function = text_of(frame, "function");
+  for (size_t i = 0; i < sizeof foreign_modules / sizeof *foreign_modules; i++)
+    if (fnmatch(foreign_modules[i], module, 0) == 0) return false;
+  for (size_t i = 0; i < sizeof foreign_functions / sizeof *foreign_functions; i++)
+    if (*function && fnmatch(foreign_functions[i], function, 0) == 0) return false;
+  return true;
+}
+
+static const json_t *primary_frame(const json_t *stack) {
+  size_t i;
+  const json_t *frame;
+  json_array_foreach(stack, i, frame) if (frame_is_programs_own(frame)) return frame;
+  return json_array_get(stack, 0);
+}
+
+static unsigned long long offset_of(const json_t *frame) {
+  return strtoull(text_of(frame, "offset"), NULL, 16);
+}
+
+/* A module path as an artifact: an absolute path becomes a file URI, with
+ * the bytes a URI may not hold percent-encoded. */
+static json_t *artifact(const char *path) {
+  size_t n = strlen(path);
+  char *uri = malloc(3 * n + 8), *out = uri;
+  if (!uri) return json_object();
+  if (path[0] == '/') out += sprintf(out, "file://");
+  for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+        strchr("/-._~+", *p))
+      *out++ = (char)*p;
+    else
+      out += sprintf(out, "%%%02X", *p);
+  }
+  *out = 0;
+  json_t *a = json_pack("{s:s}", "uri", uri);
+  free(uri);
+  return a;
+}
+
+/* A frame as a SARIF location: the module and the instruction's offset in it,
+ * and the function where it is known. (Source lines come with symbolisation
+ * from debug information.) */
+static json_t *location(const json_t *frame, const char *note) {
+  json_t *loc = json_object();
+  const char *module = text_of(frame, "module"), *function = text_of(frame, "function");
+  json_t *physical = json_pack("{s:{s:I, s:s}}", "address", "relativeAddress",
+                               (json_int_t)offset_of(frame), "kind", "instruction");
+  if (*module) json_object_set_new(physical, "artifactLocation", artifact(module));
+  json_object_set_new(loc, "physicalLocation", physical);
+  if (*function)
+    json_object_set_new(loc, "logicalLocations",
+                        json_pack("[{s:s, s:s}]", "name", function, "kind", "function"));
+  if (note) json_object_set_new(loc, "message", message(note));
+  return loc;
+}
+
+static json_t *stack(const json_t *frames, const char *note, json_int_t thread) {
+  json_t *out = json_array();
+  size_t i;
+  const json_t *frame;
+  json_array_foreach(frames, i, frame) {
+    json_t *f = json_pack("{s:o}", "location", location(frame, NULL));
+    const char *module = text_of(frame, "module");
+    if (*module) json_object_set_new(f, "module", json_string(module));
+    if (thread) json_object_set_new(f, "threadId", json_integer(thread));
+    json_array_append_new(out, f);
+  }
+  return json_pack("{s:o, s:o}", "message", message(note), "frames", out);
+}
+
+/* One step of a thread flow: where an operation was made, if it has a stack. */
+static void add_step(json_t *flow, const json_t *origin, const char *note) {
+  const json_t *frames = json_object_get(origin, "stack");
+  if (!json_array_size(frames)) return;
+  json_array_append_new(json_object_get(flow, "locations"),
+                        json_pack("{s:o}", "location", location(primary_frame(frames), note)));
+}
+
+static json_t *flow(const char *id, const char *note) {
+  return json_pack("{s:s, s:o, s:[]}", "id", id, "message", message(note), "locations");
+}
+
+/* The host's steps in program order (allocated, attached, the call or access
+ * itself), then one flow per stream involved: the one the work ran on and
+ * the one that was busy or owned the memory. */
+static json_t *code_flows(const json_t *f, const char *call_note) {
+  json_t *flows = json_array();
+  const json_t *alloc = json_object_get(f, "allocation"), *busy = json_object_get(f, "busy");
+  json_t *host = flow("host", "the host thread");
+  add_step(host, json_object_get(alloc, "origin"), "the memory is allocated here");
+  add_step(host, json_object_get(alloc, "attached"), "and attached here");
+  json_t *self = json_pack("{s:O}", "stack", json_object_get(f, "stack"));
+  add_step(host, self, call_note);
+  json_decref(self);
+  if (json_array_size(json_object_get(host, "locations")))
+    json_array_append_new(flows, host);
+  else
+    json_decref(host);
+  if (json_is_object(busy)) {
+    char id[48], note[160];
+    json_int_t serial = json_integer_value(json_object_get(busy, "stream"));
+    snprintf(id, sizeof id, "stream-%" JSON_INTEGER_FORMAT, serial);
+    const json_t *first = json_object_get(busy, "first");
+    snprintf(note, sizeof note, "stream #%" JSON_INTEGER_FORMAT " was made busy by %s", serial,
+             json_is_object(first) ? text_of(first, "api") : "earlier work");
+    json_t *stream_flow = flow(id, note);
+    add_step(stream_flow, first, note);
+    if (json_array_size(json_object_get(stream_flow, "locations")))
+      json_array_append_new(flows, stream_flow);
+    else
+      json_decref(stream_flow);
+  }
+  if (!json_array_size(flows)) return flows;
+  json_t *code_flow = json_pack("{s:o}", "threadFlows", flows);
+  return json_pack("[o]", code_flow);
+}
+
+/* Stable across runs of the same build: the rule and each frame's module name
+ * and offset (or function), never the load addresses. */
+static void fingerprint(const json_t *f, char out[17]) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  char piece[512];
+  snprintf(piece, sizeof piece, "%s", text_of(f, "rule"));
+  for (const char *p = piece; *p; p++)
+    h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  size_t i;
+  const json_t *frame;
+  json_array_foreach(json_object_get(f, "stack"), i, frame) {
+    const char *module = text_of(frame, "module"), *base = strrchr(module, '/');
+    snprintf(piece, sizeof piece, "|%s+%llx", base ? base + 1 : module, offset_of(frame));
+    for (const char *p = piece; *p; p++)
+      h = (h ^ (unsigned char)*p) * 1099511628211ull;
+  }
+  snprintf(out, 17, "%016" PRIx64, h);
+}
+
+static json_t *result(const json_t *f) {
+  const char *rule = text_of(f, "rule"), *api = text_of(f, "api");
+  enum ac_rule_id id = ac_rule_by_id(rule);
+  char *text = NULL, print[17];
+  if (asprintf(&text, "%s: %s. Fix: %s.", api, text_of(f, "message"), text_of(f, "fix")) < 0)
+    text = NULL;
+  const char *call_note = json_is_object(json_object_get(f, "access"))
+                              ? "the CPU touches the memory here"
+                              : "the call that breaks the rule";
+  fingerprint(f, print);
+  json_int_t thread = json_integer_value(json_object_get(f, "thread"));
+  const json_t *frames = json_object_get(f, "stack");
+  json_t *r = json_pack("{s:s, s:i, s:s, s:o, s:{s:s}, s:I}", "ruleId", rule, "ruleIndex",
+                        id < AC_RULE_COUNT ? (int)id : -1, "level",
+                        sarif_level(text_of(f, "severity")), "message", message(text ? text : rule),
+                        "partialFingerprints", "attachcheckStack/v1", print, "occurrenceCount",
+                        json_integer_value(json_object_get(f, "count")) > 0
+                            ? json_integer_value(json_object_get(f, "count"))
+                            : 1);
+  if (json_array_size(frames)) {
+    json_object_set_new(r, "locations", json_pack("[o]", location(primary_frame(frames), NULL)));
+    json_object_set_new(r, "stacks", json_pack("[o]", stack(frames, call_note, thread)));
+  }
+  json_t *flows = code_flows(f, call_note);
+  if (json_array_size(flows))
+    json_object_set_new(r, "codeFlows", flows);
+  else
+    json_decref(flows);
+  json_object_set_new(r, "properties",
+                      json_pack("{s:O?, s:O?, s:I, s:O?, s:O?}", "pid", json_object_get(f, "pid"),
+                                "processes", json_object_get(f, "processes"), "thread", thread,
+                                "allocation", json_object_get(f, "allocation"), "driver",
+                                json_object_get(f, "driver")));
+  free(text);
+  return r;
+}
+
+/* Each process is an invocation: its command line, pid, and options. */
+static json_t *invocation(const json_t *p) {
+  json_t *argv = json_object_get(p, "argv");
+  json_t *inv =
+      json_pack("{s:b}", "executionSuccessful", json_is_true(json_object_get(p, "exited")));
+  if (json_is_integer(json_object_get(p, "pid")))
+    json_object_set(inv, "processId", json_object_get(p, "pid"));
+  if (json_array_size(argv)) {
+    json_object_set(inv, "arguments", argv);
+    size_t i;
+    json_t *a;
+    char *line = NULL;
+    json_array_foreach(argv, i, a) {
+      char *next = NULL;
+      if (asprintf(&next, "%s%s%s", line ? line : "", line ? " " : "",
+                   json_string_value(a) ? json_string_value(a) : "") < 0)
+        break;
+      free(line);
+      line = next;
+    }
+    if (line) json_object_set_new(inv, "commandLine", json_string(line));
+    free(line);
+  }
+  json_object_set_new(inv, "properties",
+                      json_pack("{s:O?, s:O?, s:O?}", "ppid", json_object_get(p, "ppid"),
+                                "cudaInitialized", json_object_get(p, "cuda_initialized"),
+                                "options", json_object_get(p, "options")));
+  return inv;
+}
+
+json_t *ac_sarif_from_report(const json_t *report) {
+  json_t *results = json_array(), *invocations = json_array();
+  size_t i;
+  const json_t *item;
+  json_array_foreach(json_object_get(report, "findings"), i, item)
+      json_array_append_new(results, result(item));
+  json_array_foreach(json_object_get(report, "processes"), i, item)
+      json_array_append_new(invocations, invocation(item));
+  json_t *driver =
+      json_pack("{s:s, s:s, s:s, s:o}", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION,
+                "semanticVersion", AC_TOOL_VERSION, "rules", rules_table());
+  json_t *run = json_pack("{s:{s:o}, s:o, s:o, s:{s:O?}}", "tool", "driver", driver, "invocations",
+                          invocations, "results", results, "properties", "summary",
+                          json_object_get(report, "summary"));
+  return json_pack("{s:s, s:s, s:[o]}", "$schema", SARIF_SCHEMA, "version", "2.1.0", "runs", run);
+}

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""SARIF and multi-process reports: the log validates against the official
+SARIF 2.1.0 schema (sarif-schema-2.1.0.json beside this file, OASIS errata01),
+results point at the program's own code with the stack and code flows, the
+fingerprints do not change from run to run (the program loads at other
+addresses each time), and a program that forks gives one merged report in
+which every finding says which processes it came from."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import jsonschema
+except ImportError:  # a Python of its own (pyenv, venv) without it: Debian's has python3-jsonschema
+    if sys.executable != "/usr/bin/python3" and os.path.exists("/usr/bin/python3"):
+        os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
+    raise
+
+BUILD = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLI = os.path.join(BUILD, "bin", "attachcheck")
+SHIM = os.path.join(BUILD, "lib", "libattachcheck.so")
+DEMO = os.path.join(BUILD, "examples", "attach_mistakes")
+FORKS = os.path.join(BUILD, "tests", "cli", "two_processes")
+ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
+SCHEMA = json.load(open(os.path.join(HERE, "sarif-schema-2.1.0.json")))
+passed = failed = 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    passed, failed = passed + bool(cond), failed + (not cond)
+    print(f"{'ok  ' if cond else 'FAIL'} {name} {'' if cond else detail}")
+
+
+def attachcheck(folder, name, program, *options, env=ENV):
+    sarif, js = os.path.join(folder, name + ".sarif"), os.path.join(folder, name + ".json")
+    p = subprocess.run([CLI, "--print-stderr", "off", "--sarif", sarif, "--json", js, *options,
+                        program], env=env, capture_output=True, text=True, timeout=60)
+    return p, json.load(open(sarif)), json.load(open(js))
+
+
+def schema_errors(log):
+    return [e.message for e in jsonschema.Draft4Validator(SCHEMA).iter_errors(log)][:3]
+
+
+with tempfile.TemporaryDirectory() as d:
+    p, log, report = attachcheck(d, "demo", DEMO)
+    check("demo: SARIF written", p.returncode == 0, p.stderr)
+    check("demo: valid SARIF 2.1.0", not schema_errors(log), schema_errors(log))
+    run = log["runs"][0]
+    rules = run["tool"]["driver"]["rules"]
+    check("rules table: the whole catalogue, with help",
+          len(rules) >= 13 and all(r["id"].startswith("AC") and r["help"]["text"] for r in rules))
+    results = run["results"]
+    ids = [r["ruleId"] for r in results]
+    check("one result per finding, same rules as the JSON report",
+          ids == [f["rule"] for f in report["findings"]] and
+          sorted(ids) == ["AC101", "AC102", "AC107", "AC201", "AC301"], ids)
+    check("rule indexes point into the table",
+          all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in results))
+    check("levels from severities", all(r["level"] == "error" for r in results))
+    primary = [r["locations"][0] for r in results]
+    check("primary location: the program's own code (main in attach_mistakes)",
+          all(loc["logicalLocations"][0]["name"] == "main" and
+              loc["physicalLocation"]["artifactLocation"]["uri"].endswith("attach_mistakes")
+              for loc in primary), primary[:1])
+    check("full stack on every result", all(len(r["stacks"][0]["frames"]) >= 2 for r in results))
+    ac201 = results[ids.index("AC201")]
+    flows = ac201["codeFlows"][0]["threadFlows"]
+    check("AC201 code flows: the host and the busy stream",
+          [f["id"] for f in flows][0] == "host" and any(f["id"].startswith("stream-") for f in flows)
+          and len(flows[0]["locations"]) == 3, [f["id"] for f in flows])
+    check("invocation: the command line and pid",
+          run["invocations"][0]["commandLine"].endswith("attach_mistakes") and
+          run["invocations"][0]["processId"] == report["process"]["pid"])
+
+    _, again, _ = attachcheck(d, "again", DEMO)
+    # (AC201 comes from the page guard's reporter thread: its place in the order may vary.)
+    prints = lambda log: sorted((r["ruleId"], r["partialFingerprints"]["attachcheckStack/v1"])
+                                for r in log["runs"][0]["results"])
+    check("fingerprints: the same from run to run", prints(again) == prints(log),
+          (prints(again), prints(log)))
+    check("fingerprints: distinct per finding", len({json.dumps(x) for x in prints(log)}) == 5)
+
+    p, log, report = attachcheck(d, "forks", FORKS)
+    check("two processes: valid SARIF", not schema_errors(log), schema_errors(log))
+    check("two processes: both in the report, one invocation each",
+          len(report["processes"]) == 2 and len(log["runs"][0]["invocations"]) == 2,
+          report["processes"])
+    pids = sorted(pr["pid"] for pr in report["processes"])
+    by_rule = {f["rule"]: f for f in report["findings"]}
+    check("the shared mistake is one finding from both processes",
+          sorted(by_rule.get("AC101", {}).get("processes", [])) == pids and
+          by_rule["AC101"]["count"] == 2, by_rule.get("AC101"))
+    check("the child's own mistake names the child only",
+          len(by_rule.get("AC102", {}).get("processes", [])) == 1)
+    check("SARIF results carry the processes",
+          all(r["properties"]["processes"] for r in log["runs"][0]["results"]))
+
+    # Without the CLI: the shim writes the SARIF log itself at exit.
+    sarif = os.path.join(d, "alone.sarif")
+    p = subprocess.run([DEMO], env=dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_SARIF=sarif,
+                                         ATTACHCHECK_PRINT_STDERR="off"),
+                       capture_output=True, text=True, timeout=60)
+    alone = json.load(open(sarif)) if os.path.exists(sarif) else {}
+    check("plain LD_PRELOAD: SARIF written at exit, valid, nothing left behind",
+          alone and not schema_errors(alone) and len(alone["runs"][0]["results"]) == 5 and
+          not [f for f in os.listdir(d) if f.endswith(".jsonl")], p.stderr)
+
+print(f"sarif: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
