@@ -40,6 +40,11 @@ json_t *ac_json_stack(const struct ac_stack *s) {
       json_object_set_new(o, "function", ac_json_text(fr.function));
       json_object_set_new(o, "function_offset", hex(fr.function_offset));
     }
+    if (fr.file) {
+      json_object_set_new(o, "file", ac_json_text(fr.file));
+      json_object_set_new(o, "line", json_integer(fr.line));
+      if (fr.column) json_object_set_new(o, "column", json_integer(fr.column));
+    }
     json_array_append_new(frames, o);
   }
   return frames;

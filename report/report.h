@@ -8,7 +8,7 @@
  *   jsonl.c       the per-process record stream
  *   merge.c       the final JSON report from one or more streams
  *   sarif.c       the final report as SARIF 2.1.0
- *   symbolize.c   (module, offset, function) of a return address
+ *   symbolize.c   (module, offset, function, file, line) of a return address
  */
 #ifndef AC_REPORT_H
 #define AC_REPORT_H
@@ -54,10 +54,15 @@ struct ac_frame {
   const void *pc;
   const char *module;   /* path, "" if unknown */
   unsigned long offset; /* pc - module base */
-  const char *function; /* NULL if unknown */
+  const char *function; /* NULL if unknown; demangled */
   unsigned long function_offset;
+  const char *file; /* source file of the call, NULL without debug information */
+  int line, column; /* 0 when unknown */
+  char function_buf[256], file_buf[512];
 };
 void ac_symbolize(const void *pc, struct ac_frame *out);
+/* Source paths in reports lose everything up to and including prefix. */
+void ac_symbolize_set_strip_prefix(const char *prefix);
 
 /* ---- jsonl.c ---- */
 /* Path of this process's stream: <session_dir>/<pid>.jsonl, or, without the

@@ -110,15 +110,25 @@ static json_t *artifact(const char *path) {
   return a;
 }
 
-/* A frame as a SARIF location: the module and the instruction's offset in it,
- * and the function where it is known. (Source lines come with symbolisation
- * from debug information.) */
+/* A frame as a SARIF location: the source file and line where debug
+ * information gave them (else the module), the instruction's offset in the
+ * module, and the function. */
 static json_t *location(const json_t *frame, const char *note) {
   json_t *loc = json_object();
-  const char *module = text_of(frame, "module"), *function = text_of(frame, "function");
+  const char *module = text_of(frame, "module"), *function = text_of(frame, "function"),
+             *file = text_of(frame, "file");
+  json_int_t line = json_integer_value(json_object_get(frame, "line"));
+  json_int_t column = json_integer_value(json_object_get(frame, "column"));
   json_t *physical = json_pack("{s:{s:I, s:s}}", "address", "relativeAddress",
                                (json_int_t)offset_of(frame), "kind", "instruction");
-  if (*module) json_object_set_new(physical, "artifactLocation", artifact(module));
+  if (*file && line > 0) { /* the source line: what code scanning shows */
+    json_object_set_new(physical, "artifactLocation", artifact(file));
+    json_t *region = json_pack("{s:I}", "startLine", line);
+    if (column > 0) json_object_set_new(region, "startColumn", json_integer(column));
+    json_object_set_new(physical, "region", region);
+  } else if (*module) {
+    json_object_set_new(physical, "artifactLocation", artifact(module));
+  }
   json_object_set_new(loc, "physicalLocation", physical);
   if (*function)
     json_object_set_new(loc, "logicalLocations",
@@ -188,8 +198,10 @@ static json_t *code_flows(const json_t *f, const char *call_note) {
   return json_pack("[o]", code_flow);
 }
 
-/* Stable across runs of the same build: the rule and each frame's module name
- * and offset (or function), never the load addresses. */
+/* Stable across runs, never the load addresses: the rule and, for each frame,
+ * its module's name and its function and line (the offset in the module when
+ * debug information did not say), so a rebuild that moves code elsewhere does
+ * not change it. */
 static void fingerprint(const json_t *f, char out[17]) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
   char piece[512];
@@ -200,7 +212,12 @@ static void fingerprint(const json_t *f, char out[17]) {
   const json_t *frame;
   json_array_foreach(json_object_get(f, "stack"), i, frame) {
     const char *module = text_of(frame, "module"), *base = strrchr(module, '/');
-    snprintf(piece, sizeof piece, "|%s+%llx", base ? base + 1 : module, offset_of(frame));
+    json_int_t line = json_integer_value(json_object_get(frame, "line"));
+    if (line > 0)
+      snprintf(piece, sizeof piece, "|%s:%s:%" JSON_INTEGER_FORMAT, base ? base + 1 : module,
+               text_of(frame, "function"), line);
+    else
+      snprintf(piece, sizeof piece, "|%s+%llx", base ? base + 1 : module, offset_of(frame));
     for (const char *p = piece; *p; p++)
       h = (h ^ (unsigned char)*p) * 1099511628211ull;
   }

@@ -56,6 +56,7 @@ static void append(json_t *record) {
 void ac_report_announce(const struct ac_options *o) {
   pthread_mutex_lock(&sink_lock);
   opts = o;
+  ac_symbolize_set_strip_prefix(o->strip_paths);
   open_stream();
   if (have_stream) append(ac_jsonl_process_record(o));
   pthread_mutex_unlock(&sink_lock);

@@ -1,18 +1,38 @@
-/* symbolize.c - a return address as (module, offset, function).
+/* symbolize.c - a return address as (module, offset, function, file, line).
  *
- * Only dladdr for now: the dynamic symbol table names exported functions
- * (link programs with -rdynamic for their own). Used only when a finding is
- * presented, never on the hot path.
+ * Used only when a finding is presented, never on the hot path. Debug
+ * information is read with libdw (elfutils), which is loaded with dlopen the
+ * first time a frame is symbolised - a program that never gets a finding
+ * never loads it - from the shim's own folder first (a copy travels beside
+ * it, as libunwind's does) and privately (RTLD_LOCAL). libdw also knows the
+ * full symbol table, so static functions get names too. Without libdw, or
+ * for a module without symbols, dladdr names what the dynamic symbol table
+ * exports. C++ names are demangled with __cxa_demangle (the program's own
+ * libstdc++, or a private one loaded when the first mangled name is seen).
+ * --strip-paths removes a
+ * prefix from source paths, so reports name files relative to a checkout.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elfutils/libdwfl.h>
 #include <errno.h> /* program_invocation_name */
 #include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "report.h"
+
+static pthread_mutex_t symbolize_lock = PTHREAD_MUTEX_INITIALIZER;
+static const char *strip_prefix;
+
+void ac_symbolize_set_strip_prefix(const char *prefix) {
+  strip_prefix = prefix && *prefix ? prefix : NULL;
+}
+
+/* ---- the program's own path ---- */
 
 static char program_path[PATH_MAX];
 static void find_program_path(void) {
@@ -29,18 +49,148 @@ static const char *module_path(const char *name) {
   return program_path[0] ? program_path : name;
 }
 
+/* ---- libdw, loaded on first use ---- */
+
+static struct {
+  bool tried;
+  Dwfl_Callbacks callbacks;
+  Dwfl *(*begin)(const Dwfl_Callbacks *);
+  int (*proc_report)(Dwfl *, pid_t);
+  int (*report_end)(Dwfl *, int (*)(Dwfl_Module *, void *, const char *, Dwarf_Addr, void *),
+                    void *);
+  Dwfl_Module *(*addrmodule)(Dwfl *, Dwarf_Addr);
+  const char *(*addrinfo)(Dwfl_Module *, GElf_Addr, GElf_Off *, GElf_Sym *, GElf_Word *, Elf **,
+                          Dwarf_Addr *);
+  Dwfl_Line *(*getsrc)(Dwfl_Module *, Dwarf_Addr);
+  const char *(*lineinfo)(Dwfl_Line *, Dwarf_Addr *, int *, int *, Dwarf_Word *, Dwarf_Word *);
+  /* The session's view of the process. Names it returned stay valid as long
+   * as it lives, so an outdated one (a library loaded since) is replaced but
+   * never freed: callers may still hold its strings. */
+  Dwfl *dwfl;
+  pid_t dwfl_pid;
+} dw;
+
+static void *open_beside_report(const char *name) {
+  Dl_info info;
+  char path[PATH_MAX];
+  if (dladdr((const void *)ac_symbolize, &info) && info.dli_fname) {
+    snprintf(path, sizeof path, "%s", info.dli_fname);
+    char *slash = strrchr(path, '/');
+    if (slash && (size_t)(slash - path) + 1 + strlen(name) < sizeof path) {
+      strcpy(slash + 1, name);
+      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      if (h) return h;
+    }
+  }
+  return dlopen(name, RTLD_NOW | RTLD_LOCAL);
+}
+
+#define LOAD(field, symbol) (*(void **)&dw.field = dlsym(h, symbol)) != NULL
+
+static void load_libdw(void) {
+  dw.tried = true;
+  open_beside_report("libelf.so.1"); /* libdw's own dependency, from the same folder */
+  void *h = open_beside_report("libdw.so.1");
+  if (!h) return;
+  bool ok = LOAD(begin, "dwfl_begin") && LOAD(proc_report, "dwfl_linux_proc_report") &&
+            LOAD(report_end, "dwfl_report_end") && LOAD(addrmodule, "dwfl_addrmodule") &&
+            LOAD(addrinfo, "dwfl_module_addrinfo") && LOAD(getsrc, "dwfl_module_getsrc") &&
+            LOAD(lineinfo, "dwfl_lineinfo") &&
+            LOAD(callbacks.find_elf, "dwfl_linux_proc_find_elf") &&
+            LOAD(callbacks.find_debuginfo, "dwfl_standard_find_debuginfo") &&
+            LOAD(callbacks.section_address, "dwfl_offline_section_address");
+  if (!ok) dw.begin = NULL;
+}
+
+/* A fresh view of this process's modules. */
+static Dwfl *report_process(void) {
+  Dwfl *d = dw.begin(&dw.callbacks);
+  if (!d) return NULL;
+  if (dw.proc_report(d, getpid()) != 0 || dw.report_end(d, NULL, NULL) != 0) return NULL;
+  dw.dwfl_pid = getpid();
+  return d;
+}
+
+static Dwfl_Module *module_at(Dwarf_Addr addr) {
+  if (!dw.tried) load_libdw();
+  if (!dw.begin) return NULL;
+  if (!dw.dwfl || dw.dwfl_pid != getpid()) dw.dwfl = report_process();
+  Dwfl_Module *m = dw.dwfl ? dw.addrmodule(dw.dwfl, addr) : NULL;
+  if (!m) { /* loaded after the view was taken */
+    Dwfl *fresh = report_process();
+    if (fresh) dw.dwfl = fresh;
+    m = dw.dwfl ? dw.addrmodule(dw.dwfl, addr) : NULL;
+  }
+  return m;
+}
+
+/* ---- names ---- */
+
+static void demangle_into(struct ac_frame *out, const char *name) {
+  typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+  static demangle_fn demangle;
+  static bool looked;
+  if (!looked && name[0] == '_' && name[1] == 'Z') {
+    /* The program's own if it is C++ enough to have libstdc++ loaded; else a
+     * private copy (a C++ name in a process without it: a library's). */
+    demangle = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
+    void *h = demangle ? NULL : dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+    if (h) demangle = (demangle_fn)dlsym(h, "__cxa_demangle");
+    looked = true;
+  }
+  int status = -1;
+  char *plain =
+      name[0] == '_' && name[1] == 'Z' && demangle ? demangle(name, NULL, NULL, &status) : NULL;
+  snprintf(out->function_buf, sizeof out->function_buf, "%s", status == 0 && plain ? plain : name);
+  free(plain);
+  out->function = out->function_buf;
+}
+
+static const char *stripped(const char *path) {
+  if (!strip_prefix) return path;
+  const char *at = strstr(path, strip_prefix);
+  return at ? at + strlen(strip_prefix) : path;
+}
+
+/* File, line and the full symbol table's name, from debug information. */
+static void from_debug_info(const void *call, struct ac_frame *out) {
+  Dwarf_Addr addr = (Dwarf_Addr)(uintptr_t)call;
+  Dwfl_Module *m = module_at(addr);
+  if (!m) return;
+  GElf_Off offset = 0;
+  GElf_Sym sym;
+  const char *name = out->function ? NULL : dw.addrinfo(m, addr, &offset, &sym, NULL, NULL, NULL);
+  if (name) {
+    demangle_into(out, name);
+    out->function_offset = (unsigned long)offset + 1; /* from the call back to the return address */
+  }
+  Dwfl_Line *line = dw.getsrc(m, addr);
+  int lineno = 0, column = 0;
+  const char *file = line ? dw.lineinfo(line, NULL, &lineno, &column, NULL, NULL) : NULL;
+  if (file && lineno > 0) {
+    snprintf(out->file_buf, sizeof out->file_buf, "%s", stripped(file));
+    out->file = out->file_buf;
+    out->line = lineno;
+    out->column = column;
+  }
+}
+
 void ac_symbolize(const void *pc, struct ac_frame *out) {
   Dl_info info;
   memset(out, 0, sizeof *out);
   out->pc = pc;
   out->module = "";
   /* A return address points after the call; look up the call itself. */
-  const char *lookup = (const char *)pc - 1;
-  if (!dladdr(lookup, &info)) return;
-  if (info.dli_fname) out->module = module_path(info.dli_fname);
-  out->offset = (unsigned long)((const char *)pc - (const char *)info.dli_fbase);
-  if (info.dli_sname && info.dli_saddr) {
-    out->function = info.dli_sname;
-    out->function_offset = (unsigned long)((const char *)pc - (const char *)info.dli_saddr);
+  const char *call = (const char *)pc - 1;
+  if (dladdr(call, &info)) {
+    if (info.dli_fname) out->module = module_path(info.dli_fname);
+    out->offset = (unsigned long)((const char *)pc - (const char *)info.dli_fbase);
+    if (info.dli_sname && info.dli_saddr) {
+      demangle_into(out, info.dli_sname);
+      out->function_offset = (unsigned long)((const char *)pc - (const char *)info.dli_saddr);
+    }
   }
+  pthread_mutex_lock(&symbolize_lock);
+  from_debug_info(call, out);
+  pthread_mutex_unlock(&symbolize_lock);
 }

@@ -14,11 +14,10 @@ static void write_stack(FILE *out, const struct ac_stack *s) {
     ac_symbolize(s->pc[i], &fr);
     const char *mod = strrchr(fr.module, '/');
     mod = mod ? mod + 1 : fr.module;
-    if (fr.function)
-      fprintf(out, P "    #%d %p in %s+0x%lx (%s+0x%lx)\n", i, s->pc[i], fr.function,
-              fr.function_offset, mod, fr.offset);
-    else
-      fprintf(out, P "    #%d %p (%s+0x%lx)\n", i, s->pc[i], *mod ? mod : "?", fr.offset);
+    fprintf(out, P "    #%d %p", i, s->pc[i]);
+    if (fr.function) fprintf(out, " in %s+0x%lx", fr.function, fr.function_offset);
+    if (fr.file) fprintf(out, " %s:%d", fr.file, fr.line);
+    fprintf(out, " (%s+0x%lx)\n", *mod ? mod : "?", fr.offset);
   }
   if (s->depth == 0) fprintf(out, P "    (no stack)\n");
 }

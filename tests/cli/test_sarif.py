@@ -63,10 +63,10 @@ with tempfile.TemporaryDirectory() as d:
           all(rules[r["ruleIndex"]]["id"] == r["ruleId"] for r in results))
     check("levels from severities", all(r["level"] == "error" for r in results))
     primary = [r["locations"][0] for r in results]
-    check("primary location: the program's own code (main in attach_mistakes)",
+    check("primary location: the program's own source line (main in attach_mistakes.c)",
           all(loc["logicalLocations"][0]["name"] == "main" and
-              loc["physicalLocation"]["artifactLocation"]["uri"].endswith("attach_mistakes")
-              for loc in primary), primary[:1])
+              loc["physicalLocation"]["artifactLocation"]["uri"].endswith("/attach_mistakes.c") and
+              loc["physicalLocation"]["region"]["startLine"] > 0 for loc in primary), primary[:1])
     check("full stack on every result", all(len(r["stacks"][0]["frames"]) >= 2 for r in results))
     ac201 = results[ids.index("AC201")]
     flows = ac201["codeFlows"][0]["threadFlows"]
@@ -109,6 +109,27 @@ with tempfile.TemporaryDirectory() as d:
     check("plain LD_PRELOAD: SARIF written at exit, valid, nothing left behind",
           alone and not schema_errors(alone) and len(alone["runs"][0]["results"]) == 5 and
           not [f for f in os.listdir(d) if f.endswith(".jsonl")], p.stderr)
+
+    # Source lines from debug information, C++ names demangled, --strip-paths.
+    cpp = os.path.join(BUILD, "tests", "cli", "cpp_frames")
+    source = os.path.join(HERE, "cpp_frames.cpp")
+    line = next(i for i, text in enumerate(open(source), 1) if "AC101 here" in text)
+    checkout = os.path.dirname(os.path.dirname(HERE)) + "/"
+    p = subprocess.run([CLI, "--strip-paths", checkout, "--sarif", os.path.join(d, "cpp.sarif"),
+                        cpp], env=ENV, capture_output=True, text=True, timeout=60)
+    check("text: demangled function, file and line of the call",
+          f"in model::buffer<float>::attach_to_legacy_stream()+0x" in p.stderr and
+          f" tests/cli/cpp_frames.cpp:{line} (cpp_frames+0x" in p.stderr, p.stderr[-1500:])
+    check("text: a static function is named from the full symbol table",
+          " in run()+0x" in p.stderr)
+    cpp_log = json.load(open(os.path.join(d, "cpp.sarif")))
+    loc = cpp_log["runs"][0]["results"][0]["locations"][0]
+    check("SARIF: the primary location is the source line, relative to the checkout",
+          loc["physicalLocation"]["artifactLocation"]["uri"] == "tests/cli/cpp_frames.cpp" and
+          loc["physicalLocation"]["region"]["startLine"] == line and
+          loc["logicalLocations"][0]["name"] == "model::buffer<float>::attach_to_legacy_stream()",
+          loc)
+    check("SARIF with source lines: valid", not schema_errors(cpp_log), schema_errors(cpp_log))
 
 print(f"sarif: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
