@@ -74,8 +74,12 @@ static int parse_args(int argc, char **argv, struct ac_options *o) {
     if (name_len >= sizeof name) die_usage("unknown option '%s'", a);
     memcpy(name, a + 2, name_len);
     name[name_len] = 0;
+    long index = ac_option_find(name);
     if (eq)
       value = eq + 1;
+    else if (index >= 0 && ac_option_table[index].is_bool &&
+             (i + 1 >= argc || !ac_option_is_bool_word(argv[i + 1])))
+      value = "on"; /* a bare flag: --gen-suppressions */
     else if (i + 1 < argc)
       value = argv[++i];
     else
@@ -224,6 +228,9 @@ int main(int argc, char **argv) {
     die_usage("cannot write the JSON report: %s", why);
   if (o.sarif && *o.sarif && !report_path_writable(o.sarif, why, sizeof why))
     die_usage("cannot write the SARIF report: %s", why);
+  struct ac_suppressions checked = {0};
+  if (!ac_suppressions_load(&checked, o.suppressions, why, sizeof why)) die_usage("%s", why);
+  ac_suppressions_free(&checked);
   if (!find_shim(shim, sizeof shim))
     die_usage("%s", "cannot find libattachcheck.so in ../lib beside the attachcheck binary");
   const char *tmp = getenv("TMPDIR");
@@ -244,9 +251,12 @@ int main(int argc, char **argv) {
   remove_session(session, paths, n);
   if (!started) return status;
 
-  fprintf(stderr, "==attachcheck== summary: %d error%s, %d warning%s, %d note%s in %d process%s\n",
-          sum.errors, sum.errors == 1 ? "" : "s", sum.warnings, sum.warnings == 1 ? "" : "s",
-          sum.notes, sum.notes == 1 ? "" : "s", sum.processes, sum.processes == 1 ? "" : "es");
+  char suppressed[48] = "";
+  if (sum.suppressed) snprintf(suppressed, sizeof suppressed, " (%d suppressed)", sum.suppressed);
+  fprintf(
+      stderr, "==attachcheck== summary: %d error%s, %d warning%s, %d note%s%s in %d process%s\n",
+      sum.errors, sum.errors == 1 ? "" : "s", sum.warnings, sum.warnings == 1 ? "" : "s", sum.notes,
+      sum.notes == 1 ? "" : "s", suppressed, sum.processes, sum.processes == 1 ? "" : "es");
   if (sum.dropped_lines)
     fprintf(stderr, "==attachcheck== %d incomplete record%s dropped (a process died mid-write)\n",
             sum.dropped_lines, sum.dropped_lines == 1 ? "" : "s");

@@ -23,6 +23,11 @@ json_t *ac_json_text(const char *s) {
   return j ? j : json_null();
 }
 
+const char *ac_json_str(const json_t *object, const char *key) {
+  const char *s = json_string_value(json_object_get(object, key));
+  return s ? s : "";
+}
+
 static json_t *hex(uintptr_t v) {
   char buf[32];
   snprintf(buf, sizeof buf, "0x%" PRIxPTR, v);

@@ -102,7 +102,9 @@ static void count(struct merge *m, json_t *findings) {
   json_array_foreach(findings, i, f) {
     const char *sev = json_string_value(json_object_get(f, "severity"));
     if (!sev) continue;
-    if (strcmp(sev, "error") == 0)
+    if (json_is_object(json_object_get(f, "suppressed")))
+      m->sum->suppressed++;
+    else if (strcmp(sev, "error") == 0)
       m->sum->errors++;
     else if (strcmp(sev, "warning") == 0)
       m->sum->warnings++;
@@ -133,11 +135,11 @@ json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum
   count(&m, findings);
   json_t *first = json_array_size(processes) ? json_array_get(processes, 0) : json_null();
   json_t *report = json_pack(
-      "{s:i, s:{s:s, s:s}, s:O, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i}, s:o}", "schema_version",
+      "{s:i, s:{s:s, s:s}, s:O, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:o}", "schema_version",
       AC_SCHEMA_VERSION, "tool", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION, "process", first,
       "processes", processes, "summary", "errors", sum->errors, "warnings", sum->warnings, "notes",
-      sum->notes, "processes", sum->processes, "cuda_processes", sum->cuda_processes,
-      "dropped_records", sum->dropped_lines, "findings", findings);
+      sum->notes, "suppressed", sum->suppressed, "processes", sum->processes, "cuda_processes",
+      sum->cuda_processes, "dropped_records", sum->dropped_lines, "findings", findings);
   json_decref(m.processes);
   json_decref(m.findings);
   json_decref(m.order);

@@ -7,9 +7,15 @@
 
 #include "options.h"
 
+#define AC_OPT_IS_BOOL_BOOL true
+#define AC_OPT_IS_BOOL_INT false
+#define AC_OPT_IS_BOOL_PATH false
+#define AC_OPT_IS_BOOL_PATHS false
+#define AC_OPT_IS_BOOL_CHOICE false
+
 const struct ac_option_info ac_option_table[] = {
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
-  {#Name, AC_SCOPE_##Scope, Default, Metavar, Desc},
+  {#Name, AC_SCOPE_##Scope, Default, Metavar, Desc, AC_OPT_IS_BOOL_##Type},
 #include "options.inc"
 #undef AC_OPTION
 };
@@ -37,6 +43,11 @@ static bool parse_bool(const char *v, bool *out, const char *choices) {
   return false;
 }
 
+bool ac_option_is_bool_word(const char *text) {
+  bool ignored;
+  return parse_bool(text, &ignored, NULL);
+}
+
 static bool parse_int(const char *v, long *out, const char *choices) {
   (void)choices;
   char *end;
@@ -50,6 +61,22 @@ static bool parse_int(const char *v, long *out, const char *choices) {
 static bool parse_path(const char *v, const char **out, const char *choices) {
   (void)choices;
   *out = v;
+  return true;
+}
+
+/* A list grows by one path per use; the first use replaces the default. The
+ * joined text lives as long as the process, as options do. */
+static bool parse_paths(const char *v, const char **out, const char *choices) {
+  (void)choices;
+  static char *owned[64];
+  static size_t owned_count;
+  if (!*out || !**out || !*v) return *out = v, true;
+  if (owned_count == sizeof owned / sizeof *owned) return false; /* more files than anyone needs */
+  char *joined = malloc(strlen(*out) + strlen(v) + 2);
+  if (!joined) return false;
+  sprintf(joined, "%s:%s", *out, v);
+  owned[owned_count++] = joined; /* reachable: not a leak */
+  *out = joined;
   return true;
 }
 
@@ -69,10 +96,12 @@ static bool parse_choice(const char *v, const char **out, const char *choices) {
 #define PARSE_BOOL parse_bool
 #define PARSE_INT parse_int
 #define PARSE_PATH parse_path
+#define PARSE_PATHS parse_paths
 #define PARSE_CHOICE parse_choice
 #define EXPECT_BOOL "on or off"
 #define EXPECT_INT "a number from 0 to 255"
 #define EXPECT_PATH "a path"
+#define EXPECT_PATHS "a path"
 #define EXPECT_CHOICE "one of"
 
 static bool set_index(struct ac_options *o, size_t index, const char *value, char *err,
@@ -99,7 +128,7 @@ void ac_options_defaults(struct ac_options *o) {
     set_index(o, i, ac_option_table[i].default_value, err, sizeof err);
 }
 
-static long find_option(const char *name) {
+long ac_option_find(const char *name) {
   for (size_t i = 0; i < ac_option_count; i++) {
     const char *a = ac_option_table[i].name, *b = name;
     while (*a && (*a == *b || (*a == '_' && *b == '-')))
@@ -111,7 +140,7 @@ static long find_option(const char *name) {
 
 bool ac_option_set(struct ac_options *o, const char *name, const char *value, char *err,
                    size_t errlen) {
-  long i = find_option(name);
+  long i = ac_option_find(name);
   if (i < 0) {
     snprintf(err, errlen, "unknown option '%s'", name);
     return false;
@@ -139,6 +168,7 @@ void ac_option_format(const struct ac_options *o, size_t index, char *buf, size_
 #define FORMAT_INT(v) snprintf(buf, len, "%ld", (v))
 #define FORMAT_PATH(v) snprintf(buf, len, "%s", (v) ? (v) : "")
 #define FORMAT_CHOICE FORMAT_PATH
+#define FORMAT_PATHS FORMAT_PATH
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
   if (i++ == index) {                                                                              \
     FORMAT_##Type(o->Name);                                                                        \

@@ -9,6 +9,7 @@
 #define AC_OPT_TYPE_BOOL bool
 #define AC_OPT_TYPE_INT long
 #define AC_OPT_TYPE_PATH const char *
+#define AC_OPT_TYPE_PATHS const char * /* ':'-separated */
 #define AC_OPT_TYPE_CHOICE const char *
 
 struct ac_options {
@@ -23,7 +24,12 @@ struct ac_option_info {
   const char *name; /* "error_exitcode" */
   enum ac_option_scope scope;
   const char *default_value, *metavar, *description;
+  bool is_bool; /* may be given as a bare flag on the command line: --name means on */
 };
+/* The option's index by name (underscores or dashes), or -1. */
+long ac_option_find(const char *name);
+/* Whether text is a value a BOOL option takes (on, off, yes, no, ...). */
+bool ac_option_is_bool_word(const char *text);
 
 extern const struct ac_option_info ac_option_table[];
 extern const size_t ac_option_count;

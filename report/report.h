@@ -8,6 +8,8 @@
  *   jsonl.c       the per-process record stream
  *   merge.c       the final JSON report from one or more streams
  *   sarif.c       the final report as SARIF 2.1.0
+ *   frames.c      which frame of a stack is the program's own
+ *   suppressions.c  RULE:PATTERN lines that silence findings
  *   symbolize.c   (module, offset, function, file, line) of a return address
  */
 #ifndef AC_REPORT_H
@@ -48,6 +50,38 @@ json_t *ac_json_stack(const struct ac_stack *s);
 /* A JSON string of s, which need not be UTF-8 (paths, argv): bytes that are
  * not ASCII become '?' when s is not valid UTF-8. */
 json_t *ac_json_text(const char *s);
+/* object[key] as a string, "" when it is absent or not a string. */
+const char *ac_json_str(const json_t *object, const char *key);
+
+/* ---- frames.c (frames of a JSON report) ---- */
+/* Whether a frame is in the program's own code: not the driver, the CUDA
+ * runtime (as a library or linked in), the C library or the loader. */
+bool ac_frame_is_programs_own(const json_t *frame);
+/* The first such frame of a stack (its first frame if none is). */
+const json_t *ac_primary_frame(const json_t *stack);
+
+/* ---- suppressions.c ---- */
+struct ac_suppression {
+  char rule[48];     /* id, name or "*" */
+  char pattern[512]; /* glob over a frame's function, file or module */
+  char source[320];  /* "file:line" it came from */
+};
+struct ac_suppressions {
+  struct ac_suppression *items;
+  size_t count, cap;
+};
+/* Adds the lines of text (named file in messages); on a bad line, adds none
+ * of this text and says which line in err. */
+bool ac_suppressions_parse(struct ac_suppressions *set, const char *text, size_t len,
+                           const char *file, char *err, size_t errlen);
+/* Loads each file of a ':'-separated list. */
+bool ac_suppressions_load(struct ac_suppressions *set, const char *paths, char *err, size_t errlen);
+void ac_suppressions_free(struct ac_suppressions *set);
+/* The first suppression of rule_id matching a frame of stack (JSON frames). */
+const struct ac_suppression *ac_suppressions_match(const struct ac_suppressions *set,
+                                                   const char *rule_id, const json_t *stack);
+/* A line that would suppress this finding (for --gen-suppressions). */
+bool ac_suppression_suggest(const char *rule_id, const json_t *stack, char *buf, size_t len);
 
 /* ---- symbolize.c ---- */
 struct ac_frame {
@@ -74,7 +108,8 @@ json_t *ac_jsonl_process_record(const struct ac_options *o);
 
 /* ---- merge.c ---- */
 struct ac_summary {
-  int errors, warnings, notes; /* distinct findings by severity */
+  int errors, warnings, notes; /* distinct findings by severity, not counting suppressed ones */
+  int suppressed;              /* distinct findings a suppression matched */
   int processes;               /* processes that loaded the shim */
   int cuda_processes;          /* processes that initialised CUDA */
   int dropped_lines;           /* unreadable (truncated) records */

@@ -11,7 +11,6 @@
  * invocation. The schema is tests/cli/sarif-schema-2.1.0.json.
  */
 #define _GNU_SOURCE
-#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +25,6 @@ static const char *sarif_level(const char *severity) {
   if (severity && strcmp(severity, "error") == 0) return "error";
   if (severity && strcmp(severity, "warning") == 0) return "warning";
   return "note";
-}
-
-static const char *text_of(const json_t *o, const char *key) {
-  const char *s = json_string_value(json_object_get(o, key));
-  return s ? s : "";
 }
 
 static json_t *message(const char *text) {
@@ -64,30 +58,8 @@ static json_t *rules_table(void) {
   return rules;
 }
 
-/* Frames of the CUDA runtime, the driver, the loader and the C library: not
- * where a program's author would look first. */
-static bool frame_is_programs_own(const json_t *frame) {
-  static const char *const foreign_modules[] = {"*/libcuda.so*", "*/libcudart.so*", "*/libc.so*",
-                                                "*/ld-linux*",   "*/libstdc++.so*", "*/libpython*"};
-  static const char *const foreign_functions[] = {"cuda*",          "libcudart_static_*", "__cuda*",
-                                                  "__device_stub*", "__libc_start*",      "_start"};
-  const char *module = text_of(frame, "module"), *function = text_of(frame, "function");
-  for (size_t i = 0; i < sizeof foreign_modules / sizeof *foreign_modules; i++)
-    if (fnmatch(foreign_modules[i], module, 0) == 0) return false;
-  for (size_t i = 0; i < sizeof foreign_functions / sizeof *foreign_functions; i++)
-    if (*function && fnmatch(foreign_functions[i], function, 0) == 0) return false;
-  return true;
-}
-
-static const json_t *primary_frame(const json_t *stack) {
-  size_t i;
-  const json_t *frame;
-  json_array_foreach(stack, i, frame) if (frame_is_programs_own(frame)) return frame;
-  return json_array_get(stack, 0);
-}
-
 static unsigned long long offset_of(const json_t *frame) {
-  return strtoull(text_of(frame, "offset"), NULL, 16);
+  return strtoull(ac_json_str(frame, "offset"), NULL, 16);
 }
 
 /* A module path as an artifact: an absolute path becomes a file URI, with
@@ -115,8 +87,8 @@ static json_t *artifact(const char *path) {
  * module, and the function. */
 static json_t *location(const json_t *frame, const char *note) {
   json_t *loc = json_object();
-  const char *module = text_of(frame, "module"), *function = text_of(frame, "function"),
-             *file = text_of(frame, "file");
+  const char *module = ac_json_str(frame, "module"), *function = ac_json_str(frame, "function"),
+             *file = ac_json_str(frame, "file");
   json_int_t line = json_integer_value(json_object_get(frame, "line"));
   json_int_t column = json_integer_value(json_object_get(frame, "column"));
   json_t *physical = json_pack("{s:{s:I, s:s}}", "address", "relativeAddress",
@@ -143,7 +115,7 @@ static json_t *stack(const json_t *frames, const char *note, json_int_t thread) 
   const json_t *frame;
   json_array_foreach(frames, i, frame) {
     json_t *f = json_pack("{s:o}", "location", location(frame, NULL));
-    const char *module = text_of(frame, "module");
+    const char *module = ac_json_str(frame, "module");
     if (*module) json_object_set_new(f, "module", json_string(module));
     if (thread) json_object_set_new(f, "threadId", json_integer(thread));
     json_array_append_new(out, f);
@@ -156,7 +128,7 @@ static void add_step(json_t *flow, const json_t *origin, const char *note) {
   const json_t *frames = json_object_get(origin, "stack");
   if (!json_array_size(frames)) return;
   json_array_append_new(json_object_get(flow, "locations"),
-                        json_pack("{s:o}", "location", location(primary_frame(frames), note)));
+                        json_pack("{s:o}", "location", location(ac_primary_frame(frames), note)));
 }
 
 static json_t *flow(const char *id, const char *note) {
@@ -185,7 +157,7 @@ static json_t *code_flows(const json_t *f, const char *call_note) {
     snprintf(id, sizeof id, "stream-%" JSON_INTEGER_FORMAT, serial);
     const json_t *first = json_object_get(busy, "first");
     snprintf(note, sizeof note, "stream #%" JSON_INTEGER_FORMAT " was made busy by %s", serial,
-             json_is_object(first) ? text_of(first, "api") : "earlier work");
+             json_is_object(first) ? ac_json_str(first, "api") : "earlier work");
     json_t *stream_flow = flow(id, note);
     add_step(stream_flow, first, note);
     if (json_array_size(json_object_get(stream_flow, "locations")))
@@ -205,17 +177,17 @@ static json_t *code_flows(const json_t *f, const char *call_note) {
 static void fingerprint(const json_t *f, char out[17]) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
   char piece[512];
-  snprintf(piece, sizeof piece, "%s", text_of(f, "rule"));
+  snprintf(piece, sizeof piece, "%s", ac_json_str(f, "rule"));
   for (const char *p = piece; *p; p++)
     h = (h ^ (unsigned char)*p) * 1099511628211ull;
   size_t i;
   const json_t *frame;
   json_array_foreach(json_object_get(f, "stack"), i, frame) {
-    const char *module = text_of(frame, "module"), *base = strrchr(module, '/');
+    const char *module = ac_json_str(frame, "module"), *base = strrchr(module, '/');
     json_int_t line = json_integer_value(json_object_get(frame, "line"));
     if (line > 0)
       snprintf(piece, sizeof piece, "|%s:%s:%" JSON_INTEGER_FORMAT, base ? base + 1 : module,
-               text_of(frame, "function"), line);
+               ac_json_str(frame, "function"), line);
     else
       snprintf(piece, sizeof piece, "|%s+%llx", base ? base + 1 : module, offset_of(frame));
     for (const char *p = piece; *p; p++)
@@ -225,10 +197,11 @@ static void fingerprint(const json_t *f, char out[17]) {
 }
 
 static json_t *result(const json_t *f) {
-  const char *rule = text_of(f, "rule"), *api = text_of(f, "api");
+  const char *rule = ac_json_str(f, "rule"), *api = ac_json_str(f, "api");
   enum ac_rule_id id = ac_rule_by_id(rule);
   char *text = NULL, print[17];
-  if (asprintf(&text, "%s: %s. Fix: %s.", api, text_of(f, "message"), text_of(f, "fix")) < 0)
+  if (asprintf(&text, "%s: %s. Fix: %s.", api, ac_json_str(f, "message"), ac_json_str(f, "fix")) <
+      0)
     text = NULL;
   const char *call_note = json_is_object(json_object_get(f, "access"))
                               ? "the CPU touches the memory here"
@@ -236,16 +209,25 @@ static json_t *result(const json_t *f) {
   fingerprint(f, print);
   json_int_t thread = json_integer_value(json_object_get(f, "thread"));
   const json_t *frames = json_object_get(f, "stack");
-  json_t *r = json_pack("{s:s, s:i, s:s, s:o, s:{s:s}, s:I}", "ruleId", rule, "ruleIndex",
-                        id < AC_RULE_COUNT ? (int)id : -1, "level",
-                        sarif_level(text_of(f, "severity")), "message", message(text ? text : rule),
-                        "partialFingerprints", "attachcheckStack/v1", print, "occurrenceCount",
-                        json_integer_value(json_object_get(f, "count")) > 0
-                            ? json_integer_value(json_object_get(f, "count"))
-                            : 1);
+  json_t *r =
+      json_pack("{s:s, s:i, s:s, s:o, s:{s:s}, s:I}", "ruleId", rule, "ruleIndex",
+                id < AC_RULE_COUNT ? (int)id : -1, "level", sarif_level(ac_json_str(f, "severity")),
+                "message", message(text ? text : rule), "partialFingerprints",
+                "attachcheckStack/v1", print, "occurrenceCount",
+                json_integer_value(json_object_get(f, "count")) > 0
+                    ? json_integer_value(json_object_get(f, "count"))
+                    : 1);
   if (json_array_size(frames)) {
-    json_object_set_new(r, "locations", json_pack("[o]", location(primary_frame(frames), NULL)));
+    json_object_set_new(r, "locations", json_pack("[o]", location(ac_primary_frame(frames), NULL)));
     json_object_set_new(r, "stacks", json_pack("[o]", stack(frames, call_note, thread)));
+  }
+  const json_t *suppressed = json_object_get(f, "suppressed");
+  if (json_is_object(suppressed)) {
+    char why[700];
+    snprintf(why, sizeof why, "attachcheck suppression %s (%s)", ac_json_str(suppressed, "line"),
+             ac_json_str(suppressed, "by"));
+    json_object_set_new(r, "suppressions",
+                        json_pack("[{s:s, s:s}]", "kind", "external", "justification", why));
   }
   json_t *flows = code_flows(f, call_note);
   if (json_array_size(flows))

@@ -27,6 +27,7 @@ static struct seen *seen;
 static char stream_path[4096];
 static bool have_stream;
 static int stream_pid;
+static struct ac_suppressions suppressions;
 
 static uint64_t finding_key(const struct ac_finding *f) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -53,10 +54,53 @@ static void append(json_t *record) {
   json_decref(record);
 }
 
+/* Once per process (a forked child keeps its parent's). A bad file is said
+ * once and none of it is used: everything stays reported. */
+static void load_suppressions(const struct ac_options *o) {
+  static bool loaded;
+  char err[512];
+  if (loaded) return;
+  loaded = true;
+  if (!ac_suppressions_load(&suppressions, o->suppressions, err, sizeof err)) {
+    ac_suppressions_free(&suppressions);
+    fprintf(stderr, "==attachcheck== error: %s; no finding is suppressed\n", err);
+  }
+}
+
+/* Marks a suppressed record; returns whether it was. */
+static bool apply_suppressions(json_t *record, const struct ac_finding *f) {
+  const char *rule = ac_rule_info(f->rule)->id;
+  const struct ac_suppression *s =
+      ac_suppressions_match(&suppressions, rule, json_object_get(record, "stack"));
+  if (!s) return false;
+  char line[600];
+  snprintf(line, sizeof line, "%s:%s", s->rule, s->pattern);
+  json_object_set_new(record, "suppressed", json_pack("{s:s, s:s}", "by", s->source, "line", line));
+  return true;
+}
+
+static void print_finding(const struct ac_finding *f, const json_t *record) {
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) return;
+  ac_text_write_finding(mem, f);
+  char line[700];
+  if (opts && opts->gen_suppressions && record &&
+      ac_suppression_suggest(ac_rule_info(f->rule)->id, json_object_get(record, "stack"), line,
+                             sizeof line))
+    fprintf(mem, "==attachcheck== suppress with: %s\n==attachcheck== \n", line);
+  fclose(mem);
+  if (write(STDERR_FILENO, text, len) < 0) { /* nothing else to tell */
+  }
+  free(text);
+}
+
 void ac_report_announce(const struct ac_options *o) {
   pthread_mutex_lock(&sink_lock);
   opts = o;
   ac_symbolize_set_strip_prefix(o->strip_paths);
+  load_suppressions(o);
   open_stream();
   if (have_stream) append(ac_jsonl_process_record(o));
   pthread_mutex_unlock(&sink_lock);
@@ -103,23 +147,14 @@ void ac_report_finding(const struct ac_finding *f) {
     HASH_ADD(hh, seen, key, sizeof s->key, s);
   }
   json_t *record = ac_json_finding(f, keytext);
+  bool suppressed = false;
   if (record) {
     json_object_set_new(record, "type", json_string("finding"));
     json_object_set_new(record, "pid", json_integer(getpid()));
+    suppressed = apply_suppressions(record, f);
   }
+  if ((!opts || opts->print_stderr) && !suppressed) print_finding(f, record);
   append(record);
-  if (!opts || opts->print_stderr) {
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    if (mem) {
-      ac_text_write_finding(mem, f);
-      fclose(mem);
-      if (write(STDERR_FILENO, text, len) < 0) { /* nothing else to tell */
-      }
-      free(text);
-    }
-  }
   pthread_mutex_unlock(&sink_lock);
 }
 

@@ -38,7 +38,7 @@ def usage_error(name, args, words):
 
 
 usage_error("unknown option", ["--colour", "on", "true"], ["unknown option"])
-usage_error("malformed bool", ["--guard", "maybe", "true"], ["guard", "maybe"])
+usage_error("malformed bool", ["--guard=maybe", "true"], ["guard", "maybe"])
 usage_error("malformed number", ["--error-exitcode", "x", "true"], ["error_exitcode"])
 usage_error("number out of range", ["--error-exitcode", "300", "true"], ["error_exitcode"])
 usage_error("option without value", ["--json"], ["needs a value"])

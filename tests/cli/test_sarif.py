@@ -100,6 +100,15 @@ with tempfile.TemporaryDirectory() as d:
     check("SARIF results carry the processes",
           all(r["properties"]["processes"] for r in log["runs"][0]["results"]))
 
+    supp = os.path.join(d, "demo.supp")
+    with open(supp, "w") as f:
+        f.write("AC201:main\n")
+    _, log, _ = attachcheck(d, "supp", DEMO, "--suppressions", supp)
+    marked = [r for r in log["runs"][0]["results"] if r.get("suppressions")]
+    check("a suppressed finding is a result with an external suppression, still valid",
+          [r["ruleId"] for r in marked] == ["AC201"] and marked[0]["suppressions"][0]["kind"] ==
+          "external" and not schema_errors(log), marked)
+
     # Without the CLI: the shim writes the SARIF log itself at exit.
     sarif = os.path.join(d, "alone.sarif")
     p = subprocess.run([DEMO], env=dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_SARIF=sarif,

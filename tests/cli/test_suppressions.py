@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Suppressions: RULE:PATTERN lines by rule id, rule name or *, matched against
+a frame's function, source file or module; suppressed findings kept in the
+reports and counted, not printed and not failing the run; bad files refused
+with the file and line; --gen-suppressions lines that suppress exactly what
+they were printed for."""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.path.abspath(sys.argv[1])
+CLI = os.path.join(BUILD, "bin", "attachcheck")
+SHIM = os.path.join(BUILD, "lib", "libattachcheck.so")
+DEMO = os.path.join(BUILD, "examples", "attach_mistakes")
+ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
+DEMO_RULES = ["AC101", "AC102", "AC107", "AC201", "AC301"]
+passed = failed = 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    passed, failed = passed + bool(cond), failed + (not cond)
+    print(f"{'ok  ' if cond else 'FAIL'} {name} {'' if cond else detail}")
+
+
+def write(folder, name, text):
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def attachcheck(folder, *options):
+    report = os.path.join(folder, "r.json")
+    if os.path.exists(report):
+        os.unlink(report)
+    p = subprocess.run([CLI, "--json", report, "--error-exitcode", "9", *options, DEMO], env=ENV,
+                       capture_output=True, text=True, timeout=60)
+    return p, json.load(open(report)) if os.path.exists(report) else None
+
+
+def printed(stderr):
+    return sorted(set(re.findall(r"==attachcheck== (AC\d{3}) ", stderr)))
+
+
+with tempfile.TemporaryDirectory() as d:
+    p, report = attachcheck(d)
+    check("no suppressions: all five printed, status 9", printed(p.stderr) == DEMO_RULES and
+          p.returncode == 9, (printed(p.stderr), p.returncode))
+
+    supp = write(d, "a.supp", "# third-party noise\n\nAC101:main\n  AC102 : attach_mistakes \n"
+                 "attach-during-capture:*\n")
+    p, report = attachcheck(d, "--suppressions", supp)
+    check("by id + function, id + module name, rule name + *: not printed",
+          printed(p.stderr) == ["AC201", "AC301"], printed(p.stderr))
+    marks = {f["rule"]: f.get("suppressed") for f in report["findings"]}
+    check("kept in the JSON report, marked with the line that matched",
+          len(report["findings"]) == 5 and marks["AC101"] == {"by": f"{supp}:3", "line": "AC101:main"}
+          and marks["AC102"]["by"] == f"{supp}:4" and marks["AC201"] is None, marks)
+    check("counted apart in the summary", report["summary"]["errors"] == 2 and
+          report["summary"]["suppressed"] == 3, report["summary"])
+    check("summary line says so", "2 errors, 0 warnings, 0 notes (3 suppressed)" in p.stderr,
+          p.stderr[-300:])
+
+    every = write(d, "b.supp", "*:*mistakes.c\n")
+    p, report = attachcheck(d, "--suppressions", every)
+    check("a source file glob silences all: the run passes", p.returncode == 0 and
+          printed(p.stderr) == [] and report["summary"]["suppressed"] == 5, p.returncode)
+
+    one, two = write(d, "c.supp", "AC201:main\n"), write(d, "d.supp", "AC301:main\n")
+    p, report = attachcheck(d, "--suppressions", one, "--suppressions", two)
+    check("--suppressions repeats: both files apply", printed(p.stderr) == ["AC101", "AC102",
+          "AC107"], printed(p.stderr))
+
+    p, report = attachcheck(d, "--suppressions", write(d, "e.supp", "AC301:no_such_function\n"))
+    check("a pattern that matches nothing suppresses nothing", len(printed(p.stderr)) == 5)
+
+    for name, text, words in [
+            ("unknown rule", "AC101:main\nAC999:main\n", ["f.supp:2", "unknown rule 'AC999'"]),
+            ("no colon", "# ok\nmain\n", ["f.supp:2", "expected RULE:PATTERN"]),
+            ("empty pattern", "AC101:\n", ["f.supp:1", "empty pattern"]),
+            ("NUL byte", "AC101:ma\0in\n", ["f.supp:1", "not text"]),
+            ("line too long", "AC101:" + "x" * 2000 + "\n", ["f.supp:1", "too long"])]:
+        bad = write(d, "f.supp", text)
+        p, _ = attachcheck(d, "--suppressions", bad)
+        check(f"bad file ({name}): refused before the run, with file and line",
+              p.returncode == 2 and all(w in p.stderr for w in words) and "AC1" not in
+              "".join(re.findall(r"==attachcheck== AC\d+", p.stderr)), (p.returncode, p.stderr))
+    p, _ = attachcheck(d, "--suppressions", os.path.join(d, "missing.supp"))
+    check("missing file: refused", p.returncode == 2 and "missing.supp" in p.stderr, p.stderr)
+    p, _ = attachcheck(d, "--suppressions", d)
+    check("a folder: refused", p.returncode == 2 and "cannot read" in p.stderr, p.stderr)
+
+    # Under plain LD_PRELOAD a bad file is said once and nothing is suppressed.
+    p = subprocess.run([DEMO], env=dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_SUPPRESSIONS=bad),
+                       capture_output=True, text=True, timeout=60)
+    check("LD_PRELOAD with a bad file: one error, every finding still printed",
+          p.stderr.count("no finding is suppressed") == 1 and len(printed(p.stderr)) == 5,
+          p.stderr[:400])
+
+    # --gen-suppressions (a bare flag): the printed lines, used as a file, silence all of it.
+    p, _ = attachcheck(d, "--gen-suppressions")
+    lines = re.findall(r"==attachcheck== suppress with: (\S.*)", p.stderr)
+    check("--gen-suppressions: one line per finding", len(lines) == 5 and
+          all(l.split(":")[0] in DEMO_RULES for l in lines), lines)
+    p, report = attachcheck(d, "--suppressions", write(d, "gen.supp", "\n".join(lines) + "\n"))
+    check("the generated lines suppress every finding they were printed for",
+          report["summary"]["suppressed"] == 5 and p.returncode == 0, report["summary"])
+
+print(f"suppressions: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
