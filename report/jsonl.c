@@ -62,7 +62,10 @@ json_t *ac_jsonl_process_record(const struct ac_options *o) {
     ac_option_format(o, i, value, sizeof value);
     json_object_set_new(options, ac_option_table[i].name, ac_json_text(value));
   }
-  return json_pack("{s:s, s:i, s:i, s:o, s:{s:s, s:s}, s:o}", "type", "process", "pid",
-                   (int)getpid(), "ppid", (int)getppid(), "argv", read_argv(), "tool", "name",
-                   AC_TOOL_NAME, "version", AC_TOOL_VERSION, "options", options);
+  char host[256] = "";
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  return json_pack("{s:s, s:i, s:i, s:o, s:o, s:{s:s, s:s}, s:o}", "type", "process", "pid",
+                   (int)getpid(), "ppid", (int)getppid(), "host", ac_json_text(host), "argv",
+                   read_argv(), "tool", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION, "options",
+                   options);
 }

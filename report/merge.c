@@ -55,6 +55,9 @@ static void take_record(struct merge *m, json_t *r) {
     json_object_del(proc, "type");
   } else if (strcmp(type, "cuda_init") == 0) {
     json_object_set_new(proc, "cuda_initialized", json_true());
+    json_t *version = json_object_get(r, "driver_version"), *gpus = json_object_get(r, "devices");
+    if (version) json_object_set(proc, "cuda_driver_version", version);
+    if (gpus) json_object_set(proc, "gpus", gpus);
   } else if (strcmp(type, "exit") == 0) {
     json_object_set_new(proc, "exited", json_true());
   } else if (strcmp(type, "finding") == 0 || strcmp(type, "repeat") == 0) {

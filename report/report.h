@@ -31,7 +31,13 @@
  * for a constructor: one small write. */
 void ac_report_announce(const struct ac_options *o);
 void ac_report_finding(const struct ac_finding *f);
-void ac_report_cuda_init(int result);
+#define AC_MAX_DEVICES_DESCRIBED 16
+struct ac_cuda_facts {
+  int driver_version; /* cuDriverGetVersion: 13000 for 13.0; 0 if unknown */
+  int device_count;
+  char device_names[AC_MAX_DEVICES_DESCRIBED][128];
+};
+void ac_report_cuda_init(int result, const struct ac_cuda_facts *facts);
 /* At exit: the exit record, and the final JSON when the shim runs without the
  * CLI and a JSON report was asked for. */
 void ac_report_finish(void);

@@ -266,10 +266,14 @@ static json_t *invocation(const json_t *p) {
     if (line) json_object_set_new(inv, "commandLine", json_string(line));
     free(line);
   }
-  json_object_set_new(inv, "properties",
-                      json_pack("{s:O?, s:O?, s:O?}", "ppid", json_object_get(p, "ppid"),
-                                "cudaInitialized", json_object_get(p, "cuda_initialized"),
-                                "options", json_object_get(p, "options")));
+  if (json_is_string(json_object_get(p, "host")))
+    json_object_set(inv, "machine", json_object_get(p, "host"));
+  json_object_set_new(
+      inv, "properties",
+      json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?}", "ppid", json_object_get(p, "ppid"),
+                "cudaInitialized", json_object_get(p, "cuda_initialized"), "cudaDriverVersion",
+                json_object_get(p, "cuda_driver_version"), "gpus", json_object_get(p, "gpus"),
+                "options", json_object_get(p, "options")));
   return inv;
 }
 

@@ -123,9 +123,17 @@ void ac_report_fork_child(void) {
   if (opts) ac_report_announce(opts);
 }
 
-void ac_report_cuda_init(int result) {
+void ac_report_cuda_init(int result, const struct ac_cuda_facts *facts) {
+  json_t *devices = json_array();
+  for (int i = 0; i < facts->device_count; i++)
+    json_array_append_new(devices, ac_json_text(facts->device_names[i]));
+  char version[32] = "";
+  if (facts->driver_version)
+    snprintf(version, sizeof version, "%d.%d", facts->driver_version / 1000,
+             facts->driver_version % 1000 / 10);
   pthread_mutex_lock(&sink_lock);
-  append(json_pack("{s:s, s:i, s:i}", "type", "cuda_init", "pid", (int)getpid(), "result", result));
+  append(json_pack("{s:s, s:i, s:i, s:s, s:o}", "type", "cuda_init", "pid", (int)getpid(), "result",
+                   result, "driver_version", version, "devices", devices));
   pthread_mutex_unlock(&sink_lock);
 }
 

@@ -22,10 +22,32 @@ void ac_emit_finding(struct ac_finding *f, enum ac_driver_outcome outcome, CUres
   ac_report_finding(f);
 }
 
+/* The session's hardware, for the reports: the driver's version and the
+ * devices' names, asked once CUDA is up. */
+static void describe_cuda(struct ac_cuda_facts *facts) {
+  memset(facts, 0, sizeof *facts);
+  if (ac_real.cuDriverGetVersion) ac_real.cuDriverGetVersion(&facts->driver_version);
+  int count = 0;
+  if (!ac_real.cuDeviceGetCount || ac_real.cuDeviceGetCount(&count) != CUDA_SUCCESS) return;
+  for (int i = 0; i < count && facts->device_count < AC_MAX_DEVICES_DESCRIBED; i++) {
+    CUdevice dev;
+    char *name = facts->device_names[facts->device_count];
+    if (ac_real.cuDeviceGet && ac_real.cuDeviceGet(&dev, i) == CUDA_SUCCESS &&
+        ac_real.cuDeviceGetName &&
+        ac_real.cuDeviceGetName(name, sizeof facts->device_names[0], dev) == CUDA_SUCCESS)
+      facts->device_count++;
+  }
+}
+
 void ac_note_cuda_init(CUresult result) {
   static int told;
   if (__atomic_exchange_n(&told, 1, __ATOMIC_ACQ_REL)) return;
-  ac_report_cuda_init((int)result);
+  struct ac_cuda_facts facts;
+  if (result == CUDA_SUCCESS)
+    describe_cuda(&facts);
+  else
+    memset(&facts, 0, sizeof facts);
+  ac_report_cuda_init((int)result, &facts);
 }
 
 void ac_log(const char *fmt, ...) {

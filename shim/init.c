@@ -62,6 +62,10 @@ static bool resolve_driver(char *why, size_t len) {
   RESOLVE(cuGraphNodeGetType)
   RESOLVE(cuGraphKernelNodeGetParams_v2)
   RESOLVE(cuGraphChildGraphNodeGetGraph)
+  RESOLVE(cuDriverGetVersion)
+  RESOLVE(cuDeviceGetCount)
+  RESOLVE(cuDeviceGet)
+  RESOLVE(cuDeviceGetName)
 #undef RESOLVE
   if (!ac_real.cuGetProcAddress_v2 && !ac_real.cuInit) {
     snprintf(why, len, "%s does not look like the CUDA driver", ac_opts.driver);

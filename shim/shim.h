@@ -62,6 +62,10 @@ struct ac_real_table {
   __typeof__(&cuGraphNodeGetType) cuGraphNodeGetType;
   __typeof__(&cuGraphKernelNodeGetParams_v2) cuGraphKernelNodeGetParams_v2;
   __typeof__(&cuGraphChildGraphNodeGetGraph) cuGraphChildGraphNodeGetGraph;
+  __typeof__(&cuDriverGetVersion) cuDriverGetVersion;
+  __typeof__(&cuDeviceGetCount) cuDeviceGetCount;
+  __typeof__(&cuDeviceGet) cuDeviceGet;
+  __typeof__(&cuDeviceGetName) cuDeviceGetName;
 };
 
 enum ac_entry_id {

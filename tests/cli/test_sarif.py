@@ -7,6 +7,7 @@ addresses each time), and a program that forks gives one merged report in
 which every finding says which processes it came from."""
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -76,6 +77,13 @@ with tempfile.TemporaryDirectory() as d:
     check("invocation: the command line and pid",
           run["invocations"][0]["commandLine"].endswith("attach_mistakes") and
           run["invocations"][0]["processId"] == report["process"]["pid"])
+
+    proc = report["process"]
+    check("session details: host, driver version, GPUs, options",
+          proc["host"] == socket.gethostname() and proc["cuda_driver_version"] == "13.0" and
+          proc["gpus"] == ["attachcheck stand-in driver"] and proc["options"]["semantics"] ==
+          "strict" and run["invocations"][0]["machine"] == proc["host"] and
+          run["invocations"][0]["properties"]["gpus"] == proc["gpus"], proc)
 
     _, again, _ = attachcheck(d, "again", DEMO)
     # (AC201 comes from the page guard's reporter thread: its place in the order may vary.)
