@@ -19,6 +19,7 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,12 @@ static void usage(FILE *out) {
                "never loaded into any process; 4 if no process initialised CUDA.\n");
 }
 
-static _Noreturn void die_usage(const char *fmt, const char *arg) {
+static _Noreturn __attribute__((format(printf, 1, 2))) void die_usage(const char *fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
   fprintf(stderr, "attachcheck: ");
-  fprintf(stderr, fmt, arg);
+  vfprintf(stderr, fmt, args);
+  va_end(args);
   fprintf(stderr, " (see attachcheck --help)\n");
   exit(EXIT_USAGE);
 }
@@ -91,19 +95,48 @@ static int parse_args(int argc, char **argv, struct ac_options *o) {
   return i;
 }
 
-/* Whether a report can be written at path: its folder exists and is writable,
- * and the file, if it exists, is a writable regular file. */
-static bool report_path_writable(const char *path, char *why, size_t len) {
-  char copy[PATH_MAX];
-  struct stat st;
-  snprintf(copy, sizeof copy, "%s", path);
-  const char *dir = dirname(copy);
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-    return snprintf(why, len, "folder %s does not exist", dir), false;
-  if (access(dir, W_OK) != 0) return snprintf(why, len, "folder %s is not writable", dir), false;
-  if (stat(path, &st) == 0 && (!S_ISREG(st.st_mode) || access(path, W_OK) != 0))
-    return snprintf(why, len, "%s is not a writable file", path), false;
-  return true;
+/* A report path given to the CLI, checked before the program starts: its
+ * %-escapes expand (%p to a stand-in pid: the program's is not known yet) and
+ * it can be written. */
+static void check_report_path(const char *what, const char *pattern, bool overwrite) {
+  char path[PATH_MAX], why[PATH_MAX + 128];
+  if (!pattern || !*pattern) return;
+  if (!ac_expand_path(pattern, 0, path, sizeof path, why, sizeof why) ||
+      (!strstr(pattern, "%p") && !ac_report_path_usable(path, overwrite, why, sizeof why)) ||
+      (strstr(pattern, "%p") && !ac_report_path_usable(path, true, why, sizeof why)))
+    die_usage("cannot write the %s: %s", what, why);
+}
+
+/* The summary line: on stderr, and at the end of the log when there is one. */
+static void print_summary(const struct ac_options *o, const struct ac_summary *sum) {
+  char suppressed[48] = "", line[256], path[PATH_MAX], why[PATH_MAX + 128];
+  if (sum->suppressed) snprintf(suppressed, sizeof suppressed, " (%d suppressed)", sum->suppressed);
+  int n = snprintf(line, sizeof line,
+                   "==attachcheck== summary: %d error%s, %d warning%s, %d note%s%s in %d "
+                   "process%s\n",
+                   sum->errors, sum->errors == 1 ? "" : "s", sum->warnings,
+                   sum->warnings == 1 ? "" : "s", sum->notes, sum->notes == 1 ? "" : "s",
+                   suppressed, sum->processes, sum->processes == 1 ? "" : "es");
+  fputs(line, stderr);
+  if (!o->log_file || !*o->log_file ||
+      !ac_expand_path(o->log_file, (int)child, path, sizeof path, why, sizeof why))
+    return;
+  int fd = ac_open_log_file(path, why, sizeof why);
+  if (fd < 0) return;
+  if (write(fd, line, (size_t)n) < 0) { /* the summary is on stderr anyway */
+  }
+  close(fd);
+}
+
+/* The log every process appends to: started empty when it may be replaced. */
+static void start_log_file(const struct ac_options *o) {
+  char path[PATH_MAX], why[PATH_MAX + 128];
+  check_report_path("log file", o->log_file, o->overwrite);
+  if (!o->log_file || !*o->log_file || strstr(o->log_file, "%p")) return;
+  if (!ac_expand_path(o->log_file, 0, path, sizeof path, why, sizeof why)) return;
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) die_usage("cannot write the log file: %s: %s", path, strerror(errno));
+  close(fd);
 }
 
 static bool find_shim(char *buf, size_t len) {
@@ -224,10 +257,9 @@ int main(int argc, char **argv) {
   int prog = parse_args(argc, argv, &o);
   if (prog >= argc) die_usage("%s", "no program to run");
   char why[PATH_MAX + 64], shim[PATH_MAX], session[PATH_MAX];
-  if (o.json && *o.json && !report_path_writable(o.json, why, sizeof why))
-    die_usage("cannot write the JSON report: %s", why);
-  if (o.sarif && *o.sarif && !report_path_writable(o.sarif, why, sizeof why))
-    die_usage("cannot write the SARIF report: %s", why);
+  check_report_path("JSON report", o.json, o.overwrite);
+  check_report_path("SARIF report", o.sarif, o.overwrite);
+  start_log_file(&o);
   struct ac_suppressions checked = {0};
   if (!ac_suppressions_load(&checked, o.suppressions, why, sizeof why)) die_usage("%s", why);
   ac_suppressions_free(&checked);
@@ -245,18 +277,13 @@ int main(int argc, char **argv) {
   int n = list_streams(session, &paths);
   struct ac_summary sum;
   json_t *report = ac_merge_streams((const char *const *)paths, n, &sum);
-  if (report && !ac_write_final_reports(report, &o, why, sizeof why))
+  if (report && !ac_write_final_reports(report, &o, (int)child, why, sizeof why))
     fprintf(stderr, "==attachcheck== cannot write the report: %s\n", why);
   json_decref(report);
   remove_session(session, paths, n);
   if (!started) return status;
 
-  char suppressed[48] = "";
-  if (sum.suppressed) snprintf(suppressed, sizeof suppressed, " (%d suppressed)", sum.suppressed);
-  fprintf(
-      stderr, "==attachcheck== summary: %d error%s, %d warning%s, %d note%s%s in %d process%s\n",
-      sum.errors, sum.errors == 1 ? "" : "s", sum.warnings, sum.warnings == 1 ? "" : "s", sum.notes,
-      sum.notes == 1 ? "" : "s", suppressed, sum.processes, sum.processes == 1 ? "" : "es");
+  print_summary(&o, &sum);
   if (sum.dropped_lines)
     fprintf(stderr, "==attachcheck== %d incomplete record%s dropped (a process died mid-write)\n",
             sum.dropped_lines, sum.dropped_lines == 1 ? "" : "s");

@@ -12,17 +12,21 @@
 
 #include "report.h"
 
-bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len) {
+bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len, char *err,
+                   size_t errlen) {
   int n;
-  if (o->session_dir && *o->session_dir)
+  char base[4096];
+  err[0] = 0;
+  if (o->session_dir && *o->session_dir) {
     n = snprintf(buf, len, "%s/%d.jsonl", o->session_dir, pid);
-  else if (o->json && *o->json)
-    n = snprintf(buf, len, "%s.%d.jsonl", o->json, pid);
-  else if (o->sarif && *o->sarif)
-    n = snprintf(buf, len, "%s.%d.jsonl", o->sarif, pid);
-  else
-    return false;
-  return n > 0 && (size_t)n < len;
+  } else {
+    const char *report = o->json && *o->json ? o->json : o->sarif;
+    if (!report || !*report) return false;
+    if (!ac_expand_path(report, pid, base, sizeof base, err, errlen)) return false;
+    n = snprintf(buf, len, "%s.%d.jsonl", base, pid);
+  }
+  if (n < 0 || (size_t)n >= len) return snprintf(err, errlen, "report path too long"), false;
+  return true;
 }
 
 bool ac_jsonl_append(const char *path, json_t *record) {
@@ -30,7 +34,7 @@ bool ac_jsonl_append(const char *path, json_t *record) {
   if (!line) return false;
   size_t n = strlen(line);
   line[n] = '\n'; /* json_dumps leaves room for its terminator; reuse it */
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
   bool ok = false;
   if (fd >= 0) {
     ok = write(fd, line, n + 1) == (ssize_t)(n + 1);

@@ -5,8 +5,6 @@
  * that is not a complete record - a process killed mid-write - is counted in
  * summary.dropped_records and skipped; every complete record is kept.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,33 +147,21 @@ json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum
   return report;
 }
 
-bool ac_write_final_reports(json_t *report, const struct ac_options *o, char *err, size_t errlen) {
+bool ac_write_final_reports(json_t *report, const struct ac_options *o, int pid, char *err,
+                            size_t errlen) {
+  char path[4096], why[1024];
   bool ok = true;
-  if (o->json && *o->json) ok = ac_write_json_file(report, o->json, err, errlen);
+  if (o->json && *o->json) {
+    ok = ac_expand_path(o->json, pid, path, sizeof path, err, errlen) &&
+         ac_write_report_file(report, path, o->overwrite, err, errlen);
+  }
   if (o->sarif && *o->sarif) {
     json_t *sarif = ac_sarif_from_report(report);
-    char sarif_err[512];
-    if (!sarif || !ac_write_json_file(sarif, o->sarif, sarif_err, sizeof sarif_err)) {
-      if (ok) snprintf(err, errlen, "%s", sarif ? sarif_err : "out of memory");
-      ok = false;
-    }
+    bool written = sarif && ac_expand_path(o->sarif, pid, path, sizeof path, why, sizeof why) &&
+                   ac_write_report_file(sarif, path, o->overwrite, why, sizeof why);
+    if (!written && ok) snprintf(err, errlen, "%s", sarif ? why : "out of memory");
+    ok = ok && written;
     json_decref(sarif);
   }
   return ok;
-}
-
-bool ac_write_json_file(json_t *report, const char *path, char *err, size_t errlen) {
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-  if (json_dump_file(report, tmp, JSON_INDENT(2) | JSON_PRESERVE_ORDER) != 0) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno ? errno : EIO));
-    unlink(tmp);
-    return false;
-  }
-  if (rename(tmp, path) != 0) {
-    snprintf(err, errlen, "%s: %s", path, strerror(errno));
-    unlink(tmp);
-    return false;
-  }
-  return true;
 }

@@ -9,6 +9,7 @@
 
 #define AC_OPT_IS_BOOL_BOOL true
 #define AC_OPT_IS_BOOL_INT false
+#define AC_OPT_IS_BOOL_COUNT false
 #define AC_OPT_IS_BOOL_PATH false
 #define AC_OPT_IS_BOOL_PATHS false
 #define AC_OPT_IS_BOOL_CHOICE false
@@ -58,6 +59,16 @@ static bool parse_int(const char *v, long *out, const char *choices) {
   return true;
 }
 
+static bool parse_count(const char *v, long *out, const char *choices) {
+  (void)choices;
+  char *end;
+  errno = 0;
+  long n = strtol(v, &end, 10);
+  if (errno || end == v || *end || n < 0 || n > 1000000000L) return false;
+  *out = n;
+  return true;
+}
+
 static bool parse_path(const char *v, const char **out, const char *choices) {
   (void)choices;
   *out = v;
@@ -95,11 +106,13 @@ static bool parse_choice(const char *v, const char **out, const char *choices) {
 
 #define PARSE_BOOL parse_bool
 #define PARSE_INT parse_int
+#define PARSE_COUNT parse_count
 #define PARSE_PATH parse_path
 #define PARSE_PATHS parse_paths
 #define PARSE_CHOICE parse_choice
 #define EXPECT_BOOL "on or off"
 #define EXPECT_INT "a number from 0 to 255"
+#define EXPECT_COUNT "a number, 0 or more"
 #define EXPECT_PATH "a path"
 #define EXPECT_PATHS "a path"
 #define EXPECT_CHOICE "one of"
@@ -166,6 +179,7 @@ void ac_option_format(const struct ac_options *o, size_t index, char *buf, size_
   size_t i = 0;
 #define FORMAT_BOOL(v) snprintf(buf, len, "%s", (v) ? "on" : "off")
 #define FORMAT_INT(v) snprintf(buf, len, "%ld", (v))
+#define FORMAT_COUNT FORMAT_INT
 #define FORMAT_PATH(v) snprintf(buf, len, "%s", (v) ? (v) : "")
 #define FORMAT_CHOICE FORMAT_PATH
 #define FORMAT_PATHS FORMAT_PATH

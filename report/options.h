@@ -8,6 +8,7 @@
 
 #define AC_OPT_TYPE_BOOL bool
 #define AC_OPT_TYPE_INT long
+#define AC_OPT_TYPE_COUNT long
 #define AC_OPT_TYPE_PATH const char *
 #define AC_OPT_TYPE_PATHS const char * /* ':'-separated */
 #define AC_OPT_TYPE_CHOICE const char *

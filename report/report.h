@@ -10,6 +10,7 @@
  *   sarif.c       the final report as SARIF 2.1.0
  *   frames.c      which frame of a stack is the program's own
  *   suppressions.c  RULE:PATTERN lines that silence findings
+ *   paths.c       report file names (%p, %q{ENV}) and their safe creation
  *   symbolize.c   (module, offset, function, file, line) of a return address
  */
 #ifndef AC_REPORT_H
@@ -107,7 +108,8 @@ void ac_symbolize_set_strip_prefix(const char *prefix);
 /* ---- jsonl.c ---- */
 /* Path of this process's stream: <session_dir>/<pid>.jsonl, or, without the
  * CLI, <json>.<pid>.jsonl (<sarif>.<pid>.jsonl when only SARIF is asked for). */
-bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len);
+bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len, char *err,
+                   size_t errlen);
 /* Appends one record (one line, one write) to the stream at path. */
 bool ac_jsonl_append(const char *path, json_t *record);
 json_t *ac_jsonl_process_record(const struct ac_options *o);
@@ -126,10 +128,23 @@ json_t *ac_merge_streams(const char *const *paths, int count, struct ac_summary 
 /* The merged report (ac_merge_streams) as a SARIF 2.1.0 log. */
 json_t *ac_sarif_from_report(const json_t *report);
 
-/* Writes the reports the options ask for (--json, --sarif); false with the
- * first failure in err. */
-bool ac_write_final_reports(json_t *report, const struct ac_options *o, char *err, size_t errlen);
-/* Writes a report to path (atomically: a temporary file, then rename). */
-bool ac_write_json_file(json_t *report, const char *path, char *err, size_t errlen);
+/* Writes the reports the options ask for (--json, --sarif; %p is pid); false
+ * with the first failure in err. */
+bool ac_write_final_reports(json_t *report, const struct ac_options *o, int pid, char *err,
+                            size_t errlen);
+
+/* ---- paths.c ---- */
+/* pattern with %p (pid), %q{NAME} (environment) and %% expanded. */
+bool ac_expand_path(const char *pattern, int pid, char *out, size_t len, char *err, size_t errlen);
+/* Whether a report may be written at path: its folder is writable, and the
+ * path is not a symbolic link, not something other than a file, and (unless
+ * overwrite) does not exist. */
+bool ac_report_path_usable(const char *path, bool overwrite, char *why, size_t len);
+/* Writes report to path: a new temporary file, then renamed into place
+ * (never replacing an existing file unless overwrite). */
+bool ac_write_report_file(json_t *report, const char *path, bool overwrite, char *err,
+                          size_t errlen);
+/* Opens a text log for appending, never through a symbolic link; -1 with err. */
+int ac_open_log_file(const char *path, char *err, size_t errlen);
 
 #endif

@@ -41,8 +41,41 @@ static uint64_t finding_key(const struct ac_finding *f) {
 }
 
 static void open_stream(void) {
+  char err[512];
   stream_pid = (int)getpid();
-  have_stream = ac_jsonl_path(opts, stream_pid, stream_path, sizeof stream_path);
+  have_stream = ac_jsonl_path(opts, stream_pid, stream_path, sizeof stream_path, err, sizeof err);
+  if (!have_stream && err[0])
+    fprintf(stderr,
+            "==attachcheck== error: cannot name the report: %s; findings go to stderr only\n", err);
+}
+
+/* Where the text of findings goes: stderr, or --log-file (named again in a
+ * forked child, whose %p differs). */
+static int text_fd = STDERR_FILENO;
+static unsigned long printed_count;
+
+static void open_text_output(void) {
+  char path[4096], err[600];
+  if (text_fd != STDERR_FILENO) close(text_fd);
+  text_fd = STDERR_FILENO;
+  printed_count = 0;
+  if (!opts || !opts->log_file || !*opts->log_file) return;
+  int fd = -1;
+  if (ac_expand_path(opts->log_file, (int)getpid(), path, sizeof path, err, sizeof err))
+    fd = ac_open_log_file(path, err, sizeof err);
+  if (fd >= 0)
+    text_fd = fd;
+  else
+    fprintf(stderr, "==attachcheck== error: cannot open the log file: %s; findings go to stderr\n",
+            err);
+}
+
+static void write_text(const char *text, size_t len) {
+  while (len > 0) {
+    ssize_t n = write(text_fd, text, len);
+    if (n <= 0) return; /* nowhere else to tell */
+    text += n, len -= (size_t)n;
+  }
 }
 
 static void append(json_t *record) {
@@ -91,9 +124,25 @@ static void print_finding(const struct ac_finding *f, const json_t *record) {
                              sizeof line))
     fprintf(mem, "==attachcheck== suppress with: %s\n==attachcheck== \n", line);
   fclose(mem);
-  if (write(STDERR_FILENO, text, len) < 0) { /* nothing else to tell */
-  }
+  write_text(text, len);
   free(text);
+}
+
+/* Under --print-limit, whether this finding may still be printed. */
+static bool within_print_limit(void) {
+  if (!opts || !opts->print_limit || printed_count < (unsigned long)opts->print_limit) {
+    printed_count++;
+    return true;
+  }
+  if (printed_count++ == (unsigned long)opts->print_limit) {
+    char line[200];
+    int n = snprintf(line, sizeof line,
+                     "==attachcheck== print limit of %ld findings reached: the rest are only in "
+                     "the reports\n",
+                     opts->print_limit);
+    write_text(line, (size_t)n);
+  }
+  return false;
 }
 
 void ac_report_announce(const struct ac_options *o) {
@@ -102,6 +151,7 @@ void ac_report_announce(const struct ac_options *o) {
   ac_symbolize_set_strip_prefix(o->strip_paths);
   load_suppressions(o);
   open_stream();
+  open_text_output();
   if (have_stream) append(ac_jsonl_process_record(o));
   pthread_mutex_unlock(&sink_lock);
 }
@@ -161,7 +211,8 @@ void ac_report_finding(const struct ac_finding *f) {
     json_object_set_new(record, "pid", json_integer(getpid()));
     suppressed = apply_suppressions(record, f);
   }
-  if ((!opts || opts->print_stderr) && !suppressed) print_finding(f, record);
+  if ((!opts || opts->print_stderr) && !suppressed && within_print_limit())
+    print_finding(f, record);
   append(record);
   pthread_mutex_unlock(&sink_lock);
 }
@@ -180,7 +231,7 @@ void ac_report_finish(void) {
     struct ac_summary sum;
     char err[512];
     json_t *report = ac_merge_streams(paths, 1, &sum);
-    if (report && ac_write_final_reports(report, opts, err, sizeof err))
+    if (report && ac_write_final_reports(report, opts, (int)getpid(), err, sizeof err))
       unlink(stream_path); /* everything it held is in the reports now */
     else
       fprintf(stderr, "==attachcheck== cannot write the report: %s (the records are in %s)\n",

@@ -15,7 +15,9 @@ else
   driver_env=(LD_LIBRARY_PATH="$PWD/build/tests/fakecuda")
 fi
 echo
-env "${driver_env[@]}" build/bin/attachcheck --json "$report" build/examples/attach_mistakes
+# --overwrite on: each run replaces the last run's report (attachcheck never does unless told).
+env "${driver_env[@]}" build/bin/attachcheck --overwrite on --json "$report" \
+  build/examples/attach_mistakes
 echo
 echo "attachcheck demo: the JSON report is $report:"
 python3 - "$report" <<'PY'

@@ -48,7 +48,7 @@ with tempfile.TemporaryDirectory() as d:
     os.chmod(d, 0o500)
     if os.geteuid() != 0:  # root writes anywhere
         usage_error("report folder not writable", ["--json", f"{d}/r.json", "true"], ["not writable"])
-    usage_error("report path is a folder", ["--json", d, "true"], ["not a writable file"])
+    usage_error("report path is a folder", ["--json", d, "true"], ["not a regular file"])
     os.chmod(d, 0o700)
 
 p = run([CLI, "--version"])

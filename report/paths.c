@@ -1,0 +1,130 @@
+/* paths.c - the names and the creation of report files.
+ *
+ * A report path may hold %p (the process's pid: under the CLI the program's,
+ * the root of the run; under plain LD_PRELOAD each process's own), %q{NAME}
+ * (the value of environment variable NAME, e.g. an MPI rank) and %% (a
+ * percent sign). A report file is never reached through a symbolic link and
+ * never replaces an existing file unless --overwrite says so; it is written
+ * to a new temporary file beside it and renamed into place, so a reader sees
+ * either no report or a whole one.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "report.h"
+
+bool ac_expand_path(const char *pattern, int pid, char *out, size_t len, char *err, size_t errlen) {
+  size_t n = 0;
+  for (const char *p = pattern; *p; p++) {
+    char piece[32];
+    const char *add = piece;
+    size_t add_len;
+    if (*p != '%') {
+      piece[0] = *p, add_len = 1;
+    } else if (p[1] == '%') {
+      piece[0] = '%', add_len = 1, p++;
+    } else if (p[1] == 'p') {
+      add_len = (size_t)snprintf(piece, sizeof piece, "%d", pid), p++;
+    } else if (p[1] == 'q' && p[2] == '{') {
+      const char *close = strchr(p + 3, '}');
+      if (!close) return snprintf(err, errlen, "%s: %%q{ without its }", pattern), false;
+      char name[128];
+      size_t name_len = (size_t)(close - (p + 3));
+      if (name_len == 0 || name_len >= sizeof name)
+        return snprintf(err, errlen, "%s: %%q{} needs a variable name", pattern), false;
+      memcpy(name, p + 3, name_len);
+      name[name_len] = 0;
+      add = getenv(name);
+      if (!add)
+        return snprintf(err, errlen, "%s: %%q{%s}: %s is not set", pattern, name, name), false;
+      add_len = strlen(add);
+      p = close;
+    } else {
+      return snprintf(err, errlen, "%s: unknown %%%c (use %%p, %%q{NAME} or %%%%)", pattern,
+                      p[1] ? p[1] : ' '),
+             false;
+    }
+    if (n + add_len >= len) return snprintf(err, errlen, "%s: path too long", pattern), false;
+    memcpy(out + n, add, add_len);
+    n += add_len;
+  }
+  out[n] = 0;
+  return true;
+}
+
+bool ac_report_path_usable(const char *path, bool overwrite, char *why, size_t len) {
+  char folder[4096];
+  struct stat st;
+  snprintf(folder, sizeof folder, "%s", path);
+  char *slash = strrchr(folder, '/');
+  if (!slash)
+    snprintf(folder, sizeof folder, ".");
+  else if (slash == folder)
+    folder[1] = 0;
+  else
+    *slash = 0;
+  if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode))
+    return snprintf(why, len, "folder %s does not exist", folder), false;
+  if (access(folder, W_OK) != 0)
+    return snprintf(why, len, "folder %s is not writable", folder), false;
+  if (lstat(path, &st) == 0) {
+    if (S_ISLNK(st.st_mode))
+      return snprintf(why, len,
+                      "%s is a symbolic link (report files are never written through "
+                      "one)",
+                      path),
+             false;
+    if (!S_ISREG(st.st_mode)) return snprintf(why, len, "%s is not a regular file", path), false;
+    if (!overwrite)
+      return snprintf(why, len, "%s already exists (--overwrite on replaces it)", path), false;
+  }
+  return true;
+}
+
+bool ac_write_report_file(json_t *report, const char *path, bool overwrite, char *err,
+                          size_t errlen) {
+  if (!ac_report_path_usable(path, overwrite, err, errlen)) return false;
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return snprintf(err, errlen, "%s: %s", tmp, strerror(errno)), false;
+  bool ok =
+      json_dumpfd(report, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 && write(fd, "\n", 1) == 1;
+  int saved = errno;
+  if (close(fd) != 0 && ok) ok = false, saved = errno;
+  if (!ok) {
+    unlink(tmp);
+    return snprintf(err, errlen, "%s: %s", path, strerror(saved ? saved : EIO)), false;
+  }
+  /* Claim the name without replacing anything unless told to: a file that
+   * appeared meanwhile is not ours to replace. */
+  int r =
+      overwrite ? rename(tmp, path) : renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
+  if (r != 0 && !overwrite && errno == EINVAL) { /* a file system without RENAME_NOREPLACE */
+    r = link(tmp, path);
+    if (r == 0) unlink(tmp);
+  }
+  if (r != 0) {
+    saved = errno;
+    unlink(tmp);
+    return snprintf(err, errlen, "%s: %s", path,
+                    saved == EEXIST ? "already exists (--overwrite on replaces it)"
+                                    : strerror(saved)),
+           false;
+  }
+  return true;
+}
+
+int ac_open_log_file(const char *path, char *err, size_t errlen) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0)
+    snprintf(err, errlen, "%s: %s", path,
+             errno == ELOOP ? "is a symbolic link (not followed)" : strerror(errno));
+  return fd;
+}
