@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "report.h"
 #include "shim.h"
@@ -123,9 +124,37 @@ static void after_fork_in_child(void) {
   ac_guard_after_fork_child();
 }
 
+/* --target-processes application-only: the programs this one runs (exec) do
+ * not inherit the shim. Its forks are the same program and stay checked. */
+static void keep_shim_from_programs_run(void) {
+  Dl_info self;
+  const char *preload = getenv("LD_PRELOAD");
+  if (!preload || !dladdr((const void *)keep_shim_from_programs_run, &self) || !self.dli_fname)
+    return;
+  char *kept = calloc(1, strlen(preload) + 1), *copy = strdup(preload), *save = NULL;
+  if (!kept || !copy) {
+    free(kept), free(copy);
+    return;
+  }
+  const char *own = strrchr(self.dli_fname, '/');
+  own = own ? own + 1 : self.dli_fname;
+  for (char *entry = strtok_r(copy, ": ", &save); entry; entry = strtok_r(NULL, ": ", &save)) {
+    const char *base = strrchr(entry, '/');
+    if (strcmp(entry, self.dli_fname) == 0 || strcmp(base ? base + 1 : entry, own) == 0) continue;
+    if (*kept) strcat(kept, ":");
+    strcat(kept, entry);
+  }
+  if (*kept)
+    setenv("LD_PRELOAD", kept, 1);
+  else
+    unsetenv("LD_PRELOAD");
+  free(kept), free(copy);
+}
+
 __attribute__((constructor)) static void on_load(void) {
   ac_options_defaults(&ac_opts);
   ac_options_from_env(&ac_opts, warn_line);
+  if (strcmp(ac_opts.target_processes, "application-only") == 0) keep_shim_from_programs_run();
   ac_report_announce(&ac_opts);
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }

@@ -114,6 +114,19 @@ with tempfile.TemporaryDirectory() as d:
     p = run([CLI, "--print-limit", "-1", DEMO])
     check("--print-limit -1 refused", p.returncode == 2 and "print_limit" in p.stderr)
 
+    # --target-processes: a shell that runs the program (exec) is the application.
+    for target, processes, findings in [("all", 2, 5), ("application-only", 1, 0)]:
+        out = f"{d}/target-{target}.json"
+        p = run([CLI, "--print-stderr", "off", "--require-cuda-init", "no", "--target-processes",
+                 target, "--json", out, "/bin/sh", "-c", f"{DEMO} >/dev/null"])
+        report = json.load(open(out))
+        check(f"--target-processes {target}: {processes} process(es), {findings} findings",
+              len(report["processes"]) == processes and len(report["findings"]) == findings,
+              (len(report["processes"]), len(report["findings"])))
+    p = run([CLI, "--target-processes", "application-only", "--json", f"{d}/forked.json", FORKS])
+    check("--target-processes application-only: the program's own forks stay checked",
+          len(json.load(open(f"{d}/forked.json"))["processes"]) == 2)
+
     # A process killed in the middle of writing a record: the merge keeps the rest.
     script = os.path.join(d, "torn.py")
     with open(script, "w") as f:
