@@ -36,12 +36,12 @@ static json_t *rules_table(void) {
   for (int i = 0; i < AC_RULE_COUNT; i++) {
     const struct ac_rule_info *r = ac_rule_info((enum ac_rule_id)i);
     char *help = NULL, *markdown = NULL;
-    if (asprintf(&help, "Fix: %s. See docs/rules.md (%s) in the attachcheck documentation.", r->fix,
+    if (asprintf(&help, "Fix: %s. See docs/rules/%s.md in the attachcheck documentation.", r->fix,
                  r->id) < 0 ||
         asprintf(&markdown,
-                 "**Fix:** %s.\n\nSee [%s](docs/rules.md) in the attachcheck "
+                 "**Fix:** %s.\n\nSee [%s](docs/rules/%s.md) in the attachcheck "
                  "documentation.",
-                 r->fix, r->id) < 0) {
+                 r->fix, r->id, r->id) < 0) {
       free(help);
       return rules;
     }

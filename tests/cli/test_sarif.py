@@ -55,6 +55,12 @@ with tempfile.TemporaryDirectory() as d:
     rules = run["tool"]["driver"]["rules"]
     check("rules table: the whole catalogue, with help",
           len(rules) >= 13 and all(r["id"].startswith("AC") and r["help"]["text"] for r in rules))
+    docs = os.path.join(os.path.dirname(os.path.dirname(HERE)), "docs")
+    check("every rule has its page in docs/rules/, linked from its help and the index",
+          all(os.path.exists(os.path.join(docs, "rules", r["id"] + ".md")) and
+              f"docs/rules/{r['id']}.md" in r["help"]["markdown"] and
+              f"(rules/{r['id']}.md)" in open(os.path.join(docs, "rules.md")).read() for r in rules),
+          [r["id"] for r in rules])
     results = run["results"]
     ids = [r["ruleId"] for r in results]
     check("one result per finding, same rules as the JSON report",
