@@ -42,17 +42,6 @@ static void warn_line(const char *line) {
   fprintf(stderr, "attachcheck: warning: %s\n", line);
 }
 
-static void usage(FILE *out) {
-  fprintf(out, "usage: attachcheck [options] [--] program [args...]\n\n"
-               "Runs program with the attachcheck shim preloaded and reports every breach of the\n"
-               "CUDA stream-attach rules (docs/rules.md).\n\noptions:\n");
-  ac_options_print_help(out);
-  fprintf(out, "  --help, --version\n\n"
-               "exit status: the program's own (128+N if it died of signal N); N of\n"
-               "--error-exitcode if there were error findings; 2 for a usage error; 3 if the shim\n"
-               "never loaded into any process; 4 if no process initialised CUDA.\n");
-}
-
 static _Noreturn __attribute__((format(printf, 1, 2))) void die_usage(const char *fmt, ...) {
   va_list args;
   va_start(args, fmt);
@@ -70,7 +59,8 @@ static int parse_args(int argc, char **argv, struct ac_options *o) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) return i + 1;
     if (strncmp(a, "--", 2) != 0) return i;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) usage(stdout), exit(0);
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) ac_manual_print_help(stdout), exit(0);
+    if (strcmp(a, "--man") == 0) ac_manual_print_man(stdout), exit(0);
     if (strcmp(a, "--version") == 0) printf("%s %s\n", AC_TOOL_NAME, AC_TOOL_VERSION), exit(0);
     char name[128], err[512];
     const char *eq = strchr(a, '='), *value;
@@ -139,17 +129,25 @@ static void start_log_file(const struct ac_options *o) {
   close(fd);
 }
 
+/* The shim beside the CLI: ../lib/ in a build folder, ../lib/attachcheck/
+ * where `cmake --install` or the package put it (cmake/packaging.cmake). */
 static bool find_shim(char *buf, size_t len) {
+  static const char *const places[] = {"../lib/libattachcheck.so",
+                                       "../lib/attachcheck/libattachcheck.so"};
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return false;
   exe[n] = 0;
-  snprintf(buf, len, "%s/../lib/libattachcheck.so", dirname(exe));
-  char *real = realpath(buf, NULL);
-  if (!real) return false;
-  snprintf(buf, len, "%s", real);
-  free(real);
-  return access(buf, R_OK) == 0;
+  const char *folder = dirname(exe);
+  for (size_t i = 0; i < sizeof places / sizeof *places; i++) {
+    snprintf(buf, len, "%s/%s", folder, places[i]);
+    char *real = realpath(buf, NULL);
+    if (!real) continue;
+    snprintf(buf, len, "%s", real);
+    free(real);
+    if (access(buf, R_OK) == 0) return true;
+  }
+  return false;
 }
 
 static void export_options(const struct ac_options *o, const char *session, const char *shim) {
@@ -264,7 +262,8 @@ int main(int argc, char **argv) {
   if (!ac_suppressions_load(&checked, o.suppressions, why, sizeof why)) die_usage("%s", why);
   ac_suppressions_free(&checked);
   if (!find_shim(shim, sizeof shim))
-    die_usage("%s", "cannot find libattachcheck.so in ../lib beside the attachcheck binary");
+    die_usage("%s", "cannot find libattachcheck.so in ../lib or ../lib/attachcheck beside the "
+                    "attachcheck binary");
   const char *tmp = getenv("TMPDIR");
   snprintf(session, sizeof session, "%s/attachcheck.XXXXXX", tmp && *tmp ? tmp : "/tmp");
   if (!mkdtemp(session)) die_usage("cannot make a session folder: %s", strerror(errno));

@@ -133,6 +133,10 @@ json_t *ac_sarif_from_report(const json_t *report);
 bool ac_write_final_reports(json_t *report, const struct ac_options *o, int pid, char *err,
                             size_t errlen);
 
+/* ---- manual.c (the CLI's --help and man page, from one source) ---- */
+void ac_manual_print_help(FILE *out);
+void ac_manual_print_man(FILE *out);
+
 /* ---- paths.c ---- */
 /* pattern with %p (pid), %q{NAME} (environment) and %% expanded. */
 bool ac_expand_path(const char *pattern, int pid, char *out, size_t len, char *err, size_t errlen);

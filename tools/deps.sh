@@ -4,7 +4,7 @@
 # expected at /usr/local/cuda or on PATH; it is not a Debian package here.
 set -euo pipefail
 packages=(cmake make pkg-config gcc g++ libc6-dev python3 python3-jsonschema clang clang-format
-          libunwind-dev uthash-dev libjansson-dev libdw-dev)
+          libunwind-dev uthash-dev libjansson-dev libdw-dev groff-base)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,43 @@
+# cmake/packaging.cmake - `cmake --install` and the Debian package (CPack).
+#
+# Installed layout (prefix /usr/local by default, /usr in the .deb):
+#   bin/attachcheck                       the CLI
+#   lib/attachcheck/libattachcheck.so     the shim, in a folder of its own: it is preloaded by
+#                                         path, never linked, so it stays off the linker's path
+#   share/man/man1/attachcheck.1          the man page, printed by the CLI itself (--man)
+#   share/doc/attachcheck/                README and docs/
+# The installed CLI finds the installed shim at ../lib/attachcheck/ beside its own folder (as the
+# build tree's finds ../lib/). The copies of libunwind and libdw that the build puts beside the
+# shim are not installed: the package depends on the system's.
+include(GNUInstallDirs)
+
+add_custom_command(OUTPUT ${CMAKE_BINARY_DIR}/man/attachcheck.1
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
+  COMMAND attachcheck --man > ${CMAKE_BINARY_DIR}/man/attachcheck.1
+  DEPENDS attachcheck
+  COMMENT "Writing the man page from the CLI's own --help source")
+add_custom_target(man_page ALL DEPENDS ${CMAKE_BINARY_DIR}/man/attachcheck.1)
+
+install(TARGETS attachcheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS attachcheck_shim LIBRARY DESTINATION lib/attachcheck)
+install(FILES ${CMAKE_BINARY_DIR}/man/attachcheck.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME attachcheck)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "attachcheck maintainers <attachcheck@localhost>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "checker for CUDA Unified Memory stream attachment (cuStreamAttachMemAsync rules)")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION devel)
+set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE amd64)
+# jansson is linked; libunwind and libdw (with libelf) are loaded by name at run time.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.34), libjansson4, libunwind8, libdw1")
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+    "attachcheck sits between an unmodified CUDA program and the driver (LD_PRELOAD), keeps a
+ map of which managed allocation is attached to which stream, and reports every breach of the
+ cuStreamAttachMemAsync rules, with JSON and SARIF reports for CI.")
+include(CPack)

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Packaging: `cmake --install` lays out the CLI, the shim and the man page,
+and the installed CLI finds the installed shim and checks a program; CPack
+makes a .deb with the same layout under /usr and the declared dependencies;
+the man page is well-formed roff made from the same source as --help."""
+import os
+import subprocess
+import sys
+import tempfile
+
+BUILD = os.path.abspath(sys.argv[1])
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEMO = os.path.join(BUILD, "examples", "attach_mistakes")
+ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
+passed = failed = 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    passed, failed = passed + bool(cond), failed + (not cond)
+    print(f"{'ok  ' if cond else 'FAIL'} {name} {'' if cond else detail}")
+
+
+def run(args, **kw):
+    return subprocess.run(args, capture_output=True, text=True, timeout=300, **kw)
+
+
+def demo_under(cli):
+    p = run([cli, "--print-stderr", "off", DEMO], env=ENV)
+    return p.returncode == 0 and "summary: 5 errors" in p.stderr, p.stderr[-400:]
+
+
+with tempfile.TemporaryDirectory() as d:
+    prefix = os.path.join(d, "prefix")
+    p = run(["cmake", "--install", BUILD, "--prefix", prefix])
+    installed = {os.path.relpath(os.path.join(r, f), prefix) for r, _, fs in os.walk(prefix)
+                 for f in fs}
+    check("cmake --install: CLI, shim, man page, docs",
+          p.returncode == 0 and {"bin/attachcheck", "lib/attachcheck/libattachcheck.so",
+                                 "share/man/man1/attachcheck.1", "share/doc/attachcheck/README.md",
+                                 "share/doc/attachcheck/rules/AC201.md"} <= installed,
+          (p.stderr[-300:], sorted(installed)[:20]))
+    ok, detail = demo_under(os.path.join(prefix, "bin", "attachcheck"))
+    check("the installed CLI finds the installed shim and checks the demo", ok, detail)
+
+    help_text = run([os.path.join(prefix, "bin", "attachcheck"), "--help"]).stdout
+    man = open(os.path.join(prefix, "share/man/man1/attachcheck.1")).read()
+    check("man page and --help from one source: every option in both",
+          all(f"--{o}" in help_text and f"\\-\\-{o.replace('-', chr(92) + '-')}" in man
+              for o in ["json", "sarif", "suppressions", "print-limit", "target-processes"]))
+    groff = run(["groff", "-man", "-ww", "-z", os.path.join(prefix, "share/man/man1/attachcheck.1")])
+    check("the man page is clean roff (groff -ww)", groff.returncode == 0 and not groff.stderr,
+          groff.stderr[:300])
+
+    out = os.path.join(d, "deb")
+    p = run(["cpack", "-G", "DEB", "-B", out, "--config", os.path.join(BUILD, "CPackConfig.cmake")])
+    debs = [f for f in os.listdir(out) if f.endswith(".deb")] if os.path.isdir(out) else []
+    check("cpack makes a .deb", p.returncode == 0 and len(debs) == 1, p.stdout[-400:] + p.stderr)
+    if debs:
+        deb = os.path.join(out, debs[0])
+        info = run(["dpkg-deb", "-f", deb, "Package", "Depends"]).stdout
+        check("the .deb declares its run-time dependencies",
+              "libjansson4" in info and "libunwind8" in info and "libdw1" in info, info)
+        root = os.path.join(d, "root")
+        run(["dpkg-deb", "-x", deb, root])
+        ok, detail = demo_under(os.path.join(root, "usr", "bin", "attachcheck"))
+        check("the packaged CLI (under /usr) finds its shim and checks the demo",
+              ok and os.path.exists(os.path.join(root, "usr/lib/attachcheck/libattachcheck.so")),
+              detail)
+
+print(f"package: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
