@@ -14,8 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *stack = json_pack("[{s:s, s:s, s:s}, {s:s}]", "function", "ns::f<int>()", "file",
                               "/src/a.cu", "module", "/usr/lib/libthird.so", "module", "");
     for (size_t i = 0; i < set.count; i++)
-      ac_suppressions_match(&set, set.items[i].rule[0] == '*' ? "AC101" : set.items[i].rule,
-                            stack);
+      ac_suppressions_match(&set, set.items[i].rule[0] == '*' ? "AC101" : set.items[i].rule, stack);
     char line[700];
     ac_suppression_suggest("AC202", stack, line, sizeof line);
     json_decref(stack);

@@ -20,6 +20,8 @@ status=0
   echo "== examples (real driver)"
   python3 "$here/tests/scenarios/run.py" --build "$build" --driver real \
     --expectations "$here/tests/gpu/examples.txt" || status=1
+  echo "== Python clients: cuda.bindings and CuPy (real driver)"
+  python3 "$here/tests/python/run.py" "$build" --driver real --cupy || status=1
   echo "== demo output"
   "$build/bin/attachcheck" "$build/examples/attach_mistakes" 2>&1 | head -60
   if [ "${SKIP_BENCH:-0}" != 1 ]; then
