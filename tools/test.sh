@@ -15,5 +15,5 @@ cmake --build build-asan -j "$(nproc)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure)
 
 echo "== clang-format"
-git ls-files '*.c' '*.h' '*.cu' | xargs clang-format --dry-run -Werror
+git ls-files '*.c' '*.h' '*.cu' '*.cpp' | xargs clang-format --dry-run -Werror
 echo "== all tests passed"
