@@ -138,33 +138,56 @@ static json_t *flow(const char *id, const char *note) {
 /* The host's steps in program order (allocated, attached, the call or access
  * itself), then one flow per stream involved: the one the work ran on and
  * the one that was busy or owned the memory. */
+/* Appends flow to flows if it has a step; else drops it. */
+static void keep_if_any(json_t *flows, json_t *flow_) {
+  if (json_array_size(json_object_get(flow_, "locations")))
+    json_array_append_new(flows, flow_);
+  else
+    json_decref(flow_);
+}
+
+/* A stream's flow: one step, the operation of the stream that matters. */
+static void add_stream_flow(json_t *flows, json_int_t serial, const json_t *origin,
+                            const char *what) {
+  char id[48], note[200];
+  snprintf(id, sizeof id, "stream-%" JSON_INTEGER_FORMAT, serial);
+  snprintf(note, sizeof note, "stream #%" JSON_INTEGER_FORMAT ": %s", serial, what);
+  json_t *stream_flow = flow(id, note);
+  add_step(stream_flow, origin, note);
+  keep_if_any(flows, stream_flow);
+}
+
 static json_t *code_flows(const json_t *f, const char *call_note) {
   json_t *flows = json_array();
   const json_t *alloc = json_object_get(f, "allocation"), *busy = json_object_get(f, "busy");
   json_t *host = flow("host", "the host thread");
+  json_t *self =
+      json_pack("{s:s, s:O}", "api", ac_json_str(f, "api"), "stack", json_object_get(f, "stack"));
   add_step(host, json_object_get(alloc, "origin"), "the memory is allocated here");
   add_step(host, json_object_get(alloc, "attached"), "and attached here");
-  json_t *self = json_pack("{s:O}", "stack", json_object_get(f, "stack"));
   add_step(host, self, call_note);
-  json_decref(self);
-  if (json_array_size(json_object_get(host, "locations")))
-    json_array_append_new(flows, host);
-  else
-    json_decref(host);
-  if (json_is_object(busy)) {
-    char id[48], note[160];
-    json_int_t serial = json_integer_value(json_object_get(busy, "stream"));
-    snprintf(id, sizeof id, "stream-%" JSON_INTEGER_FORMAT, serial);
-    const json_t *first = json_object_get(busy, "first");
-    snprintf(note, sizeof note, "stream #%" JSON_INTEGER_FORMAT " was made busy by %s", serial,
-             json_is_object(first) ? ac_json_str(first, "api") : "earlier work");
-    json_t *stream_flow = flow(id, note);
-    add_step(stream_flow, first, note);
-    if (json_array_size(json_object_get(stream_flow, "locations")))
-      json_array_append_new(flows, stream_flow);
-    else
-      json_decref(stream_flow);
+  keep_if_any(flows, host);
+  /* The stream the call put work on (an attach, a launch), when it has one... */
+  json_int_t call_stream =
+      json_integer_value(json_object_get(json_object_get(f, "stream"), "serial"));
+  json_int_t busy_stream = json_integer_value(json_object_get(busy, "stream"));
+  char what[160];
+  if (call_stream && call_stream != busy_stream && !json_is_object(json_object_get(f, "access"))) {
+    snprintf(what, sizeof what, "given the work of %s", ac_json_str(f, "api"));
+    add_stream_flow(flows, call_stream, self, what);
   }
+  /* ...and the one that was busy, or that the memory belongs to. */
+  if (json_is_object(busy)) {
+    const json_t *first = json_object_get(busy, "first");
+    const json_t *attached = json_object_get(alloc, "attached");
+    if (json_is_object(first))
+      snprintf(what, sizeof what, "made busy by %s", ac_json_str(first, "api"));
+    else
+      snprintf(what, sizeof what, "the memory was attached to it by %s",
+               ac_json_str(attached, "api"));
+    add_stream_flow(flows, busy_stream, json_is_object(first) ? first : attached, what);
+  }
+  json_decref(self);
   if (!json_array_size(flows)) return flows;
   json_t *code_flow = json_pack("{s:o}", "threadFlows", flows);
   return json_pack("[o]", code_flow);

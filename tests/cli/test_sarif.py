@@ -80,6 +80,10 @@ with tempfile.TemporaryDirectory() as d:
     check("AC201 code flows: the host and the busy stream",
           [f["id"] for f in flows][0] == "host" and any(f["id"].startswith("stream-") for f in flows)
           and len(flows[0]["locations"]) == 3, [f["id"] for f in flows])
+    ac301 = results[ids.index("AC301")]
+    flows = [f["id"] for f in ac301["codeFlows"][0]["threadFlows"]]
+    check("AC301 code flows: the host, the launch's stream and the memory's stream",
+          flows[0] == "host" and len([f for f in flows if f.startswith("stream-")]) == 2, flows)
     check("invocation: the command line and pid",
           run["invocations"][0]["commandLine"].endswith("attach_mistakes") and
           run["invocations"][0]["processId"] == report["process"]["pid"])
