@@ -39,6 +39,7 @@ static const char *const examples[] = {
     "attachcheck ./app",
     "attachcheck --sarif app.sarif --strip-paths \"$PWD/\" --error-exitcode 1 ./app",
     "attachcheck --suppressions third-party.supp --json report.json ./app",
+    "attachcheck --json all-ranks.json mpirun -n 4 ./app",
     "mpirun -n 4 attachcheck --json report.%q{OMPI_COMM_WORLD_RANK}.json ./app",
     "LD_PRELOAD=libattachcheck.so ATTACHCHECK_JSON=report.%p.json ./app",
 };
