@@ -17,7 +17,8 @@
 #include "report.h"
 
 struct seen {
-  uint64_t key;
+  uint64_t key;      /* rule and return addresses: this process's */
+  char portable[17]; /* rule and (module, offset) of each frame: the same in every process */
   UT_hash_handle hh;
 };
 
@@ -38,6 +39,26 @@ static uint64_t finding_key(const struct ac_finding *f) {
   for (size_t i = 0; i < (size_t)f->stack.depth * sizeof f->stack.pc[0]; i++)
     h = (h ^ p[i]) * 1099511628211ull;
   return h;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s) {
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The key the reports use: the same finding from the same code in another
+ * process - a fork, or another rank loaded at other addresses - has the same
+ * key, so the merge makes one finding of them. */
+static void portable_key(const json_t *record, char out[17]) {
+  uint64_t h = fnv1a(1469598103934665603ull, ac_json_str(record, "rule"));
+  size_t i;
+  const json_t *frame;
+  json_array_foreach(json_object_get(record, "stack"), i, frame) {
+    h = fnv1a(fnv1a(fnv1a(h, "|"), ac_json_str(frame, "module")), "+");
+    h = fnv1a(h, ac_json_str(frame, "offset"));
+  }
+  snprintf(out, 17, "%016" PRIx64, h);
 }
 
 static void open_stream(void) {
@@ -189,24 +210,27 @@ void ac_report_cuda_init(int result, const struct ac_cuda_facts *facts) {
 
 void ac_report_finding(const struct ac_finding *f) {
   uint64_t key = finding_key(f);
-  char keytext[24];
-  snprintf(keytext, sizeof keytext, "%016" PRIx64, key);
   pthread_mutex_lock(&sink_lock);
   struct seen *s;
   HASH_FIND(hh, seen, &key, sizeof key, s);
-  if (s) {
-    append(json_pack("{s:s, s:i, s:s}", "type", "repeat", "pid", (int)getpid(), "key", keytext));
+  if (s) { /* counted, not written again */
+    append(
+        json_pack("{s:s, s:i, s:s}", "type", "repeat", "pid", (int)getpid(), "key", s->portable));
     pthread_mutex_unlock(&sink_lock);
     return;
   }
+  json_t *record = ac_json_finding(f, "");
+  char portable[17] = "";
+  if (record) portable_key(record, portable);
   s = malloc(sizeof *s);
   if (s) {
     s->key = key;
+    memcpy(s->portable, portable, sizeof portable);
     HASH_ADD(hh, seen, key, sizeof s->key, s);
   }
-  json_t *record = ac_json_finding(f, keytext);
   bool suppressed = false;
   if (record) {
+    json_object_set_new(record, "key", json_string(portable));
     json_object_set_new(record, "type", json_string("finding"));
     json_object_set_new(record, "pid", json_integer(getpid()));
     suppressed = apply_suppressions(record, f);

@@ -127,6 +127,25 @@ with tempfile.TemporaryDirectory() as d:
           [r["ruleId"] for r in marked] == ["AC201"] and marked[0]["suppressions"][0]["kind"] ==
           "external" and not schema_errors(log), marked)
 
+    # MPI-style: a launcher (no CUDA) starts four ranks of the same program.
+    launcher = os.path.join(d, "launch.py")
+    with open(launcher, "w") as f:
+        f.write("import os, subprocess, sys\n"
+                "ranks = [subprocess.Popen([sys.argv[1]], stdout=subprocess.DEVNULL,\n"
+                "                          env=dict(os.environ, RANK=str(r))) for r in range(4)]\n"
+                "sys.exit(max(p.wait() for p in ranks))\n")
+    p = subprocess.run([CLI, "--print-stderr", "off", "--sarif", os.path.join(d, "mpi.sarif"),
+                        "--json", os.path.join(d, "mpi.json"), sys.executable, launcher, DEMO],
+                       env=ENV, capture_output=True, text=True, timeout=120)
+    log, report = json.load(open(os.path.join(d, "mpi.sarif"))), json.load(open(os.path.join(d, "mpi.json")))
+    ranks = sorted(pr["pid"] for pr in report["processes"] if pr.get("cuda_initialized"))
+    check("MPI-style: one report, the launcher and four ranks, each finding from all four",
+          p.returncode == 0 and len(report["processes"]) == 5 and len(ranks) == 4 and
+          len(report["findings"]) == 5 and
+          all(sorted(f["processes"]) == ranks and f["count"] == 4 for f in report["findings"]) and
+          len(log["runs"][0]["invocations"]) == 5 and "5 errors" in p.stderr and
+          "in 5 processes" in p.stderr, (p.stderr[-300:], [f["processes"] for f in report["findings"]]))
+
     # Without the CLI: the shim writes the SARIF log itself at exit.
     sarif = os.path.join(d, "alone.sarif")
     p = subprocess.run([DEMO], env=dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_SARIF=sarif,
