@@ -11,16 +11,16 @@
 static const char *const synopsis = "attachcheck [options] [--] program [args...]";
 
 static const char *const description[] = {
-    "Runs program with the attachcheck shim preloaded and reports every breach of the CUDA "
-    "stream-attach rules: single-attach to the NULL stream, partial attaches, attaches on a "
-    "capturing stream, CPU access to managed memory while a stream that owns it is busy, kernels "
-    "given memory attached to another stream, and the rest of the catalogue (docs/rules.md).",
-    "Findings are printed on stderr as they happen (or to --log-file) and written, de-duplicated, "
-    "to the JSON (--json) and SARIF (--sarif) reports when the program ends, for every process of "
-    "the run. The program's behaviour is unchanged, except that the calls that would crash the "
-    "driver are refused (--guard).",
-    "Each option can also be given to the shim under plain LD_PRELOAD as the environment variable "
-    "shown; the CLI passes its options on that way.",
+    ("Runs program with the attachcheck shim preloaded and reports every breach of the CUDA "
+     "stream-attach rules: single-attach to the NULL stream, partial attaches, attaches on a "
+     "capturing stream, CPU access to managed memory while a stream that owns it is busy, kernels "
+     "given memory attached to another stream, and the rest of the catalogue (docs/rules.md)."),
+    ("Findings are printed on stderr as they happen (or to --log-file) and written, de-duplicated, "
+     "to the JSON (--json) and SARIF (--sarif) reports when the program ends, for every process of "
+     "the run. The program's behaviour is unchanged, except that the calls that would crash the "
+     "driver are refused (--guard)."),
+    ("Each option can also be given to the shim under plain LD_PRELOAD as the environment variable "
+     "shown; the CLI passes its options on that way."),
 };
 
 struct exit_status {
