@@ -6,27 +6,10 @@ torn one counted)."""
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
-BUILD = os.path.abspath(sys.argv[1])
-CLI = os.path.join(BUILD, "bin", "attachcheck")
-SHIM = os.path.join(BUILD, "lib", "libattachcheck.so")
-DEMO = os.path.join(BUILD, "examples", "attach_mistakes")
-FORKS = os.path.join(BUILD, "tests", "cli", "two_processes")
-ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    passed, failed = passed + bool(cond), failed + (not cond)
-    print(f"{'ok  ' if cond else 'FAIL'} {name} {'' if cond else detail}")
-
-
-def run(args, env=ENV):
-    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+from harness import CLI, DEMO, ENV, FORKS, SHIM, check, finish, run
 
 
 def findings_printed(text):
@@ -141,5 +124,4 @@ with tempfile.TemporaryDirectory() as d:
           report["summary"]["dropped_records"] == 1 and len(report["processes"]) >= 1 and
           "1 incomplete record dropped" in p.stderr, (report["summary"], p.stderr[-300:]))
 
-print(f"files: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("files")

@@ -4,35 +4,19 @@ and the installed CLI finds the installed shim and checks a program; CPack
 makes a .deb with the same layout under /usr and the declared dependencies;
 the man page is well-formed roff made from the same source as --help."""
 import os
-import subprocess
-import sys
 import tempfile
 
-BUILD = os.path.abspath(sys.argv[1])
-SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-DEMO = os.path.join(BUILD, "examples", "attach_mistakes")
-ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    passed, failed = passed + bool(cond), failed + (not cond)
-    print(f"{'ok  ' if cond else 'FAIL'} {name} {'' if cond else detail}")
-
-
-def run(args, **kw):
-    return subprocess.run(args, capture_output=True, text=True, timeout=300, **kw)
+from harness import BUILD, DEMO, check, finish, run
 
 
 def demo_under(cli):
-    p = run([cli, "--print-stderr", "off", DEMO], env=ENV)
+    p = run([cli, "--print-stderr", "off", DEMO])
     return p.returncode == 0 and "summary: 5 errors" in p.stderr, p.stderr[-400:]
 
 
 with tempfile.TemporaryDirectory() as d:
     prefix = os.path.join(d, "prefix")
-    p = run(["cmake", "--install", BUILD, "--prefix", prefix])
+    p = run(["cmake", "--install", BUILD, "--prefix", prefix], timeout=300)
     installed = {os.path.relpath(os.path.join(r, f), prefix) for r, _, fs in os.walk(prefix)
                  for f in fs}
     check("cmake --install: CLI, shim, man page, docs",
@@ -53,7 +37,8 @@ with tempfile.TemporaryDirectory() as d:
           groff.stderr[:300])
 
     out = os.path.join(d, "deb")
-    p = run(["cpack", "-G", "DEB", "-B", out, "--config", os.path.join(BUILD, "CPackConfig.cmake")])
+    p = run(["cpack", "-G", "DEB", "-B", out, "--config", os.path.join(BUILD, "CPackConfig.cmake")],
+            timeout=300)
     debs = [f for f in os.listdir(out) if f.endswith(".deb")] if os.path.isdir(out) else []
     check("cpack makes a .deb", p.returncode == 0 and len(debs) == 1, p.stdout[-400:] + p.stderr)
     if debs:
@@ -68,5 +53,4 @@ with tempfile.TemporaryDirectory() as d:
               ok and os.path.exists(os.path.join(root, "usr/lib/attachcheck/libattachcheck.so")),
               detail)
 
-print(f"package: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("package")

@@ -19,21 +19,9 @@ except ImportError:  # a Python of its own (pyenv, venv) without it: Debian's ha
         os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
     raise
 
-BUILD = os.path.abspath(sys.argv[1])
-HERE = os.path.dirname(os.path.abspath(__file__))
-CLI = os.path.join(BUILD, "bin", "attachcheck")
-SHIM = os.path.join(BUILD, "lib", "libattachcheck.so")
-DEMO = os.path.join(BUILD, "examples", "attach_mistakes")
-FORKS = os.path.join(BUILD, "tests", "cli", "two_processes")
-ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
+from harness import BUILD, CLI, DEMO, ENV, FORKS, HERE, SHIM, SOURCE, check, finish
+
 SCHEMA = json.load(open(os.path.join(HERE, "sarif-schema-2.1.0.json")))
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    passed, failed = passed + bool(cond), failed + (not cond)
-    print(f"{'ok  ' if cond else 'FAIL'} {name} {'' if cond else detail}")
 
 
 def attachcheck(folder, name, program, *options, env=ENV):
@@ -55,7 +43,7 @@ with tempfile.TemporaryDirectory() as d:
     rules = run["tool"]["driver"]["rules"]
     check("rules table: the whole catalogue, with help",
           len(rules) >= 13 and all(r["id"].startswith("AC") and r["help"]["text"] for r in rules))
-    docs = os.path.join(os.path.dirname(os.path.dirname(HERE)), "docs")
+    docs = os.path.join(SOURCE, "docs")
     check("every rule has its page in docs/rules/, linked from its help and the index",
           all(os.path.exists(os.path.join(docs, "rules", r["id"] + ".md")) and
               f"docs/rules/{r['id']}.md" in r["help"]["markdown"] and
@@ -160,7 +148,7 @@ with tempfile.TemporaryDirectory() as d:
     cpp = os.path.join(BUILD, "tests", "cli", "cpp_frames")
     source = os.path.join(HERE, "cpp_frames.cpp")
     line = next(i for i, text in enumerate(open(source), 1) if "AC101 here" in text)
-    checkout = os.path.dirname(os.path.dirname(HERE)) + "/"
+    checkout = SOURCE + "/"
     p = subprocess.run([CLI, "--strip-paths", checkout, "--sarif", os.path.join(d, "cpp.sarif"),
                         cpp], env=ENV, capture_output=True, text=True, timeout=60)
     check("text: demangled function, file and line of the call",
@@ -177,5 +165,4 @@ with tempfile.TemporaryDirectory() as d:
           loc)
     check("SARIF with source lines: valid", not schema_errors(cpp_log), schema_errors(cpp_log))
 
-print(f"sarif: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("sarif")

@@ -8,22 +8,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 
-BUILD = os.path.abspath(sys.argv[1])
-CLI = os.path.join(BUILD, "bin", "attachcheck")
-SHIM = os.path.join(BUILD, "lib", "libattachcheck.so")
-DEMO = os.path.join(BUILD, "examples", "attach_mistakes")
-ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
+from harness import CLI, DEMO, ENV, SHIM, check, finish
+
 DEMO_RULES = ["AC101", "AC102", "AC107", "AC201", "AC301"]
-passed = failed = 0
-
-
-def check(name, cond, detail=""):
-    global passed, failed
-    passed, failed = passed + bool(cond), failed + (not cond)
-    print(f"{'ok  ' if cond else 'FAIL'} {name} {'' if cond else detail}")
 
 
 def write(folder, name, text):
@@ -110,5 +99,4 @@ with tempfile.TemporaryDirectory() as d:
     check("the generated lines suppress every finding they were printed for",
           report["summary"]["suppressed"] == 5 and p.returncode == 0, report["summary"])
 
-print(f"suppressions: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+finish("suppressions")

@@ -1,0 +1,30 @@
+"""harness.py - what the report and CLI tests share: the build's paths (the
+build folder is the test's first argument), the stand-in driver's
+environment, and counting checks."""
+import os
+import subprocess
+import sys
+
+BUILD = os.path.abspath(sys.argv[1])
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.path.dirname(os.path.dirname(HERE))
+CLI = os.path.join(BUILD, "bin", "attachcheck")
+SHIM = os.path.join(BUILD, "lib", "libattachcheck.so")
+DEMO = os.path.join(BUILD, "examples", "attach_mistakes")
+FORKS = os.path.join(BUILD, "tests", "cli", "two_processes")
+ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
+_counts = {"passed": 0, "failed": 0}
+
+
+def check(name, cond, detail=""):
+    _counts["passed" if cond else "failed"] += 1
+    print(f"{'ok  ' if cond else 'FAIL'} {name} {'' if cond else detail}")
+
+
+def run(args, env=ENV, timeout=60, **kw):
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def finish(suite):
+    print(f"{suite}: {_counts['passed']} passed, {_counts['failed']} failed")
+    sys.exit(1 if _counts["failed"] or not _counts["passed"] else 0)
