@@ -55,6 +55,7 @@ static struct {
   bool tried;
   Dwfl_Callbacks callbacks;
   Dwfl *(*begin)(const Dwfl_Callbacks *);
+  void (*end)(Dwfl *);
   int (*proc_report)(Dwfl *, pid_t);
   int (*report_end)(Dwfl *, int (*)(Dwfl_Module *, void *, const char *, Dwarf_Addr, void *),
                     void *);
@@ -92,10 +93,10 @@ static void load_libdw(void) {
   open_beside_report("libelf.so.1"); /* libdw's own dependency, from the same folder */
   void *h = open_beside_report("libdw.so.1");
   if (!h) return;
-  bool ok = LOAD(begin, "dwfl_begin") && LOAD(proc_report, "dwfl_linux_proc_report") &&
-            LOAD(report_end, "dwfl_report_end") && LOAD(addrmodule, "dwfl_addrmodule") &&
-            LOAD(addrinfo, "dwfl_module_addrinfo") && LOAD(getsrc, "dwfl_module_getsrc") &&
-            LOAD(lineinfo, "dwfl_lineinfo") &&
+  bool ok = LOAD(begin, "dwfl_begin") && LOAD(end, "dwfl_end") &&
+            LOAD(proc_report, "dwfl_linux_proc_report") && LOAD(report_end, "dwfl_report_end") &&
+            LOAD(addrmodule, "dwfl_addrmodule") && LOAD(addrinfo, "dwfl_module_addrinfo") &&
+            LOAD(getsrc, "dwfl_module_getsrc") && LOAD(lineinfo, "dwfl_lineinfo") &&
             LOAD(callbacks.find_elf, "dwfl_linux_proc_find_elf") &&
             LOAD(callbacks.find_debuginfo, "dwfl_standard_find_debuginfo") &&
             LOAD(callbacks.section_address, "dwfl_offline_section_address");
@@ -106,7 +107,10 @@ static void load_libdw(void) {
 static Dwfl *report_process(void) {
   Dwfl *d = dw.begin(&dw.callbacks);
   if (!d) return NULL;
-  if (dw.proc_report(d, getpid()) != 0 || dw.report_end(d, NULL, NULL) != 0) return NULL;
+  if (dw.proc_report(d, getpid()) != 0 || dw.report_end(d, NULL, NULL) != 0) {
+    dw.end(d); /* never handed out: no caller holds its names */
+    return NULL;
+  }
   dw.dwfl_pid = getpid();
   return d;
 }
