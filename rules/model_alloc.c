@@ -70,6 +70,27 @@ static void granule_drop(struct ac_model *m, uint64_t key, const struct ac_alloc
   }
 }
 
+static bool is_plain_global(const struct ac_alloc *a) {
+  return ac_alloc_is_managed(a) && a->assoc == AC_ASSOC_GLOBAL && !a->attach_stream;
+}
+
+void ac_model_note_judged(struct ac_model *m, const struct ac_alloc *a) {
+  uint64_t first = granule_of(a->base), last = last_granule_of(a);
+  if (last - first >= AC_JUDGED_GRANULE_BITS) {
+    memset(m->judged_granules, 0xff, sizeof m->judged_granules);
+    return;
+  }
+  for (uint64_t k = first; k <= last; k++) {
+    uint64_t bit = k & (AC_JUDGED_GRANULE_BITS - 1);
+    m->judged_granules[bit / 64] |= (uint64_t)1 << (bit % 64);
+  }
+}
+
+bool ac_model_may_need_judging(const struct ac_model *m, uintptr_t addr) {
+  uint64_t bit = granule_of(addr) & (AC_JUDGED_GRANULE_BITS - 1);
+  return (m->judged_granules[bit / 64] >> (bit % 64)) & 1;
+}
+
 struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *proto) {
   struct ac_alloc *a = malloc(sizeof *a);
   if (!a) return NULL;
@@ -87,6 +108,7 @@ struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *p
   }
   m->alloc_count++;
   m->layout++;
+  if (ac_alloc_is_managed(a) && !is_plain_global(a)) ac_model_note_judged(m, a);
   return a;
 }
 
@@ -130,7 +152,7 @@ cached_lookup(const struct ac_model *cm, uintptr_t addr) {
   struct lookup_cache_entry *c = &m->lookup_cache[cache_slot(addr)];
   if (c->addr == addr && c->layout_plus_one == m->layout + 1) return c;
   struct ac_alloc *a = find_uncached(m, addr);
-  bool plain = a && ac_alloc_is_managed(a) && a->assoc == AC_ASSOC_GLOBAL && !a->attach_stream;
+  bool plain = a && is_plain_global(a);
   *c = (struct lookup_cache_entry){addr, m->layout + 1, a, plain};
   return c;
 }

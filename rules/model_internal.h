@@ -12,7 +12,8 @@
  * (and pages), so a list is needed; large ones appear in every granule they
  * cover. */
 #define AC_GRANULE_SHIFT 21
-#define AC_LOOKUP_CACHE_SIZE 1024 /* a power of two */
+#define AC_LOOKUP_CACHE_SIZE 1024   /* a power of two */
+#define AC_JUDGED_GRANULE_BITS 4096 /* a power of two: 8 GiB of address space before it wraps */
 
 /* A granule's allocations, sorted by base; base and end are kept beside the
  * record so a lookup reads only this array. */
@@ -77,6 +78,11 @@ struct ac_model {
     bool plain_global; /* see ac_model_find_alloc_plain */
   } lookup_cache[AC_LOOKUP_CACHE_SIZE];
   bool reach_semantics;
+  /* One bit per 2 MiB granule (its index modulo the bits): set once the
+   * granule holds managed memory that is not plain GLOBAL memory (attached,
+   * or HOST), never cleared. A clear bit lets strict judging skip a kernel
+   * argument without a lookup. */
+  uint64_t judged_granules[AC_JUDGED_GRANULE_BITS / 64];
 };
 
 void ac_model_free_order(struct ac_model *m);

@@ -180,6 +180,7 @@ void ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc
   if (origin) a->attach_origin = *origin;
   m->generation++;
   m->layout++;
+  ac_model_note_judged(m, a); /* attached once: never plain GLOBAL memory again */
 }
 
 int ac_order_binding_assocs(const struct ac_model *m, const struct ac_alloc *a,

@@ -179,6 +179,7 @@ static bool already_judged(struct launch *l, uint64_t serial) {
  * under strict semantics there is no reach to record either, so its record
  * need not be read: the common case, kept small enough to inline. */
 static inline struct ac_alloc *allocation_to_judge(const struct launch *l, uintptr_t addr) {
+  if (!l->records_reach && !ac_model_may_need_judging(ac_model, addr)) return NULL;
   bool plain;
   struct ac_alloc *a = ac_model_find_alloc_plain(ac_model, addr, &plain);
   return !a || (plain && !l->records_reach) ? NULL : a;

@@ -119,7 +119,36 @@ static void test_special_stream_handles(void) {
   ac_model_destroy(m);
 }
 
+/* The filter that lets strict judging skip kernel arguments without a lookup:
+ * only granules with attached or HOST managed memory need one. */
+static void test_granules_that_need_judging(void) {
+  struct ac_model *m = ac_model_create();
+  const uintptr_t g = 0x7f0000c00000; /* granule-aligned */
+  struct ac_alloc plain = proto(g, 4096), host = proto(g + (2u << 20), 4096);
+  host.assoc = AC_ASSOC_HOST;
+  struct ac_alloc device = proto(g + (4u << 20), 4096);
+  device.kind = AC_MEM_DEVICE;
+  struct ac_alloc *a = ac_model_add_alloc(m, &plain);
+  ac_model_add_alloc(m, &host);
+  ac_model_add_alloc(m, &device);
+  CHECK(!ac_model_may_need_judging(m, g + 64));              /* plain GLOBAL: skipped */
+  CHECK(ac_model_may_need_judging(m, g + (2u << 20) + 64));  /* HOST-attached */
+  CHECK(!ac_model_may_need_judging(m, g + (4u << 20) + 64)); /* device memory: never judged */
+  CHECK(!ac_model_may_need_judging(m, 0x1234));              /* not memory at all */
+  struct ac_stream *s = ac_model_stream_created(m, 0x5000, 0, 0);
+  ac_order_attach(m, a, AC_ASSOC_SINGLE, s, 1, NULL);
+  CHECK(ac_model_may_need_judging(m, g + 64)); /* attached: judged from now on */
+  ac_order_attach(m, a, AC_ASSOC_GLOBAL, s, 2, NULL);
+  CHECK(ac_model_may_need_judging(m, g + 64)); /* and still after going back to GLOBAL */
+  struct ac_alloc huge = proto(0x100000000000, (size_t)16 << 30); /* 16 GiB: every bit */
+  huge.assoc = AC_ASSOC_HOST;
+  ac_model_add_alloc(m, &huge);
+  CHECK(ac_model_may_need_judging(m, 0x1234));
+  ac_model_destroy(m);
+}
+
 int main(void) {
+  test_granules_that_need_judging();
   test_lookup_by_address();
   test_small_allocations_share_a_granule();
   test_dense_granule();
