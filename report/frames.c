@@ -11,6 +11,12 @@
 
 #include "report.h"
 
+uint64_t ac_hash_text(uint64_t h, const char *s) {
+  for (; *s; s++)
+    h = (h ^ (unsigned char)*s) * 1099511628211ull; /* FNV-1a */
+  return h;
+}
+
 bool ac_frame_is_programs_own(const json_t *frame) {
   static const char *const foreign_modules[] = {"*/libcuda.so*", "*/libcudart.so*", "*/libc.so*",
                                                 "*/ld-linux*",   "*/libstdc++.so*", "*/libpython*"};

@@ -61,6 +61,10 @@ json_t *ac_json_text(const char *s);
 const char *ac_json_str(const json_t *object, const char *key);
 
 /* ---- frames.c (frames of a JSON report) ---- */
+/* FNV-1a: a hash of text that is the same in every process and every run
+ * (keys and fingerprints are made of it). Start from AC_HASH_START. */
+#define AC_HASH_START 1469598103934665603ull
+uint64_t ac_hash_text(uint64_t h, const char *s);
 /* Whether a frame is in the program's own code: not the driver, the CUDA
  * runtime (as a library or linked in), the C library or the loader. */
 bool ac_frame_is_programs_own(const json_t *frame);

@@ -198,11 +198,8 @@ static json_t *code_flows(const json_t *f, const char *call_note) {
  * debug information did not say), so a rebuild that moves code elsewhere does
  * not change it. */
 static void fingerprint(const json_t *f, char out[17]) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  uint64_t h = ac_hash_text(AC_HASH_START, ac_json_str(f, "rule"));
   char piece[512];
-  snprintf(piece, sizeof piece, "%s", ac_json_str(f, "rule"));
-  for (const char *p = piece; *p; p++)
-    h = (h ^ (unsigned char)*p) * 1099511628211ull;
   size_t i;
   const json_t *frame;
   json_array_foreach(json_object_get(f, "stack"), i, frame) {
@@ -213,8 +210,7 @@ static void fingerprint(const json_t *f, char out[17]) {
                ac_json_str(frame, "function"), line);
     else
       snprintf(piece, sizeof piece, "|%s+%llx", base ? base + 1 : module, offset_of(frame));
-    for (const char *p = piece; *p; p++)
-      h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    h = ac_hash_text(h, piece);
   }
   snprintf(out, 17, "%016" PRIx64, h);
 }

@@ -41,22 +41,16 @@ static uint64_t finding_key(const struct ac_finding *f) {
   return h;
 }
 
-static uint64_t fnv1a(uint64_t h, const char *s) {
-  for (; *s; s++)
-    h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
 /* The key the reports use: the same finding from the same code in another
  * process - a fork, or another rank loaded at other addresses - has the same
  * key, so the merge makes one finding of them. */
 static void portable_key(const json_t *record, char out[17]) {
-  uint64_t h = fnv1a(1469598103934665603ull, ac_json_str(record, "rule"));
+  uint64_t h = ac_hash_text(AC_HASH_START, ac_json_str(record, "rule"));
   size_t i;
   const json_t *frame;
   json_array_foreach(json_object_get(record, "stack"), i, frame) {
-    h = fnv1a(fnv1a(fnv1a(h, "|"), ac_json_str(frame, "module")), "+");
-    h = fnv1a(h, ac_json_str(frame, "offset"));
+    h = ac_hash_text(ac_hash_text(ac_hash_text(h, "|"), ac_json_str(frame, "module")), "+");
+    h = ac_hash_text(h, ac_json_str(frame, "offset"));
   }
   snprintf(out, 17, "%016" PRIx64, h);
 }
