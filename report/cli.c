@@ -86,14 +86,14 @@ static int parse_args(int argc, char **argv, struct ac_options *o) {
 }
 
 /* A report path given to the CLI, checked before the program starts: its
- * %-escapes expand (%p to a stand-in pid: the program's is not known yet) and
- * it can be written. */
+ * %-escapes expand (%p to a stand-in pid: the program's is not known yet, so
+ * whether the real name exists cannot be told) and it can be written. */
 static void check_report_path(const char *what, const char *pattern, bool overwrite) {
   char path[PATH_MAX], why[PATH_MAX + 128];
   if (!pattern || !*pattern) return;
+  bool name_known = !strstr(pattern, "%p");
   if (!ac_expand_path(pattern, 0, path, sizeof path, why, sizeof why) ||
-      (!strstr(pattern, "%p") && !ac_report_path_usable(path, overwrite, why, sizeof why)) ||
-      (strstr(pattern, "%p") && !ac_report_path_usable(path, true, why, sizeof why)))
+      !ac_report_path_usable(path, overwrite || !name_known, why, sizeof why))
     die_usage("cannot write the %s: %s", what, why);
 }
 

@@ -99,7 +99,7 @@ static json_t *access(const struct ac_access_facts *a) {
                    "kind", kinds[a->kind], "via", a->via);
 }
 
-json_t *ac_json_finding(const struct ac_finding *f, const char *key) {
+json_t *ac_json_finding(const struct ac_finding *f) {
   const struct ac_rule_info *r = ac_rule_info(f->rule);
   json_t *call = json_pack("{s:o, s:o, s:I, s:I}", "stream", stream_handle(f->args.stream), "dptr",
                            hex(f->args.dptr), "length", (json_int_t)f->args.length, "flags",
@@ -108,13 +108,13 @@ json_t *ac_json_finding(const struct ac_finding *f, const char *key) {
   if (f->stream_serial)
     json_object_set_new(stream, "serial", json_integer((json_int_t)f->stream_serial));
   static const char *const outcomes[] = {"returned", "guarded", "crashes"};
-  return json_pack(
-      "{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:{s:s, s:i, s:s, s:b},"
-      " s:I, s:o, s:s, s:o, s:o}",
-      "rule", r->id, "name", r->name, "severity", ac_severity_name(r->severity), "message",
-      r->summary, "fix", r->fix, "api", f->api, "call", call, "stream", stream, "memory_kind",
-      ac_mem_kind_name(f->mem_kind), "allocation", allocation(&f->alloc), "driver", "outcome",
-      outcomes[f->outcome], "result", f->driver_result, "name", f->driver_result_name, "guarded",
-      f->outcome == AC_DRIVER_GUARDED, "thread", (json_int_t)f->thread, "stack",
-      ac_json_stack(&f->stack), "key", key, "access", access(&f->access), "busy", busy(&f->busy));
+  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:{s:s, s:i, s:s, s:b},"
+                   " s:I, s:o, s:o, s:o}",
+                   "rule", r->id, "name", r->name, "severity", ac_severity_name(r->severity),
+                   "message", r->summary, "fix", r->fix, "api", f->api, "call", call, "stream",
+                   stream, "memory_kind", ac_mem_kind_name(f->mem_kind), "allocation",
+                   allocation(&f->alloc), "driver", "outcome", outcomes[f->outcome], "result",
+                   f->driver_result, "name", f->driver_result_name, "guarded",
+                   f->outcome == AC_DRIVER_GUARDED, "thread", (json_int_t)f->thread, "stack",
+                   ac_json_stack(&f->stack), "access", access(&f->access), "busy", busy(&f->busy));
 }

@@ -52,7 +52,9 @@ void ac_report_fork_child(void);
 void ac_text_write_finding(FILE *out, const struct ac_finding *f);
 
 /* ---- json_finding.c ---- */
-json_t *ac_json_finding(const struct ac_finding *f, const char *key);
+/* A finding as a JSON object (without its key: the sink adds it, made from
+ * the symbolised stack). */
+json_t *ac_json_finding(const struct ac_finding *f);
 json_t *ac_json_stack(const struct ac_stack *s);
 /* A JSON string of s, which need not be UTF-8 (paths, argv): bytes that are
  * not ASCII become '?' when s is not valid UTF-8. */

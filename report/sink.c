@@ -213,7 +213,7 @@ void ac_report_finding(const struct ac_finding *f) {
     pthread_mutex_unlock(&sink_lock);
     return;
   }
-  json_t *record = ac_json_finding(f, "");
+  json_t *record = ac_json_finding(f);
   char portable[17] = "";
   if (record) portable_key(record, portable);
   s = malloc(sizeof *s);

@@ -186,6 +186,7 @@ void ac_symbolize(const void *pc, struct ac_frame *out) {
   out->module = "";
   /* A return address points after the call; look up the call itself. */
   const char *call = (const char *)pc - 1;
+  pthread_mutex_lock(&symbolize_lock); /* libdw's view and the demangler are shared */
   if (dladdr(call, &info)) {
     if (info.dli_fname) out->module = module_path(info.dli_fname);
     out->offset = (unsigned long)((const char *)pc - (const char *)info.dli_fbase);
@@ -194,7 +195,6 @@ void ac_symbolize(const void *pc, struct ac_frame *out) {
       out->function_offset = (unsigned long)((const char *)pc - (const char *)info.dli_saddr);
     }
   }
-  pthread_mutex_lock(&symbolize_lock);
   from_debug_info(call, out);
   pthread_mutex_unlock(&symbolize_lock);
 }

@@ -25,7 +25,6 @@ void ac_emit_finding(struct ac_finding *f, enum ac_driver_outcome outcome, CUres
 /* The session's hardware, for the reports: the driver's version and the
  * devices' names, asked once CUDA is up. */
 static void describe_cuda(struct ac_cuda_facts *facts) {
-  memset(facts, 0, sizeof *facts);
   if (ac_real.cuDriverGetVersion) ac_real.cuDriverGetVersion(&facts->driver_version);
   int count = 0;
   if (!ac_real.cuDeviceGetCount || ac_real.cuDeviceGetCount(&count) != CUDA_SUCCESS) return;
@@ -43,10 +42,8 @@ void ac_note_cuda_init(CUresult result) {
   static int told;
   if (__atomic_exchange_n(&told, 1, __ATOMIC_ACQ_REL)) return;
   struct ac_cuda_facts facts;
-  if (result == CUDA_SUCCESS)
-    describe_cuda(&facts);
-  else
-    memset(&facts, 0, sizeof facts);
+  memset(&facts, 0, sizeof facts);
+  if (result == CUDA_SUCCESS) describe_cuda(&facts);
   ac_report_cuda_init((int)result, &facts);
 }
 
