@@ -25,6 +25,14 @@ def run(args, env=ENV, timeout=60, **kw):
     return subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout, **kw)
 
 
+def write_file(folder, name, text):
+    """A file of the test's own (a suppression file, a helper script); its path."""
+    path = os.path.join(folder, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def finish(suite):
     print(f"{suite}: {_counts['passed']} passed, {_counts['failed']} failed")
     sys.exit(1 if _counts["failed"] or not _counts["passed"] else 0)

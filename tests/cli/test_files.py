@@ -9,7 +9,7 @@ import re
 import sys
 import tempfile
 
-from harness import CLI, DEMO, ENV, FORKS, SHIM, check, finish, run
+from harness import CLI, DEMO, ENV, FORKS, SHIM, check, finish, run, write_file
 
 
 def findings_printed(text):
@@ -45,18 +45,14 @@ with tempfile.TemporaryDirectory() as d:
           "NOPE is not set" in p.stderr and p.returncode == 0, p.stderr[:300])
 
     # No overwriting unless told; never through a symbolic link.
-    target = os.path.join(d, "kept.json")
-    with open(target, "w") as f:
-        f.write("precious")
+    target = write_file(d, "kept.json", "precious")
     p = run([CLI, "--json", target, DEMO])
     check("an existing report file is refused before the run", p.returncode == 2 and
           "already exists" in p.stderr and open(target).read() == "precious", p.stderr)
     p = run([CLI, "--print-stderr", "off", "--overwrite", "on", "--json", target, DEMO])
     check("--overwrite on replaces it", p.returncode == 0 and
           json.load(open(target))["summary"]["errors"] == 5)
-    victim = os.path.join(d, "victim")
-    with open(victim, "w") as f:
-        f.write("untouched")
+    victim = write_file(d, "victim", "untouched")
     os.symlink(victim, os.path.join(d, "link.json"))
     for overwrite in ["off", "on"]:
         p = run([CLI, "--overwrite", overwrite, "--json", os.path.join(d, "link.json"), DEMO])
@@ -111,12 +107,12 @@ with tempfile.TemporaryDirectory() as d:
           len(json.load(open(f"{d}/forked.json"))["processes"]) == 2)
 
     # A process killed in the middle of writing a record: the merge keeps the rest.
-    script = os.path.join(d, "torn.py")
-    with open(script, "w") as f:
-        f.write("import os\n"
-                "path = os.path.join(os.environ['ATTACHCHECK_SESSION_DIR'], f'{os.getpid()}.jsonl')\n"
-                "open(path, 'a').write('{\"type\": \"finding\", \"rule\": \"AC1')\n"
-                "os._exit(0)\n")
+    script = write_file(d, "torn.py",
+                        "import os\n"
+                        "path = os.path.join(os.environ['ATTACHCHECK_SESSION_DIR'], "
+                        "f'{os.getpid()}.jsonl')\n"
+                        "open(path, 'a').write('{\"type\": \"finding\", \"rule\": \"AC1')\n"
+                        "os._exit(0)\n")
     p = run([CLI, "--require-cuda-init", "no", "--json", f"{d}/torn.json", sys.executable,
              script])
     report = json.load(open(f"{d}/torn.json"))

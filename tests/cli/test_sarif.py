@@ -19,7 +19,7 @@ except ImportError:  # a Python of its own (pyenv, venv) without it: Debian's ha
         os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
     raise
 
-from harness import BUILD, CLI, DEMO, ENV, FORKS, HERE, SHIM, SOURCE, check, finish
+from harness import BUILD, CLI, DEMO, ENV, FORKS, HERE, SHIM, SOURCE, check, finish, write_file
 
 SCHEMA = json.load(open(os.path.join(HERE, "sarif-schema-2.1.0.json")))
 
@@ -106,9 +106,7 @@ with tempfile.TemporaryDirectory() as d:
     check("SARIF results carry the processes",
           all(r["properties"]["processes"] for r in log["runs"][0]["results"]))
 
-    supp = os.path.join(d, "demo.supp")
-    with open(supp, "w") as f:
-        f.write("AC201:main\n")
+    supp = write_file(d, "demo.supp", "AC201:main\n")
     _, log, _ = attachcheck(d, "supp", DEMO, "--suppressions", supp)
     marked = [r for r in log["runs"][0]["results"] if r.get("suppressions")]
     check("a suppressed finding is a result with an external suppression, still valid",
@@ -116,12 +114,12 @@ with tempfile.TemporaryDirectory() as d:
           "external" and not schema_errors(log), marked)
 
     # MPI-style: a launcher (no CUDA) starts four ranks of the same program.
-    launcher = os.path.join(d, "launch.py")
-    with open(launcher, "w") as f:
-        f.write("import os, subprocess, sys\n"
-                "ranks = [subprocess.Popen([sys.argv[1]], stdout=subprocess.DEVNULL,\n"
-                "                          env=dict(os.environ, RANK=str(r))) for r in range(4)]\n"
-                "sys.exit(max(p.wait() for p in ranks))\n")
+    launcher = write_file(d, "launch.py",
+                          "import os, subprocess, sys\n"
+                          "ranks = [subprocess.Popen([sys.argv[1]], stdout=subprocess.DEVNULL,\n"
+                          "                          env=dict(os.environ, RANK=str(r))) "
+                          "for r in range(4)]\n"
+                          "sys.exit(max(p.wait() for p in ranks))\n")
     p = subprocess.run([CLI, "--print-stderr", "off", "--sarif", os.path.join(d, "mpi.sarif"),
                         "--json", os.path.join(d, "mpi.json"), sys.executable, launcher, DEMO],
                        env=ENV, capture_output=True, text=True, timeout=120)

@@ -10,16 +10,9 @@ import re
 import subprocess
 import tempfile
 
-from harness import CLI, DEMO, ENV, SHIM, check, finish
+from harness import CLI, DEMO, ENV, SHIM, check, finish, write_file
 
 DEMO_RULES = ["AC101", "AC102", "AC107", "AC201", "AC301"]
-
-
-def write(folder, name, text):
-    path = os.path.join(folder, name)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
 
 
 def attachcheck(folder, *options):
@@ -40,7 +33,7 @@ with tempfile.TemporaryDirectory() as d:
     check("no suppressions: all five printed, status 9", printed(p.stderr) == DEMO_RULES and
           p.returncode == 9, (printed(p.stderr), p.returncode))
 
-    supp = write(d, "a.supp", "# third-party noise\n\nAC101:main\n  AC102 : attach_mistakes \n"
+    supp = write_file(d, "a.supp", "# third-party noise\n\nAC101:main\n  AC102 : attach_mistakes \n"
                  "attach-during-capture:*\n")
     p, report = attachcheck(d, "--suppressions", supp)
     check("by id + function, id + module name, rule name + *: not printed",
@@ -54,17 +47,17 @@ with tempfile.TemporaryDirectory() as d:
     check("summary line says so", "2 errors, 0 warnings, 0 notes (3 suppressed)" in p.stderr,
           p.stderr[-300:])
 
-    every = write(d, "b.supp", "*:*mistakes.c\n")
+    every = write_file(d, "b.supp", "*:*mistakes.c\n")
     p, report = attachcheck(d, "--suppressions", every)
     check("a source file glob silences all: the run passes", p.returncode == 0 and
           printed(p.stderr) == [] and report["summary"]["suppressed"] == 5, p.returncode)
 
-    one, two = write(d, "c.supp", "AC201:main\n"), write(d, "d.supp", "AC301:main\n")
+    one, two = write_file(d, "c.supp", "AC201:main\n"), write_file(d, "d.supp", "AC301:main\n")
     p, report = attachcheck(d, "--suppressions", one, "--suppressions", two)
     check("--suppressions repeats: both files apply", printed(p.stderr) == ["AC101", "AC102",
           "AC107"], printed(p.stderr))
 
-    p, report = attachcheck(d, "--suppressions", write(d, "e.supp", "AC301:no_such_function\n"))
+    p, report = attachcheck(d, "--suppressions", write_file(d, "e.supp", "AC301:no_such_function\n"))
     check("a pattern that matches nothing suppresses nothing", len(printed(p.stderr)) == 5)
 
     for name, text, words in [
@@ -73,7 +66,7 @@ with tempfile.TemporaryDirectory() as d:
             ("empty pattern", "AC101:\n", ["f.supp:1", "empty pattern"]),
             ("NUL byte", "AC101:ma\0in\n", ["f.supp:1", "not text"]),
             ("line too long", "AC101:" + "x" * 2000 + "\n", ["f.supp:1", "too long"])]:
-        bad = write(d, "f.supp", text)
+        bad = write_file(d, "f.supp", text)
         p, _ = attachcheck(d, "--suppressions", bad)
         check(f"bad file ({name}): refused before the run, with file and line",
               p.returncode == 2 and all(w in p.stderr for w in words) and "AC1" not in
@@ -95,7 +88,7 @@ with tempfile.TemporaryDirectory() as d:
     lines = re.findall(r"==attachcheck== suppress with: (\S.*)", p.stderr)
     check("--gen-suppressions: one line per finding", len(lines) == 5 and
           all(l.split(":")[0] in DEMO_RULES for l in lines), lines)
-    p, report = attachcheck(d, "--suppressions", write(d, "gen.supp", "\n".join(lines) + "\n"))
+    p, report = attachcheck(d, "--suppressions", write_file(d, "gen.supp", "\n".join(lines) + "\n"))
     check("the generated lines suppress every finding they were printed for",
           report["summary"]["suppressed"] == 5 and p.returncode == 0, report["summary"])
 
