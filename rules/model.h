@@ -90,8 +90,6 @@ struct ac_alloc *ac_model_find_alloc_plain(const struct ac_model *m, uintptr_t a
  * (false: certainly not, so strict device judging can skip it). Conservative:
  * true also for memory freed since, or sharing a bit with such memory. */
 bool ac_model_may_need_judging(const struct ac_model *m, uintptr_t addr);
-/* Records that a is not plain GLOBAL memory (it was attached, or is HOST). */
-void ac_model_note_judged(struct ac_model *m, const struct ac_alloc *a);
 /* The allocation starting exactly at base, or NULL. */
 struct ac_alloc *ac_model_find_alloc_at(const struct ac_model *m, uintptr_t base);
 /* Forgets one allocation record (the pointer becomes invalid). */

@@ -90,4 +90,8 @@ void ac_model_free_order(struct ac_model *m);
 void ac_model_free_allocs(struct ac_model *m);
 void ac_model_free_streams(struct ac_model *m);
 
+/* Records that a is not plain GLOBAL memory (it was attached, or is HOST):
+ * ac_model_may_need_judging answers true for its granules from now on. */
+void ac_model_note_judged(struct ac_model *m, const struct ac_alloc *a);
+
 #endif
