@@ -82,7 +82,7 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
   struct ac_finding findings[AC_ATTACH_MAX_FINDINGS + 1];
   struct ac_stack stack; /* where it was attached: kept with the allocation */
   ac_stack_capture(&stack);
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   c.stream = ac_model_resolve_stream(ac_model, (uintptr_t)stream, per_thread, c.thread);
   if (c.stream.kind == AC_STREAM_UNTRACKED && !address_is_mapped((uintptr_t)stream))
     c.stream.kind = AC_STREAM_NEVER_CREATED;
@@ -90,7 +90,7 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
   int n = ac_judge_attach(&c, findings);
   if (n == 0) n = judge_order(&c, findings);
   enum ac_guard_verdict verdict = ac_attach_guard(&c);
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 
   enum ac_driver_outcome outcome = verdict == AC_GUARD_FORWARD ? AC_DRIVER_RETURNED
                                    : ac_opts.guard             ? AC_DRIVER_GUARDED

@@ -28,10 +28,10 @@ static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdevic
     a.origin_thread = ac_thread_id();
     ac_stack_capture(&a.origin_stack);
   }
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   if (!ac_model_find_alloc_at(ac_model, a.base)) ac_model_add_alloc(ac_model, &a);
   if (kind == AC_MEM_MANAGED_VAR) ac_kernel_args_note_variable(module, a.base);
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 void ac_check_managed_allocated(const char *api, CUdeviceptr base, size_t size, unsigned flags) {
@@ -44,21 +44,21 @@ void ac_check_managed_variable(const char *api, CUdeviceptr base, size_t size, u
 }
 
 uint64_t ac_check_before_free(CUdeviceptr base) {
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_alloc *a = ac_model_find_alloc_at(ac_model, (uintptr_t)base);
   uint64_t serial = a ? a->serial : 0;
   if (a) ac_guard_forget_range_locked(a->base, a->size);
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   return serial;
 }
 
 void ac_check_freed(CUdeviceptr base, uint64_t serial, CUresult result) {
   if (result != CUDA_SUCCESS || serial == 0) return;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_alloc *a = ac_model_find_alloc_at(ac_model, (uintptr_t)base);
   if (a && a->serial == serial) ac_model_remove_alloc(ac_model, a);
   ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 /* Asks the driver what ptr is, and records what it learned. */
@@ -85,10 +85,10 @@ static enum ac_mem_kind learn(CUdeviceptr ptr) {
 
 enum ac_mem_kind ac_check_classify(CUdeviceptr ptr) {
   if (ptr == 0) return AC_MEM_NULL;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_alloc *a = ac_model_find_alloc(ac_model, (uintptr_t)ptr);
   enum ac_mem_kind kind = a ? a->kind : AC_MEM_PAGEABLE;
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   return a ? kind : learn(ptr);
 }
 

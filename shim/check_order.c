@@ -51,73 +51,73 @@ struct ac_stream *ac_on_work_locked(const char *api, CUstream stream, bool per_t
 
 void ac_on_work_busy_stack(const struct ac_op_origin_slot *slot, const struct ac_stack *stack) {
   if (!slot->turned_busy) return;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_stream *s = slot->stream;
   if (s->busy_origin.api && s->busy_origin.seq == slot->seq) s->busy_origin.stack = *stack;
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 void ac_on_work(const char *api, CUstream stream, bool per_thread) {
   struct ac_op_origin_slot slot;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   ac_on_work_locked(api, stream, per_thread, &slot);
   ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   if (slot.turned_busy) record_busy_stack(slot.stream, slot.seq);
 }
 
 void ac_on_stream_sync(CUstream stream, bool per_thread) {
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
   if (s) ac_order_host_syncs_stream(ac_model, s);
   ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 void ac_on_ctx_sync(void) {
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   ac_order_host_syncs_all(ac_model);
   ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 void ac_on_sync_copy(const char *api, bool per_thread) {
   /* Legacy-stream semantics: an operation on the NULL stream (the thread's
    * per-thread stream for _ptds) that the host waits for. */
   bool turned_busy;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_stream *s = stream_of(NULL, per_thread);
   enqueue_locked(s, api, &turned_busy);
   if (s) ac_order_host_syncs_stream(ac_model, s);
   ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 void ac_on_event_record(CUevent event, CUstream stream, bool per_thread) {
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
   if (s && !s->capturing) ac_order_event_recorded(ac_model, (uintptr_t)event, s);
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 void ac_on_event_sync(CUevent event) {
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   ac_order_host_syncs_event(ac_model, (uintptr_t)event);
   ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 void ac_on_stream_wait(CUstream stream, CUevent event, bool per_thread) {
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
   if (s && !s->capturing) ac_order_stream_waits_event(ac_model, s, (uintptr_t)event);
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 void ac_on_event_destroyed(CUevent event) {
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   ac_order_event_destroyed(ac_model, (uintptr_t)event);
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 /* ---- host functions ----
@@ -137,10 +137,10 @@ struct host_call {
 
 static void run_host_call(void *arg) {
   struct host_call *c = arg;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   ac_order_host_observes(ac_model, &c->before);
   ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   const struct ac_stream *outer = running_host_function;
   running_host_function = c->stream;
   if (c->fn)
@@ -174,7 +174,7 @@ struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per
   struct host_call *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   bool turned_busy;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
   uint64_t seq = enqueue_locked(s, api, &turned_busy);
   if (seq && ac_order_snapshot_before(ac_model, s, seq, &c->before)) {
@@ -185,7 +185,7 @@ struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per
     c = NULL;
   }
   ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   if (turned_busy) record_busy_stack(s, seq);
   return c;
 }
@@ -201,9 +201,9 @@ CUstreamCallback ac_stream_callback_trampoline(void) {
  * back unless another one was enqueued on the stream since; then it stays, and
  * counts as complete once the host observes the stream. */
 void ac_host_function_not_enqueued(struct host_call *c) {
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   if (c->stream->seq == c->seq) c->stream->seq--;
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   ac_clock_free(&c->before);
   free(c);
 }
@@ -213,7 +213,7 @@ void ac_host_function_not_enqueued(struct host_call *c) {
 void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdeviceptr dptr,
                     unsigned flags, const struct ac_stack *stack) {
   bool turned_busy;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
   uint64_t seq = enqueue_locked(s, api, &turned_busy);
   if (turned_busy) s->busy_origin.stack = *stack;
@@ -223,5 +223,5 @@ void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdevicep
     ac_order_attach(ac_model, a, (enum ac_assoc)flags, s, seq, &origin);
   }
   ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }

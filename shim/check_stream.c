@@ -6,9 +6,9 @@
 #include "shim.h"
 
 void ac_check_stream_created(CUstream stream, unsigned flags, int priority) {
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   ac_model_stream_created(ac_model, (uintptr_t)stream, flags, priority);
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 struct notes {
@@ -33,11 +33,11 @@ static void collect(struct ac_finding *f, void *ctx) {
  * that work is complete (AC402, a note for each). */
 void ac_check_stream_destroyed(const char *api, CUstream stream) {
   struct notes notes = {0};
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_stream *s = ac_model_stream_destroyed(ac_model, (uintptr_t)stream);
   if (s) ac_judge_stream_destroyed(ac_model, s, collect, &notes);
   ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   if (notes.n == 0) return;
   struct ac_stack stack;
   ac_stack_capture(&stack);
@@ -55,11 +55,11 @@ void ac_check_stream_destroyed(const char *api, CUstream stream) {
 }
 
 static void set_capturing(CUstream stream, bool per_thread, bool capturing) {
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_stream_ref ref =
       ac_model_resolve_stream(ac_model, (uintptr_t)stream, per_thread, ac_thread_id());
   if (ref.stream) ref.stream->capturing = capturing;
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 void ac_check_capture_begun(CUstream stream, bool per_thread) {

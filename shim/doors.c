@@ -34,7 +34,8 @@ static int by_real(const void *a, const void *b) {
 void ac_doors_build_map(void) {
   door_count = 0;
 #define ADD(Name)                                                                                  \
-  if (ac_real.Name) doors[door_count++] = (struct door){(void *)ac_real.Name, (void *)&Name};
+  if (ac_driver_entry[AC_ID_##Name])                                                               \
+    doors[door_count++] = (struct door){ac_driver_entry[AC_ID_##Name], (void *)&Name};
 #define AC_HOOK(Name, Params, Args) ADD(Name)
 #include "entrypoints.inc"
 #undef AC_HOOK

@@ -426,19 +426,19 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext)
   bool overflow;
   bool guarded = published_contains(a, &overflow);
   int saved_errno = errno;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct ac_alloc *alloc = ac_model_find_alloc(ac_model, a);
   if (!guarded && !overflow) {
     /* Not protected as far as the published ranges say. If the page is in
      * managed memory, a refresh on another thread lifted it between the fault
      * and now: retry the access. Otherwise it is the program's fault. */
     bool ours = alloc && ac_alloc_is_managed(alloc);
-    pthread_mutex_unlock(&ac_model_lock);
+    ac_model_leave();
     errno = saved_errno;
     return ours ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
   }
   if (!range_contains(&protected_now, a)) {
-    pthread_mutex_unlock(&ac_model_lock);
+    ac_model_leave();
     errno = saved_errno;
     return alloc && ac_alloc_is_managed(alloc) ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
   }
@@ -467,7 +467,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext)
   if (range_contains(&protected_now, a)) lift_page(a);
   in_fault_handler = false;
   if (ac_opts.verbose) stats.handler_seconds += now_seconds() - handler_started;
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   if (found) wake_reporter();
   errno = saved_errno;
   return AC_GUARD_HANDLED;
@@ -483,7 +483,7 @@ void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cp
   uintptr_t start = (uintptr_t)buf, end = start + len;
   struct ac_finding f;
   bool found = false;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   for (uintptr_t page = page_floor(start); page < end; page += (uintptr_t)page_size) {
     if (!range_contains(&protected_now, page)) continue;
     uintptr_t probe = page < start ? start : page;
@@ -497,7 +497,7 @@ void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cp
     }
     lift_page(page);
   }
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   if (found) {
     ac_stack_capture(&f.stack);
     ac_emit_finding(&f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
@@ -515,13 +515,13 @@ void ac_guard_drain(void) {
   size_t n;
   unsigned long dropped;
   pthread_mutex_lock(&drain_lock);
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   n = handler_findings_count;
   memcpy(batch, handler_findings, n * sizeof batch[0]);
   handler_findings_count = 0;
   dropped = handler_findings_dropped;
   handler_findings_dropped = 0;
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   for (size_t i = 0; i < n; i++)
     ac_emit_finding(&batch[i], AC_DRIVER_RETURNED, CUDA_SUCCESS);
   if (dropped)
@@ -570,12 +570,12 @@ static void install_handler_once(void) {
 
 void ac_guard_print_stats(void) {
   if (!enabled || !ac_opts.verbose) return;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   ac_log("page guard: %lu refreshes (%lu rebuilds), %lu mprotect calls, %lu faults, at most %lu "
          "ranges protected, %.3f ms refreshing, %.3f ms judging faults",
          stats.refreshes, stats.rebuilds, stats.mprotects, stats.faults, stats.largest,
          stats.seconds * 1e3, stats.handler_seconds * 1e3);
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 void ac_guard_start(void) {

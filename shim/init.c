@@ -18,6 +18,8 @@
 #include "shim.h"
 
 struct ac_real_table ac_real;
+void *ac_driver_entry[AC_ENTRY_COUNT];
+__thread bool ac_model_held;
 struct ac_options ac_opts;
 int ac_ready;
 pthread_mutex_t ac_model_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -25,6 +27,8 @@ struct ac_model *ac_model;
 
 static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread bool starting;
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static void on_load_once(void);
 static bool failure_told;
 
 uint64_t ac_thread_id(void) {
@@ -38,6 +42,26 @@ static void warn_line(const char *line) {
   fprintf(stderr, "==attachcheck== warning: %s\n", line);
 }
 
+/* Whether p lies in the shim itself (a driver name that resolves back here). */
+static bool in_shim(const void *p) {
+  Dl_info self, other;
+  return p && dladdr((const void *)in_shim, &self) && dladdr(p, &other) &&
+         self.dli_fbase == other.dli_fbase;
+}
+
+/* The next definition of a table row after the shim, when it is neither the
+ * driver's nor the shim's: a wrapper library of the program's own. */
+static void *next_definition(const char *name, void *driver_entry) {
+  void *next = ac_real_dlsym(RTLD_NEXT, name);
+  if (!next || next == driver_entry || in_shim(next)) return driver_entry;
+  if (ac_opts.verbose) {
+    Dl_info where;
+    ac_log("%s: forwarding to %s, which stands before the driver", name,
+           dladdr(next, &where) && where.dli_fname ? where.dli_fname : "another library");
+  }
+  return next;
+}
+
 static bool resolve_driver(char *why, size_t len) {
   void *driver = dlopen(ac_opts.driver, RTLD_LAZY | RTLD_LOCAL);
   if (!driver) {
@@ -45,7 +69,13 @@ static bool resolve_driver(char *why, size_t len) {
     return false;
   }
 #define RESOLVE(Name) ac_real.Name = (__typeof__(ac_real.Name))ac_real_dlsym(driver, #Name);
-#define AC_HOOK(Name, Params, Args) RESOLVE(Name)
+#define AC_HOOK(Name, Params, Args)                                                                \
+  ac_driver_entry[AC_ID_##Name] = ac_real_dlsym(driver, #Name);                                    \
+  if (in_shim(ac_driver_entry[AC_ID_##Name])) {                                                    \
+    snprintf(why, len, "the driver %s resolves %s to attachcheck itself", ac_opts.driver, #Name);  \
+    return false;                                                                                  \
+  }                                                                                                \
+  ac_real.Name = (__typeof__(ac_real.Name))next_definition(#Name, ac_driver_entry[AC_ID_##Name]);
 #include "entrypoints.inc"
 #undef AC_HOOK
   RESOLVE(cuPointerGetAttributes)
@@ -77,6 +107,10 @@ static bool resolve_driver(char *why, size_t len) {
 
 bool ac_start_slow(void) {
   if (starting) return false; /* re-entered from inside start-up */
+  /* A library's constructor may reach the driver before the shim's own
+   * constructor has run (glibc runs the preloaded library's last): read the
+   * options first, whoever comes first. */
+  pthread_once(&load_once, on_load_once);
   pthread_mutex_lock(&start_lock);
   bool ok = __atomic_load_n(&ac_ready, __ATOMIC_ACQUIRE);
   if (!ok) {
@@ -106,19 +140,19 @@ bool ac_start_slow(void) {
 
 static void before_fork(void) {
   pthread_mutex_lock(&start_lock);
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   ac_report_fork_prepare();
 }
 
 static void after_fork_in_parent(void) {
   ac_report_fork_parent();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   pthread_mutex_unlock(&start_lock);
 }
 
 static void after_fork_in_child(void) {
   ac_report_fork_child();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   pthread_mutex_unlock(&start_lock);
   ac_check_reset_after_fork();
   ac_guard_after_fork_child();
@@ -151,13 +185,24 @@ static void keep_shim_from_programs_run(void) {
   free(kept), free(copy);
 }
 
-__attribute__((constructor)) static void on_load(void) {
+static void on_load_once(void) {
   ac_options_defaults(&ac_opts);
   ac_options_from_env(&ac_opts, warn_line);
   if (strcmp(ac_opts.target_processes, "application-only") == 0) keep_shim_from_programs_run();
   ac_report_announce(&ac_opts);
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }
+
+__attribute__((constructor)) static void on_load(void) {
+  pthread_once(&load_once, on_load_once);
+}
+
+#ifdef AC_CHECK_LOCKS
+void ac_lock_violation(const char *function) {
+  ac_log("internal error: %s needs the model lock, and this thread does not hold it", function);
+  abort();
+}
+#endif
 
 __attribute__((destructor)) static void on_unload(void) {
   /* What the signal handler found and the reporter thread has not written yet. */

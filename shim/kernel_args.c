@@ -267,9 +267,9 @@ static bool concurrent_semantics(void) {
              (int)dev);
   }
   if (d == 2) {
-    pthread_mutex_lock(&ac_model_lock);
+    ac_model_enter();
     ac_model_set_reach_semantics(ac_model, true);
-    pthread_mutex_unlock(&ac_model_lock);
+    ac_model_leave();
   }
   __atomic_store_n(&decided, d, __ATOMIC_RELEASE);
   return d == 2;
@@ -283,7 +283,7 @@ static bool begin(struct launch *l, const char *api, CUstream stream, bool per_t
   l->api = api;
   l->n = l->judged_n = 0;
   l->host_is_legal = host_is_legal;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   l->stream = ac_on_work_locked(api, stream, per_thread, slot);
   l->records_reach = ac_model_reach_semantics(ac_model);
   /* Captured work does not run now; a model without managed memory has nothing to judge. */
@@ -292,7 +292,7 @@ static bool begin(struct launch *l, const char *api, CUstream stream, bool per_t
 
 static void finish(struct launch *l, const struct ac_op_origin_slot *slot) {
   ac_guard_refresh_locked();
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   if (!slot->turned_busy && l->n == 0) return;
   struct ac_stack stack;
   ac_stack_capture(&stack);
@@ -412,9 +412,9 @@ static void read_graph(struct graph_exec *g, CUgraph graph, int depth) {
       continue;
     const struct layout *lay = layout_of(kp.func ? kp.func : (CUfunction)kp.kern);
     if (!lay || !lay->known) continue;
-    pthread_mutex_lock(&ac_model_lock);
+    ac_model_enter();
     read_kernel_node(g, lay, kp.kernelParams);
-    pthread_mutex_unlock(&ac_model_lock);
+    ac_model_leave();
   }
   free(nodes);
 }
@@ -424,7 +424,7 @@ void ac_on_graph_instantiated(CUgraphExec exec, CUgraph graph) {
   if (!g) return;
   g->handle = (uintptr_t)exec;
   read_graph(g, graph, 0);
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   struct graph_exec *old;
   HASH_FIND(hh, execs, &g->handle, sizeof g->handle, old);
   if (old) {
@@ -433,16 +433,16 @@ void ac_on_graph_instantiated(CUgraphExec exec, CUgraph graph) {
     free(old);
   }
   HASH_ADD(hh, execs, handle, sizeof g->handle, g);
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
 }
 
 void ac_on_graph_exec_destroyed(CUgraphExec exec) {
   uintptr_t h = (uintptr_t)exec;
   struct graph_exec *g;
-  pthread_mutex_lock(&ac_model_lock);
+  ac_model_enter();
   HASH_FIND(hh, execs, &h, sizeof h, g);
   if (g) HASH_DEL(execs, g);
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_model_leave();
   if (g) free(g->uses), free(g);
 }
 

@@ -75,7 +75,13 @@ enum ac_entry_id {
   AC_ENTRY_COUNT
 };
 
+/* Where each wrapper forwards: the next definition of its name after the
+ * shim in the program's lookup order (a program's own wrapper of a driver
+ * function, which forwards with RTLD_NEXT, keeps running), else the driver's. */
 extern struct ac_real_table ac_real;
+/* The driver's own entry points, by table row: what dlsym and cuGetProcAddress
+ * answers are recognised by (doors.c). */
+extern void *ac_driver_entry[AC_ENTRY_COUNT];
 extern struct ac_options ac_opts;
 extern int ac_ready; /* set (release) once start-up has succeeded */
 
@@ -94,9 +100,48 @@ void *ac_wrapper_for(void *real);
 /* The real dlsym (never the exported one). */
 void *ac_real_dlsym(void *handle, const char *name);
 
-/* ---- the model, behind one lock never held across a driver call ---- */
+/* ---- the model, behind one lock never held across a driver call ----
+ *
+ * The shim's locks, in the one order they may be taken (a lock may be taken
+ * while holding only locks above it):
+ *   start_lock (init.c)        start-up and the fork handlers
+ *   drain_lock (guard.c)       one batch of the signal handler's findings at a time
+ *   ac_model_lock              the model and the guard's state
+ *   disposition_lock           the program's SIGSEGV disposition
+ *   layout_lock (kernel_args)  cached kernel layouts
+ *   the report's sink lock     report/sink.c: findings, streams, files
+ *   symbolize_lock             report/symbolize.c
+ * The report's code never calls back into the shim, and the shim's own I/O
+ * never passes through its interceptors, so no lock is taken out of order on
+ * the way down. The fork handlers take start_lock, ac_model_lock and the
+ * sink lock in this order.
+ *
+ * The model lock is taken with ac_model_enter() only, which records that
+ * this thread holds it: the SIGSEGV handler uses that to never wait for a
+ * lock its own thread holds (a signal handler that touches guarded memory
+ * while the interrupted code is inside the shim), and debug builds assert
+ * it where a function needs the lock held. */
 extern pthread_mutex_t ac_model_lock;
 extern struct ac_model *ac_model;
+extern __thread bool ac_model_held;
+
+static inline void ac_model_enter(void) {
+  pthread_mutex_lock(&ac_model_lock);
+  ac_model_held = true;
+}
+static inline void ac_model_leave(void) {
+  ac_model_held = false;
+  pthread_mutex_unlock(&ac_model_lock);
+}
+#ifdef AC_CHECK_LOCKS
+void ac_lock_violation(const char *function) __attribute__((noreturn));
+#define AC_ASSERT_MODEL_HELD()                                                                     \
+  do {                                                                                             \
+    if (!ac_model_held) ac_lock_violation(__func__);                                               \
+  } while (0)
+#else
+#define AC_ASSERT_MODEL_HELD() ((void)0)
+#endif
 
 /* A small stable number for the calling thread (1 for the first). */
 uint64_t ac_thread_id(void);
