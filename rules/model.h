@@ -39,6 +39,10 @@ struct ac_alloc {
   struct ac_op_origin attach_origin; /* api is NULL until the first attach */
   char name[64];                     /* __managed__ variable name */
   uintptr_t module;                  /* CUmodule / CUlibrary of a __managed__ variable */
+  /* Being freed: the free was called and has not returned. The page guard
+   * leaves it alone, so no protection outlives it into memory the driver may
+   * hand out again. */
+  bool retiring;
   const char *origin_api;
   uint64_t origin_thread;
   struct ac_stack origin_stack;
@@ -92,6 +96,8 @@ struct ac_alloc *ac_model_find_alloc_plain(const struct ac_model *m, uintptr_t a
 bool ac_model_may_need_judging(const struct ac_model *m, uintptr_t addr);
 /* The allocation starting exactly at base, or NULL. */
 struct ac_alloc *ac_model_find_alloc_at(const struct ac_model *m, uintptr_t base);
+/* Marks an allocation as being freed (see ac_alloc.retiring). */
+void ac_model_retire_alloc(struct ac_model *m, struct ac_alloc *a);
 /* Forgets one allocation record (the pointer becomes invalid). */
 void ac_model_remove_alloc(struct ac_model *m, struct ac_alloc *a);
 size_t ac_model_alloc_count(const struct ac_model *m);

@@ -173,6 +173,11 @@ struct ac_alloc *ac_model_find_alloc_at(const struct ac_model *m, uintptr_t base
   return a && a->base == base ? a : NULL;
 }
 
+void ac_model_retire_alloc(struct ac_model *m, struct ac_alloc *a) {
+  a->retiring = true;
+  m->layout++; /* the guard's classes change */
+}
+
 void ac_model_remove_alloc(struct ac_model *m, struct ac_alloc *a) {
   for (uint64_t k = granule_of(a->base); k <= last_granule_of(a); k++)
     granule_drop(m, k, a);

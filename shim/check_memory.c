@@ -31,6 +31,7 @@ static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdevic
   ac_model_enter();
   if (!ac_model_find_alloc_at(ac_model, a.base)) ac_model_add_alloc(ac_model, &a);
   if (kind == AC_MEM_MANAGED_VAR) ac_kernel_args_note_variable(module, a.base);
+  ac_guard_refresh_locked(); /* a page it shares with forbidden memory is the CPU's again */
   ac_model_leave();
 }
 
@@ -47,7 +48,7 @@ uint64_t ac_check_before_free(CUdeviceptr base) {
   ac_model_enter();
   struct ac_alloc *a = ac_model_find_alloc_at(ac_model, (uintptr_t)base);
   uint64_t serial = a ? a->serial : 0;
-  if (a) ac_guard_forget_range_locked(a->base, a->size);
+  if (a) ac_guard_retire_locked(a);
   ac_model_leave();
   return serial;
 }

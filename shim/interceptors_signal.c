@@ -2,29 +2,104 @@
  *
  * The guard's handler is installed only when something is first protected.
  * From then on sigaction() and signal() for SIGSEGV are answered here: the
- * program's handler - installed before or after ours - is kept and called for
- * every fault that is not the guard's, and a program without one still dies
- * of a genuine crash exactly as it would without the shim. Other signals go
- * straight to libc.
+ * program's handler - installed before or after ours - is kept and called,
+ * exactly as the kernel would call it (its sa_mask, SA_NODEFER, SA_RESETHAND,
+ * SA_ONSTACK), for every fault that is not the guard's; a program without one
+ * still dies of a genuine crash exactly as it would without the shim.
+ *
+ * The guard must see its faults on every thread, so SIGSEGV is never blocked:
+ * pthread_sigmask() and sigprocmask() leave it out of the mask the kernel gets
+ * (and put it back in the old mask they report), and handlers of other
+ * signals are installed without it in their sa_mask. A thread pool that
+ * blocks every signal, or a handler of SIGALRM that reads managed memory,
+ * then works as without the shim.
+ *
+ * The handler's own work (the model, the unwinder) runs on a private stack of
+ * its thread, not on the interrupted one: a program's small alternate signal
+ * stack holds only the kernel's frame and a few words of ours.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "shim.h"
 
 static __typeof__(&sigaction) real_sigaction;
 static __typeof__(&signal) real_signal;
+static __typeof__(&pthread_sigmask) real_pthread_sigmask;
+static __typeof__(&sigprocmask) real_sigprocmask;
 static struct sigaction program_segv; /* the program's own disposition */
 static int installed;
 static pthread_mutex_t disposition_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void resolve_real(void) {
-  if (!real_sigaction)
-    real_sigaction = (__typeof__(real_sigaction))ac_real_dlsym(RTLD_NEXT, "sigaction");
-  if (!real_signal) real_signal = (__typeof__(real_signal))ac_real_dlsym(RTLD_NEXT, "signal");
+  if (AC_LIKELY(real_sigprocmask)) return;
+  real_sigaction = (__typeof__(real_sigaction))ac_real_dlsym(RTLD_NEXT, "sigaction");
+  real_signal = (__typeof__(real_signal))ac_real_dlsym(RTLD_NEXT, "signal");
+  real_pthread_sigmask =
+      (__typeof__(real_pthread_sigmask))ac_real_dlsym(RTLD_NEXT, "pthread_sigmask");
+  __atomic_store_n(&real_sigprocmask,
+                   (__typeof__(real_sigprocmask))ac_real_dlsym(RTLD_NEXT, "sigprocmask"),
+                   __ATOMIC_RELEASE);
+}
+
+/* ---- the guard's handler ---- */
+
+/* The thread's private stack for the handler's work, made on first need
+ * (mmap is async-signal-safe). */
+#define PRIVATE_STACK_SIZE ((size_t)256 << 10)
+static __thread char *private_stack;
+static __thread bool on_private_stack;
+
+struct fault {
+  siginfo_t *info;
+  ucontext_t *uc;
+  enum ac_guard_claim claim;
+};
+
+static void judge(void *arg) {
+  struct fault *f = arg;
+#if defined(__x86_64__)
+  bool is_write = (f->uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+  uintptr_t pc = (uintptr_t)f->uc->uc_mcontext.gregs[REG_RIP];
+#else
+  bool is_write = true; /* not told: judged as the stricter of the two */
+  uintptr_t pc = 0;
+#endif
+  f->claim = ac_guard_on_fault(f->info->si_addr, is_write, pc, f->uc);
+}
+
+/* Runs fn(arg) on the thread's private stack when there is one to switch to. */
+static void run_on_private_stack(void (*fn)(void *), void *arg) {
+#if defined(__x86_64__)
+  if (!private_stack && !on_private_stack) {
+    void *p = (void *)syscall(SYS_mmap, NULL, PRIVATE_STACK_SIZE, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (p != MAP_FAILED) private_stack = p;
+  }
+  if (private_stack && !on_private_stack) {
+    on_private_stack = true;
+    uintptr_t top = ((uintptr_t)private_stack + PRIVATE_STACK_SIZE) & ~(uintptr_t)15;
+    /* rbx keeps the interrupted stack pointer across the call (callee-saved). */
+    __asm__ volatile("mov %%rsp, %%rbx\n\t"
+                     "mov %[top], %%rsp\n\t"
+                     "call *%[fn]\n\t"
+                     "mov %%rbx, %%rsp"
+                     : [fn] "+a"(fn), "+D"(arg), [top] "+c"(top)
+                     :
+                     : "rbx", "rdx", "rsi", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0",
+                       "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+                       "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+    on_private_stack = false;
+    return;
+  }
+#endif
+  fn(arg);
 }
 
 static void restore_default(int sig) {
@@ -34,32 +109,53 @@ static void restore_default(int sig) {
   real_sigaction(sig, &dfl, NULL);
 }
 
-/* What would have happened without the shim. */
-static void chain_to_program(int sig, siginfo_t *info, void *uc) {
+static void set_thread_mask(const sigset_t *set, sigset_t *old) {
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, set, old, _NSIG / 8);
+}
+
+/* What would have happened without the shim: the kernel's delivery of the
+ * program's disposition. */
+static void chain_to_program(int sig, siginfo_t *info, ucontext_t *uc) {
+  pthread_mutex_lock(&disposition_lock);
   struct sigaction p = program_segv;
-  if (p.sa_flags & SA_SIGINFO) {
-    p.sa_sigaction(sig, info, uc);
-  } else if (p.sa_handler != SIG_DFL && p.sa_handler != SIG_IGN) {
-    p.sa_handler(sig);
-  } else {
+  if ((p.sa_flags & SA_RESETHAND) && p.sa_handler != SIG_DFL && p.sa_handler != SIG_IGN) {
+    memset(&program_segv, 0, sizeof program_segv);
+    program_segv.sa_handler = SIG_DFL;
+  }
+  pthread_mutex_unlock(&disposition_lock);
+  if (p.sa_handler == SIG_DFL || p.sa_handler == SIG_IGN) {
     /* Default action (a fault cannot be ignored): die of it. A fault
      * re-executes and kills; a sent signal is raised again on return. */
     restore_default(sig);
     if (info->si_code <= 0) raise(sig);
+    return;
   }
+  sigset_t during = uc->uc_sigmask, inside;
+  sigorset(&during, &during, &p.sa_mask);
+  if (!(p.sa_flags & SA_NODEFER))
+    sigaddset(&during, sig);
+  else
+    sigdelset(&during, sig);
+  set_thread_mask(&during, &inside);
+  if (p.sa_flags & SA_SIGINFO)
+    p.sa_sigaction(sig, info, uc);
+  else
+    p.sa_handler(sig);
+  set_thread_mask(&inside, NULL);
 }
 
-static void on_segv(int sig, siginfo_t *info, void *uc) {
+static void on_segv(int sig, siginfo_t *info, void *context) {
   static __thread void *last_retry;
   static __thread int retries;
+  ucontext_t *uc = context;
   if (info->si_code > 0) { /* a real fault, not a signal sent by kill/raise */
-    bool is_write = (((ucontext_t *)uc)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
-    enum ac_guard_claim claim = ac_guard_on_fault(info->si_addr, is_write, uc);
-    if (claim == AC_GUARD_HANDLED) {
+    struct fault f = {info, uc, AC_GUARD_NOT_OURS};
+    run_on_private_stack(judge, &f);
+    if (f.claim == AC_GUARD_HANDLED) {
       retries = 0;
       return;
     }
-    if (claim == AC_GUARD_RETRY && (info->si_addr != last_retry || retries < 3)) {
+    if (f.claim == AC_GUARD_RETRY && (info->si_addr != last_retry || retries < 3)) {
       retries = info->si_addr == last_retry ? retries + 1 : 0;
       last_retry = info->si_addr;
       return;
@@ -69,27 +165,81 @@ static void on_segv(int sig, siginfo_t *info, void *uc) {
   chain_to_program(sig, info, uc);
 }
 
-void ac_signal_install_guard_handler(void) {
-  resolve_real();
-  if (!real_sigaction) return;
+/* Ours mirrors the program's SA_ONSTACK: its faults are delivered on the
+ * stack the program asked for, and no other. Lock held. */
+static int install_ours_locked(void) {
   struct sigaction ours;
   memset(&ours, 0, sizeof ours);
   ours.sa_sigaction = on_segv;
-  ours.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+  ours.sa_flags = SA_SIGINFO | SA_RESTART | (program_segv.sa_flags & SA_ONSTACK);
   sigemptyset(&ours.sa_mask);
+  return real_sigaction(SIGSEGV, &ours, NULL);
+}
+
+void ac_signal_install_guard_handler(void) {
+  resolve_real();
+  if (!real_sigaction) return;
   pthread_mutex_lock(&disposition_lock);
-  if (real_sigaction(SIGSEGV, &ours, &program_segv) == 0)
+  if (real_sigaction(SIGSEGV, NULL, &program_segv) == 0 && install_ours_locked() == 0)
     __atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&disposition_lock);
 }
 
+/* ---- the program's view ---- */
+
+/* Whether the program asked this thread to block SIGSEGV (it is not). */
+static __thread bool program_blocks_segv;
+
+static void without_segv(sigset_t *copy, const sigset_t *set) {
+  *copy = *set;
+  sigdelset(copy, SIGSEGV);
+}
+
+static void note_program_mask(int how, const sigset_t *set) {
+  bool has = sigismember(set, SIGSEGV) == 1;
+  if (how == SIG_SETMASK)
+    program_blocks_segv = has;
+  else if (how == SIG_BLOCK && has)
+    program_blocks_segv = true;
+  else if (how == SIG_UNBLOCK && has)
+    program_blocks_segv = false;
+}
+
+static int masked_call(__typeof__(&sigprocmask) real, int how, const sigset_t *set, sigset_t *old) {
+  bool blocked_before = program_blocks_segv;
+  sigset_t copy;
+  if (set) without_segv(&copy, set);
+  int r = real(how, set ? &copy : NULL, old);
+  if (r == 0 && set) note_program_mask(how, set);
+  if (r == 0 && old && blocked_before) sigaddset(old, SIGSEGV);
+  return r;
+}
+
+AC_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+  resolve_real();
+  return masked_call(real_pthread_sigmask, how, set, old);
+}
+
+AC_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+  resolve_real();
+  return masked_call(real_sigprocmask, how, set, old);
+}
+
 AC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   resolve_real();
-  if (sig != SIGSEGV || !__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
-    return real_sigaction(sig, act, old);
+  if (sig != SIGSEGV || !__atomic_load_n(&installed, __ATOMIC_ACQUIRE)) {
+    if (!act || !sigismember(&act->sa_mask, SIGSEGV)) return real_sigaction(sig, act, old);
+    struct sigaction copy = *act; /* a handler that touches managed memory stays guarded */
+    sigdelset(&copy.sa_mask, SIGSEGV);
+    int r = real_sigaction(sig, &copy, old);
+    return r;
+  }
   pthread_mutex_lock(&disposition_lock);
   if (old) *old = program_segv;
-  if (act) program_segv = *act;
+  if (act) {
+    program_segv = *act;
+    install_ours_locked();
+  }
   pthread_mutex_unlock(&disposition_lock);
   return 0;
 }

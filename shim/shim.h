@@ -13,6 +13,8 @@
  *   check_order.c         the ordering model's events: work, synchronisation, host functions
  *   kernel_args.c         what launches and copies give the GPU: AC301, AC302, reach
  *   guard.c               the page guard: protection of what the CPU may not touch
+ *   guard_reporter.c      findings made in the signal handler, reported later
+ *   ranges.c              sorted page-range lists, the guard's arithmetic
  *   interceptors_signal.c SIGSEGV shared with the program (sigaction, signal)
  *   interceptors_io.c     system calls handed guarded buffers (read, write, ...)
  *   stack.c               call stacks with libunwind
@@ -223,20 +225,31 @@ const struct ac_stream *ac_current_host_function_stream(void);
 
 /* ---- guard.c: the page guard ---- */
 void ac_guard_start(void);
-/* Brings page protection in line with the model if it changed; model lock held. */
+/* Brings page protection exactly in line with the model; model lock held. */
 void ac_guard_refresh_locked(void);
-/* Lifts protection from memory about to be freed; model lock held. */
-void ac_guard_forget_range_locked(uintptr_t base, size_t size);
+/* Marks a about to be freed and lifts what protected it; model lock held. */
+void ac_guard_retire_locked(struct ac_alloc *a);
 enum ac_guard_claim { AC_GUARD_NOT_OURS, AC_GUARD_HANDLED, AC_GUARD_RETRY };
-/* From the SIGSEGV handler: judges a fault on guarded memory and lifts it. */
-enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, void *ucontext);
+/* From the SIGSEGV handler: judges a fault on guarded memory and lifts it.
+ * pc is the faulting instruction. */
+enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, void *ucontext);
+/* Whether pc is in the driver's code. */
+bool ac_pc_in_driver(uintptr_t pc);
 /* A system call is about to read (cpu_writes false) or fill a buffer. */
 void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes);
-/* Reports what the signal handler found (normal context). */
-void ac_guard_drain(void);
 void ac_guard_after_fork_child(void);
 /* With --verbose: what the guard did and cost. */
 void ac_guard_print_stats(void);
+/* ---- guard_reporter.c: findings of the signal handler ---- */
+/* A slot for the handler's next finding, or NULL (the ring stayed full);
+ * model lock held, which it may release and retake while it waits. */
+struct ac_finding *ac_guard_ring_slot_locked(void);
+/* The slot is filled: hand it to the reporter. */
+void ac_guard_ring_commit_locked(void);
+void ac_guard_reporter_start(void);
+void ac_guard_reporter_after_fork_child(void);
+/* Reports what the signal handler found (normal context). */
+void ac_guard_drain(void);
 /* interceptors_signal.c */
 void ac_signal_install_guard_handler(void);
 /* One line on stderr, prefixed "==attachcheck== ". */

@@ -1,0 +1,127 @@
+/* guard_reporter.c - findings made in the SIGSEGV handler, reported later.
+ *
+ * The handler may not format or write (neither is async-signal-safe), so it
+ * copies each finding into a fixed ring and wakes a reporter thread through a
+ * pipe; the thread, and the exit-time drain, hand them to the report sink.
+ * When a storm of faults fills the ring, the handler waits a little for the
+ * reporter rather than drop a finding the report could have kept; only a
+ * reporter that cannot keep up within that time loses findings, and they are
+ * counted. The shim's own reads and writes here are raw system calls: its
+ * read/write interceptors must never see them.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim.h"
+
+#define RING_SIZE 256
+/* How long a handler waits for room in a full ring, in 1 ms steps. */
+#define FULL_RING_WAIT_MS 200
+
+static struct ac_finding ring[RING_SIZE]; /* under ac_model_lock */
+static size_t ring_count;
+static unsigned long dropped;
+static int wake_pipe[2] = {-1, -1};
+
+static void wake_reporter(void) {
+  char byte = 1;
+  if (wake_pipe[1] >= 0) syscall(SYS_write, wake_pipe[1], &byte, 1); /* full: one is pending */
+}
+
+static void sleep_one_ms(void) {
+  struct timespec ms = {0, 1000000};
+  syscall(SYS_nanosleep, &ms, NULL);
+}
+
+/* Model lock held; may release and retake it while the ring is full. */
+struct ac_finding *ac_guard_ring_slot_locked(void) {
+  AC_ASSERT_MODEL_HELD();
+  for (int waited = 0; ring_count == RING_SIZE && waited < FULL_RING_WAIT_MS; waited++) {
+    if (wake_pipe[1] < 0) break;
+    wake_reporter();
+    ac_model_leave();
+    sleep_one_ms();
+    ac_model_enter();
+  }
+  if (ring_count == RING_SIZE) {
+    dropped++;
+    return NULL;
+  }
+  return &ring[ring_count];
+}
+
+void ac_guard_ring_commit_locked(void) {
+  AC_ASSERT_MODEL_HELD();
+  ring_count++;
+  wake_reporter();
+}
+
+/* Held while a batch is reported, so the exit-time drain waits for a batch the
+ * reporter thread has taken but not yet written. */
+static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ac_guard_drain(void) {
+  static struct ac_finding batch[RING_SIZE];
+  size_t n;
+  unsigned long lost;
+  pthread_mutex_lock(&drain_lock);
+  ac_model_enter();
+  n = ring_count;
+  memcpy(batch, ring, n * sizeof batch[0]);
+  ring_count = 0;
+  lost = dropped;
+  dropped = 0;
+  ac_model_leave();
+  for (size_t i = 0; i < n; i++)
+    ac_emit_finding(&batch[i], AC_DRIVER_RETURNED, CUDA_SUCCESS);
+  if (lost) ac_log("%lu CPU accesses were not judged: the reporter could not keep up", lost);
+  pthread_mutex_unlock(&drain_lock);
+}
+
+static void *reporter(void *unused) {
+  (void)unused;
+  char buf[64];
+  for (;;) {
+    long n = syscall(SYS_read, wake_pipe[0], buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return NULL;
+    ac_guard_drain();
+  }
+}
+
+void ac_guard_reporter_start(void) {
+  if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
+  int flags = fcntl(wake_pipe[0], F_GETFL);
+  fcntl(wake_pipe[0], F_SETFL, flags & ~O_NONBLOCK); /* the reporter blocks; the handler never */
+  pthread_t tid;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals are not for it */
+  if (pthread_create(&tid, &attr, reporter, NULL) != 0) {
+    close(wake_pipe[0]);
+    close(wake_pipe[1]);
+    wake_pipe[0] = wake_pipe[1] = -1;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+}
+
+/* In a forked child the reporter thread did not survive: a new one, if the
+ * parent had one. */
+void ac_guard_reporter_after_fork_child(void) {
+  ring_count = 0;
+  if (wake_pipe[0] < 0) return;
+  close(wake_pipe[0]);
+  close(wake_pipe[1]);
+  wake_pipe[0] = wake_pipe[1] = -1;
+  ac_guard_reporter_start();
+}

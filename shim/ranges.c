@@ -1,0 +1,80 @@
+/* ranges.c - sorted lists of page ranges (see ranges.h). */
+#include "ranges.h"
+
+#include <stdlib.h>
+
+bool range_push(struct range_list *l, uintptr_t start, uintptr_t end) {
+  if (start >= end) return true;
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 16;
+    struct range *grown = realloc(l->r, cap * sizeof *grown);
+    if (!grown) return false;
+    l->r = grown;
+    l->cap = cap;
+  }
+  l->r[l->n++] = (struct range){start, end};
+  return true;
+}
+
+bool range_append_list(struct range_list *dst, const struct range_list *src) {
+  for (size_t i = 0; i < src->n; i++)
+    if (!range_push(dst, src->r[i].start, src->r[i].end)) return false;
+  return true;
+}
+
+static int by_start(const void *a, const void *b) {
+  const struct range *x = a, *y = b;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+void range_normalise(struct range_list *l) {
+  if (l->n < 2) return;
+  qsort(l->r, l->n, sizeof l->r[0], by_start);
+  size_t out = 0;
+  for (size_t i = 1; i < l->n; i++) {
+    if (l->r[i].start <= l->r[out].end) {
+      if (l->r[i].end > l->r[out].end) l->r[out].end = l->r[i].end;
+    } else {
+      l->r[++out] = l->r[i];
+    }
+  }
+  l->n = out + 1;
+}
+
+bool range_subtract(struct range_list *out, const struct range_list *a,
+                    const struct range_list *b) {
+  out->n = 0;
+  size_t j = 0;
+  for (size_t i = 0; i < a->n; i++) {
+    uintptr_t start = a->r[i].start, end = a->r[i].end;
+    while (j < b->n && b->r[j].end <= start)
+      j++;
+    /* b's ranges from j on end after start; walk those that begin before end. */
+    for (size_t k = j; k < b->n && b->r[k].start < end; k++) {
+      if (b->r[k].start > start && !range_push(out, start, b->r[k].start)) return false;
+      if (b->r[k].end > start) start = b->r[k].end;
+      if (start >= end) break;
+    }
+    if (start < end && !range_push(out, start, end)) return false;
+  }
+  return true;
+}
+
+bool range_contains(const struct range_list *l, uintptr_t addr) {
+  size_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (addr < l->r[mid].start)
+      hi = mid;
+    else if (addr >= l->r[mid].end)
+      lo = mid + 1;
+    else
+      return true;
+  }
+  return false;
+}
+
+void range_free(struct range_list *l) {
+  free(l->r);
+  *l = (struct range_list){0, 0, NULL};
+}

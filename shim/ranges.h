@@ -1,0 +1,31 @@
+/* ranges.h - sorted lists of page ranges, the page guard's arithmetic.
+ *
+ * A list is normalised when its ranges are sorted by start and neither
+ * overlap nor touch; the set operations take and give normalised lists.
+ */
+#ifndef AC_RANGES_H
+#define AC_RANGES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct range {
+  uintptr_t start, end; /* [start, end) */
+};
+
+struct range_list {
+  size_t n, cap;
+  struct range *r;
+};
+
+bool range_push(struct range_list *l, uintptr_t start, uintptr_t end);
+bool range_append_list(struct range_list *dst, const struct range_list *src);
+/* Sorts and merges overlapping or touching ranges. */
+void range_normalise(struct range_list *l);
+/* out = a less b (a, b normalised; out is cleared first and comes out normalised). */
+bool range_subtract(struct range_list *out, const struct range_list *a, const struct range_list *b);
+bool range_contains(const struct range_list *l, uintptr_t addr);
+void range_free(struct range_list *l);
+
+#endif

@@ -1,0 +1,62 @@
+/* test_ranges.c - the page guard's range arithmetic (shim/ranges.c). */
+#include <string.h>
+
+#include "../../shim/ranges.h"
+#include "test.h"
+
+static struct range_list list_of(const uintptr_t *pairs, size_t n) {
+  struct range_list l = {0, 0, NULL};
+  for (size_t i = 0; i < n; i += 2)
+    range_push(&l, pairs[i], pairs[i + 1]);
+  range_normalise(&l);
+  return l;
+}
+
+static int same(const struct range_list *l, const uintptr_t *pairs, size_t n) {
+  if (l->n * 2 != n) return 0;
+  for (size_t i = 0; i < l->n; i++)
+    if (l->r[i].start != pairs[2 * i] || l->r[i].end != pairs[2 * i + 1]) return 0;
+  return 1;
+}
+
+static void normalise_merges_touching_and_overlapping(void) {
+  const uintptr_t in[] = {30, 40, 0, 10, 10, 20, 35, 50, 60, 70};
+  const uintptr_t want[] = {0, 20, 30, 50, 60, 70};
+  struct range_list l = list_of(in, 10);
+  CHECK(same(&l, want, 6));
+  CHECK(range_contains(&l, 0) && range_contains(&l, 19) && !range_contains(&l, 20));
+  CHECK(range_contains(&l, 49) && !range_contains(&l, 50) && !range_contains(&l, 75));
+  range_free(&l);
+}
+
+static void subtract_cuts_holes_and_edges(void) {
+  const uintptr_t a_pairs[] = {0, 100, 200, 300, 400, 500};
+  /* a hole inside the first, the left edge of the second, the whole third */
+  const uintptr_t b_pairs[] = {10, 20, 50, 60, 150, 250, 400, 500, 600, 700};
+  const uintptr_t want[] = {0, 10, 20, 50, 60, 100, 250, 300};
+  struct range_list a = list_of(a_pairs, 6), b = list_of(b_pairs, 10), out = {0, 0, NULL};
+  CHECK(range_subtract(&out, &a, &b));
+  CHECK(same(&out, want, 8));
+  range_free(&out);
+  /* nothing to take away: a itself; everything taken: nothing */
+  struct range_list none = {0, 0, NULL};
+  CHECK(range_subtract(&out, &a, &none) && same(&out, a_pairs, 6));
+  CHECK(range_subtract(&out, &b, &b) && out.n == 0);
+  range_free(&a), range_free(&b), range_free(&out);
+}
+
+static void subtract_range_spanning_several(void) {
+  const uintptr_t a_pairs[] = {0, 1000};
+  const uintptr_t b_pairs[] = {100, 200, 300, 400, 900, 1100};
+  const uintptr_t want[] = {0, 100, 200, 300, 400, 900};
+  struct range_list a = list_of(a_pairs, 2), b = list_of(b_pairs, 6), out = {0, 0, NULL};
+  CHECK(range_subtract(&out, &a, &b) && same(&out, want, 6));
+  range_free(&a), range_free(&b), range_free(&out);
+}
+
+int main(void) {
+  normalise_merges_touching_and_overlapping();
+  subtract_cuts_holes_and_edges();
+  subtract_range_spanning_several();
+  return TEST_SUMMARY("test_ranges");
+}
