@@ -138,6 +138,7 @@ bool ac_start_slow(void) {
   return ok;
 }
 
+/* The fork handlers take the locks in the written order (shim.h). */
 static void before_fork(void) {
   pthread_mutex_lock(&start_lock);
   ac_model_enter();

@@ -5,6 +5,7 @@
 AC_EXPORT CUresult cuInit(unsigned int Flags) {
   AC_START_OR_FAIL(cuInit);
   CUresult r = ac_real.cuInit(Flags);
+  if (r == CUDA_SUCCESS) ac_semantics_decide();
   ac_note_cuda_init(r);
   return r;
 }

@@ -246,32 +246,58 @@ static void scan_module_variables(struct launch *l) {
     judge_address(l, mv->base[i], l->layout->name, -1, 0, "__managed__ variable");
 }
 
-/* Whether HOST-attached memory may be given to kernels: `device` semantics on
- * a device with concurrent managed access. Decided on the first launch. */
-static bool concurrent_semantics(void) {
-  static int decided; /* 0 not yet, 1 strict, 2 device */
-  int d = __atomic_load_n(&decided, __ATOMIC_ACQUIRE);
-  if (d) return d == 2;
-  d = 1;
-  if (ac_opts.semantics && strcmp(ac_opts.semantics, "device") == 0) {
-    CUdevice dev = 0;
+/* `device` semantics hold only where every device has concurrent managed
+ * access. 0: not decided yet, 1: strict, 2: device. */
+static int decided_semantics;
+
+static bool every_device_concurrent(int *without) {
+  int count = 0;
+  *without = -1;
+  if (!ac_real.cuDeviceGetCount || ac_real.cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1)
+    return false;
+  for (int i = 0; i < count; i++) {
+    CUdevice dev;
     int concurrent = 0;
-    if (ac_real.cuCtxGetDevice && ac_real.cuCtxGetDevice(&dev) == CUDA_SUCCESS &&
-        ac_real.cuDeviceGetAttribute &&
+    if (ac_real.cuDeviceGet(&dev, i) != CUDA_SUCCESS ||
         ac_real.cuDeviceGetAttribute(&concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
-                                     dev) == CUDA_SUCCESS &&
-        concurrent)
+                                     dev) != CUDA_SUCCESS ||
+        !concurrent) {
+      *without = i;
+      return false;
+    }
+  }
+  return true;
+}
+
+void ac_semantics_decide(void) {
+  if (__atomic_load_n(&decided_semantics, __ATOMIC_ACQUIRE)) return;
+  int d = 1, without = -1;
+  if (ac_opts.semantics && strcmp(ac_opts.semantics, "device") == 0) {
+    if (ac_real.cuDeviceGet && ac_real.cuDeviceGetAttribute && every_device_concurrent(&without))
       d = 2;
     else
       ac_log("--semantics device: device %d has no concurrent managed access; judging strictly",
-             (int)dev);
+             without);
   }
+  int expected = 0;
+  if (!__atomic_compare_exchange_n(&decided_semantics, &expected, d, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE))
+    return;
   if (d == 2) {
     ac_model_enter();
     ac_model_set_reach_semantics(ac_model, true);
     ac_model_leave();
   }
-  __atomic_store_n(&decided, d, __ATOMIC_RELEASE);
+}
+
+/* Whether HOST-attached memory may be given to kernels: `device` semantics on
+ * devices with concurrent managed access. Decided when CUDA is initialised. */
+static bool concurrent_semantics(void) {
+  int d = __atomic_load_n(&decided_semantics, __ATOMIC_ACQUIRE);
+  if (AC_UNLIKELY(!d)) { /* a launch without cuInit seen: decide now */
+    ac_semantics_decide();
+    d = __atomic_load_n(&decided_semantics, __ATOMIC_ACQUIRE);
+  }
   return d == 2;
 }
 

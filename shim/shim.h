@@ -196,6 +196,9 @@ void ac_on_work_busy_stack(const struct ac_op_origin_slot *slot, const struct ac
 void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_thread, void **params,
                   void **extra);
 void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src);
+/* Decides once, when CUDA is initialised, whether `--semantics device`
+ * holds: every device must have concurrent managed access. */
+void ac_semantics_decide(void);
 /* With --verbose: what judging launches cost. */
 void ac_kernel_args_print_stats(void);
 /* A __managed__ variable of module (model lock held): given to its kernels. */
