@@ -316,16 +316,23 @@ void ac_guard_retire_locked(struct ac_alloc *a) {
 
 /* ---- the handler's side ---- */
 
-/* Whether addr is in a published protected range (async-signal-safe). */
-static bool published_contains(uintptr_t addr, bool *overflow) {
+/* Whether [start, end) meets a published protected range, without the lock
+ * (async-signal-safe). With more ranges than were published, maybe. */
+static bool published_overlaps(uintptr_t start, uintptr_t end, bool *overflow) {
   unsigned seq;
   bool hit;
   do {
     seq = __atomic_load_n(&published_seq, __ATOMIC_ACQUIRE);
-    hit = false;
     *overflow = published_overflow;
-    for (size_t i = 0; i < published_count && !hit; i++)
-      hit = addr >= published[i].start && addr < published[i].end;
+    size_t lo = 0, hi = published_count; /* sorted: the first range ending after start */
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (published[mid].end <= start)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    hit = lo < published_count && published[lo].start < end;
   } while ((seq & 1) || seq != __atomic_load_n(&published_seq, __ATOMIC_ACQUIRE));
   return hit;
 }
@@ -387,7 +394,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, v
   uintptr_t a = (uintptr_t)addr;
   if (ac_model_held) return lift_without_lock(a);
   bool overflow;
-  bool guarded = published_contains(a, &overflow);
+  bool guarded = published_overlaps(a, a + 1, &overflow);
   int saved_errno = errno;
   ac_model_enter();
   struct ac_alloc *alloc = ac_model_find_alloc(ac_model, a);
@@ -425,10 +432,12 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, v
  * program hands the kernel a protected buffer; the calls the shim sees are
  * judged and the buffer lifted before they run, so they still succeed. */
 void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes) {
-  if (!enabled || !len || in_guard || ac_model_held ||
-      !__atomic_load_n(&published_count, __ATOMIC_RELAXED))
-    return;
+  if (!enabled || !len || in_guard || ac_model_held) return;
   uintptr_t start = (uintptr_t)buf, end = start + len;
+  bool overflow;
+  /* Without the lock first: the shim's own I/O, and every correct program's,
+   * never meets protected memory, and must not wait for the model. */
+  if (!published_overlaps(start, end, &overflow) && !overflow) return;
   struct ac_finding f;
   bool found = false;
   ac_model_enter();
