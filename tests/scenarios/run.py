@@ -101,6 +101,8 @@ def run_case(case, build, driver, verbose):
             problems += match(data.get("findings", []), case["findings"])
             if data.get("summary", {}).get("dropped_records"):
                 problems.append("the report dropped records")
+            if not data.get("summary", {}).get("cuda_processes"):
+                problems.append("no process initialised CUDA: nothing was checked")
         except (OSError, ValueError) as e:
             problems.append(f"no readable JSON report: {e}")
         if problems or verbose:
