@@ -1,7 +1,6 @@
-/* interceptors_work.c - wrappers of everything that enqueues work on a stream
- * (kernels, graphs, asynchronous copies, sets and prefetches, host functions)
- * and of the synchronous copies and sets, which the host waits for on the
- * legacy NULL stream. Thin: forward, then tell check_order.c. */
+/* interceptors_work.c - wrappers of the work that is enqueued on a stream
+ * other than copies and sets (interceptors_copy.c): kernels, graphs,
+ * prefetches, host functions. Thin: forward, then tell check_order.c. */
 #include "shim.h"
 
 /* An operation on the stream Stream (an expression over the parameters). */
@@ -73,40 +72,6 @@ AC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   return r;
 }
 
-/* An asynchronous copy or set: its operands are judged too. */
-#define COPY(Name, PerThread, Params, Args, Dst, Src)                                              \
-  AC_EXPORT CUresult Name Params {                                                                 \
-    AC_START_OR_FAIL(Name);                                                                        \
-    CUresult r = ac_real.Name Args;                                                                \
-    if (r == CUDA_SUCCESS) ac_on_copy(#Name, hStream, PerThread, Dst, Src);                        \
-    return r;                                                                                      \
-  }
-
-#define COPY_PARAMS (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
-#define COPY_ARGS (dst, src, ByteCount, hStream)
-COPY(cuMemcpyAsync, false, COPY_PARAMS, COPY_ARGS, dst, src)
-COPY(cuMemcpyAsync_ptsz, true, COPY_PARAMS, COPY_ARGS, dst, src)
-#define HTOD_PARAMS (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
-#define HTOD_ARGS (dstDevice, srcHost, ByteCount, hStream)
-COPY(cuMemcpyHtoDAsync_v2, false, HTOD_PARAMS, HTOD_ARGS, dstDevice, 0)
-COPY(cuMemcpyHtoDAsync_v2_ptsz, true, HTOD_PARAMS, HTOD_ARGS, dstDevice, 0)
-#define DTOH_PARAMS (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
-#define DTOH_ARGS (dstHost, srcDevice, ByteCount, hStream)
-COPY(cuMemcpyDtoHAsync_v2, false, DTOH_PARAMS, DTOH_ARGS, 0, srcDevice)
-COPY(cuMemcpyDtoHAsync_v2_ptsz, true, DTOH_PARAMS, DTOH_ARGS, 0, srcDevice)
-#define DTOD_PARAMS                                                                                \
-  (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
-#define DTOD_ARGS (dstDevice, srcDevice, ByteCount, hStream)
-COPY(cuMemcpyDtoDAsync_v2, false, DTOD_PARAMS, DTOD_ARGS, dstDevice, srcDevice)
-COPY(cuMemcpyDtoDAsync_v2_ptsz, true, DTOD_PARAMS, DTOD_ARGS, dstDevice, srcDevice)
-#define SET_PARAMS(T) (CUdeviceptr dstDevice, T value, size_t N, CUstream hStream)
-#define SET_ARGS (dstDevice, value, N, hStream)
-COPY(cuMemsetD8Async, false, SET_PARAMS(unsigned char), SET_ARGS, dstDevice, 0)
-COPY(cuMemsetD8Async_ptsz, true, SET_PARAMS(unsigned char), SET_ARGS, dstDevice, 0)
-COPY(cuMemsetD16Async, false, SET_PARAMS(unsigned short), SET_ARGS, dstDevice, 0)
-COPY(cuMemsetD16Async_ptsz, true, SET_PARAMS(unsigned short), SET_ARGS, dstDevice, 0)
-COPY(cuMemsetD32Async, false, SET_PARAMS(unsigned int), SET_ARGS, dstDevice, 0)
-COPY(cuMemsetD32Async_ptsz, true, SET_PARAMS(unsigned int), SET_ARGS, dstDevice, 0)
 #define PREFETCH_PARAMS (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
 #define PREFETCH_ARGS (devPtr, count, dstDevice, hStream)
 WORK(cuMemPrefetchAsync, false, PREFETCH_PARAMS, PREFETCH_ARGS, hStream)
@@ -145,32 +110,3 @@ HOST_FUNC(cuLaunchHostFunc_ptsz, true)
   }
 CALLBACK(cuStreamAddCallback, false)
 CALLBACK(cuStreamAddCallback_ptsz, true)
-
-/* Synchronous copies and sets: an operation on the legacy stream (the
- * thread's own default stream for _ptds) that the host waits for. */
-#define SYNC_COPY(Name, PerThread, Params, Args)                                                   \
-  AC_EXPORT CUresult Name Params {                                                                 \
-    AC_START_OR_FAIL(Name);                                                                        \
-    CUresult r = ac_real.Name Args;                                                                \
-    if (r == CUDA_SUCCESS) ac_on_sync_copy(#Name, PerThread);                                      \
-    return r;                                                                                      \
-  }
-#define MEMCPY_PARAMS (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
-SYNC_COPY(cuMemcpy, false, MEMCPY_PARAMS, (dst, src, ByteCount))
-SYNC_COPY(cuMemcpy_ptds, true, MEMCPY_PARAMS, (dst, src, ByteCount))
-#define SYNC_HTOD_PARAMS (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
-SYNC_COPY(cuMemcpyHtoD_v2, false, SYNC_HTOD_PARAMS, (dstDevice, srcHost, ByteCount))
-SYNC_COPY(cuMemcpyHtoD_v2_ptds, true, SYNC_HTOD_PARAMS, (dstDevice, srcHost, ByteCount))
-#define SYNC_DTOH_PARAMS (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
-SYNC_COPY(cuMemcpyDtoH_v2, false, SYNC_DTOH_PARAMS, (dstHost, srcDevice, ByteCount))
-SYNC_COPY(cuMemcpyDtoH_v2_ptds, true, SYNC_DTOH_PARAMS, (dstHost, srcDevice, ByteCount))
-#define SYNC_DTOD_PARAMS (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
-SYNC_COPY(cuMemcpyDtoD_v2, false, SYNC_DTOD_PARAMS, (dstDevice, srcDevice, ByteCount))
-SYNC_COPY(cuMemcpyDtoD_v2_ptds, true, SYNC_DTOD_PARAMS, (dstDevice, srcDevice, ByteCount))
-#define SYNC_SET_PARAMS(T) (CUdeviceptr dstDevice, T value, size_t N)
-SYNC_COPY(cuMemsetD8_v2, false, SYNC_SET_PARAMS(unsigned char), (dstDevice, value, N))
-SYNC_COPY(cuMemsetD8_v2_ptds, true, SYNC_SET_PARAMS(unsigned char), (dstDevice, value, N))
-SYNC_COPY(cuMemsetD16_v2, false, SYNC_SET_PARAMS(unsigned short), (dstDevice, value, N))
-SYNC_COPY(cuMemsetD16_v2_ptds, true, SYNC_SET_PARAMS(unsigned short), (dstDevice, value, N))
-SYNC_COPY(cuMemsetD32_v2, false, SYNC_SET_PARAMS(unsigned int), (dstDevice, value, N))
-SYNC_COPY(cuMemsetD32_v2_ptds, true, SYNC_SET_PARAMS(unsigned int), (dstDevice, value, N))

@@ -1,11 +1,12 @@
 /* conformance.c - what the scenarios rely on the stand-in driver to do as the
  * real one does, beyond the attach table: kernel parameter layouts from PTX,
- * __managed__ variables, host functions in stream order, events, and how
- * cuGetProcAddress maps names to ABIs. Run over the stand-in driver in CI and
+ * __managed__ variables, host functions in stream order, events, copies, and
+ * how cuGetProcAddress maps names to ABIs. Run over the stand-in driver in CI and
  * over the real driver in the GPU suite: both must pass. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -110,6 +111,11 @@ static void test_proc_address(void) {
   CHECK(p == dlsym(h, "cuStreamAttachMemAsync_ptsz"));
   CHECK(cuGetProcAddress_v2("cuStreamAttachMemAsync", &p, 12000, 0, &st) == CUDA_SUCCESS);
   CHECK(p == dlsym(h, "cuStreamAttachMemAsync"));
+  CHECK(cuGetProcAddress_v2("cuMemcpy2D", &p, 12000, 0, &st) == CUDA_SUCCESS);
+  CHECK(p == dlsym(h, "cuMemcpy2D_v2"));
+  CHECK(cuGetProcAddress_v2("cuMemcpy2DAsync", &p, 12000,
+                            CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st) == CUDA_SUCCESS);
+  CHECK(p == dlsym(h, "cuMemcpy2DAsync_v2_ptsz"));
   /* Measured on the H100 (driver 580.159.04). */
   p = (void *)1;
   CHECK(cuGetProcAddress_v2("cuNoSuchFunction", &p, 12000, 0, &st) == CUDA_SUCCESS);
@@ -145,6 +151,41 @@ static void test_memory(void) {
   CHECK(cuMemFree(big) == CUDA_SUCCESS);
 }
 
+/* A pitched 2D copy between host-typed sides moves the bytes, a managed
+ * source included; a batch refuses the legacy NULL stream (documented). */
+static void test_copies(void) {
+  CUdeviceptr m;
+  unsigned char out[3][16];
+  CHECK(cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS);
+  unsigned char *src = (unsigned char *)(uintptr_t)m;
+  for (int i = 0; i < 3 * 64; i++)
+    src[i] = (unsigned char)(i + 1);
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = src + 4;
+  c.srcPitch = 64;
+  c.dstHost = out;
+  c.dstPitch = sizeof out[0];
+  c.WidthInBytes = sizeof out[0];
+  c.Height = 3;
+  CHECK(cuMemcpy2D(&c) == CUDA_SUCCESS);
+  CHECK(out[0][0] == 5 && out[1][0] == 69 && out[2][15] == (unsigned char)(128 + 20));
+  CHECK(cuMemcpy2D(NULL) == CUDA_ERROR_INVALID_VALUE);
+  CUstream s;
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CUdeviceptr dst = m + 1024, from = m;
+  size_t size = 64, first = 0;
+  CUmemcpyAttributes attr;
+  memset(&attr, 0, sizeof attr);
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  CHECK(cuMemcpyBatchAsync(&dst, &from, &size, 1, &attr, &first, 1, CU_STREAM_LEGACY) ==
+        CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuMemcpyBatchAsync(&dst, &from, &size, 1, &attr, &first, 1, s) == CUDA_SUCCESS);
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS && cuStreamDestroy(s) == CUDA_SUCCESS);
+  CHECK(cuMemFree(m) == CUDA_SUCCESS);
+}
+
 int main(void) {
   CUdevice dev;
   CUcontext ctx;
@@ -160,6 +201,7 @@ int main(void) {
   test_host_functions_and_events();
   test_proc_address();
   test_memory();
+  test_copies();
   printf("conformance: %d passed, %d failed\n", passed, failed);
   return failed != 0;
 }

@@ -61,5 +61,7 @@ bool fake_capture_kernel(CUstream h, bool per_thread_entry, CUfunction f, void *
                          size_t count, const size_t *sizes);
 /* Enqueues one operation that completes at once (a kernel, a copy). */
 CUresult fake_enqueue_work(CUstream h, bool per_thread_entry);
+/* One operation on the legacy (or per-thread) stream that the host waits for. */
+CUresult fake_sync_work(bool per_thread);
 
 #endif

@@ -305,14 +305,3 @@ FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunct
   (void)params, (void)extra;
   return launch_ex(config, f, true);
 }
-
-/* Asynchronous copies complete at once and move no data (see fake_stream.c). */
-FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h) {
-  (void)dst, (void)src, (void)n;
-  return fake_enqueue_work(h, false);
-}
-
-FAKE_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream h) {
-  (void)dst, (void)src, (void)n;
-  return fake_enqueue_work(h, true);
-}

@@ -34,6 +34,21 @@ static const struct versioned_name versioned[] = {
     {"cuMemcpyDtoH", 3020, "_v2"},
     {"cuMemsetD8", 3020, "_v2"},
     {"cuMemsetD32", 3020, "_v2"},
+    {"cuMemsetD16", 3020, "_v2"},
+    {"cuMemsetD2D8", 3020, "_v2"},
+    {"cuMemsetD2D16", 3020, "_v2"},
+    {"cuMemsetD2D32", 3020, "_v2"},
+    {"cuMemcpyDtoD", 3020, "_v2"},
+    {"cuMemcpyHtoDAsync", 3020, "_v2"},
+    {"cuMemcpyDtoHAsync", 3020, "_v2"},
+    {"cuMemcpyDtoDAsync", 3020, "_v2"},
+    {"cuMemcpy2D", 3020, "_v2"},
+    {"cuMemcpy2DUnaligned", 3020, "_v2"},
+    {"cuMemcpy2DAsync", 3020, "_v2"},
+    {"cuMemcpy3D", 3020, "_v2"},
+    {"cuMemcpy3DAsync", 3020, "_v2"},
+    {"cuMemcpyBatchAsync", 13000, "_v2"},
+    {"cuMemcpy3DBatchAsync", 13000, "_v2"},
 };
 
 static void *self_handle(void) {

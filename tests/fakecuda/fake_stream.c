@@ -540,12 +540,9 @@ FAKE_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream h, CUdeviceptr p, size
   return attach(h, p, n, f, true);
 }
 
-/* ---- synchronous copies and sets ----
- * They run on the legacy stream (the per-thread stream for _ptds) and return
- * when done. They move no data: the real driver does not write through the
- * program's mapping of managed memory (GROUND-TRUTH.md: no SIGSEGV on a
- * protected allocation), so the stand-in must not touch it either. */
-static CUresult sync_op(bool per_thread) {
+/* One operation on the legacy stream (the per-thread stream for per_thread)
+ * that the host waits for: a synchronous copy or set (fake_copy.c). */
+CUresult fake_sync_work(bool per_thread) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = per_thread ? &per_thread_stream : &legacy_stream;
@@ -553,22 +550,3 @@ static CUresult sync_op(bool per_thread) {
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
-
-/* The copies move no data, so their arguments go unused. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#define SYNC_OP(Name, PerThread, Params)                                                           \
-  FAKE_EXPORT CUresult Name Params {                                                               \
-    return sync_op(PerThread);                                                                     \
-  }
-SYNC_OP(cuMemcpy, false, (CUdeviceptr d, CUdeviceptr s, size_t n))
-SYNC_OP(cuMemcpy_ptds, true, (CUdeviceptr d, CUdeviceptr s, size_t n))
-SYNC_OP(cuMemcpyHtoD_v2, false, (CUdeviceptr d, const void *s, size_t n))
-SYNC_OP(cuMemcpyHtoD_v2_ptds, true, (CUdeviceptr d, const void *s, size_t n))
-SYNC_OP(cuMemcpyDtoH_v2, false, (void *d, CUdeviceptr s, size_t n))
-SYNC_OP(cuMemcpyDtoH_v2_ptds, true, (void *d, CUdeviceptr s, size_t n))
-SYNC_OP(cuMemsetD8_v2, false, (CUdeviceptr d, unsigned char v, size_t n))
-SYNC_OP(cuMemsetD8_v2_ptds, true, (CUdeviceptr d, unsigned char v, size_t n))
-SYNC_OP(cuMemsetD32_v2, false, (CUdeviceptr d, unsigned int v, size_t n))
-SYNC_OP(cuMemsetD32_v2_ptds, true, (CUdeviceptr d, unsigned int v, size_t n))
-#pragma GCC diagnostic pop

@@ -1,6 +1,6 @@
 /* device_access.c - memory given to work on a stream: AC301 (single-attached
  * to another stream) and AC302 (attached to the host), through every way a
- * launch names memory, and `device` semantics.
+ * launch or a copy names memory, and `device` semantics.
  *
  *   device_access CASE
  */
@@ -80,6 +80,44 @@ static void async_copy(void) {
   attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
   EXPECT_RC(cu.cuMemcpyAsync(m, g, 64, t), CUDA_SUCCESS); /* AC301: the destination */
 }
+/* A 2D copy naming m as host memory: the source is m all the same. */
+static void async_copy_2d(void) {
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = (const void *)(uintptr_t)m;
+  c.srcPitch = 256;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = g;
+  c.dstPitch = 256;
+  c.WidthInBytes = 64;
+  c.Height = 4;
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cuMemcpy2DAsync(&c, t), CUDA_SUCCESS); /* AC301: the source */
+}
+static void async_copy_peer(void) {
+  CUcontext ctx;
+  EXPECT_RC(cu.cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cuMemcpyPeerAsync(m, ctx, g, ctx, 64, t), CUDA_SUCCESS); /* AC301: the destination */
+}
+static void async_copy_host_pointer(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cuMemcpyHtoDAsync(g, (const void *)(uintptr_t)m, 64, t), CUDA_SUCCESS); /* AC301 */
+}
+/* A batch of two copies on stream; the second writes p. */
+static CUresult batch_into(CUdeviceptr p, CUstream stream) {
+  CUdeviceptr dsts[] = {g, p}, srcs[] = {g + 4096, g + 8192};
+  size_t sizes[] = {64, 64}, first[] = {0};
+  CUmemcpyAttributes attr;
+  memset(&attr, 0, sizeof attr);
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  return cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, first, 1, stream);
+}
+static void batch_foreign(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(batch_into(m, t), CUDA_SUCCESS); /* AC301: the second copy's destination */
+}
 static void host_attached(void) {
   attach_sync(s, m, CU_MEM_ATTACH_HOST);
   launch_use(s, m); /* AC302 under strict semantics */
@@ -111,6 +149,10 @@ static void graph_same_stream(void) {
   EXPECT_RC(cuGraphLaunch(exec, s), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
   EXPECT_RC(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+}
+static void batch_same_stream(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(batch_into(m, s), CUDA_SUCCESS);
 }
 static void same_stream(void) {
   attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
@@ -149,6 +191,11 @@ static const struct scenario_case cases[] = {
     {"launch_ex", launch_ex},
     {"managed_variable", managed_variable},
     {"async_copy", async_copy},
+    {"async_copy_2d", async_copy_2d},
+    {"async_copy_peer", async_copy_peer},
+    {"async_copy_host_pointer", async_copy_host_pointer},
+    {"batch_foreign", batch_foreign},
+    {"batch_same_stream", batch_same_stream},
     {"host_attached", host_attached},
     {"graph_foreign", graph_foreign},
     {"graph_same_stream", graph_same_stream},

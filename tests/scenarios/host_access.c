@@ -183,6 +183,32 @@ static void sync_copy_blocking(void) {
   cpu_read(m);
   EXPECT_RC(cu.cuStreamDestroy(b), CUDA_SUCCESS);
 }
+/* The driver reads a host-typed 2D source through the program's mapping,
+ * after the legacy stream's attach it waits for: no CPU access of the
+ * program's, and the bytes arrive. */
+static void sync_copy_2d_after_attach(void) {
+  unsigned char *src = (unsigned char *)(uintptr_t)m, out[4][64];
+  for (int i = 0; i < 4 * 256; i++)
+    src[i] = (unsigned char)(i * 7);
+  attach(NULL, m, CU_MEM_ATTACH_GLOBAL);
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = src;
+  c.srcPitch = 256;
+  c.dstHost = out;
+  c.dstPitch = sizeof out[0];
+  c.WidthInBytes = sizeof out[0];
+  c.Height = 4;
+  EXPECT_RC(cuMemcpy2D(&c), CUDA_SUCCESS);
+  for (int r = 0; r < 4; r++)
+    for (int x = 0; x < 64; x++)
+      if (out[r][x] != (unsigned char)((r * 256 + x) * 7)) {
+        fprintf(stderr, "scenario: row %d byte %d: %d\n", r, x, out[r][x]);
+        failures++;
+        return;
+      }
+}
 static void wait_event_chain(void) {
   CUevent e;
   setup_single();
@@ -288,6 +314,7 @@ static const struct scenario_case cases[] = {
     {"event_after_work", event_after_work},
     {"context_sync", context_sync},
     {"sync_copy_blocking", sync_copy_blocking},
+    {"sync_copy_2d_after_attach", sync_copy_2d_after_attach},
     {"wait_event_chain", wait_event_chain},
     {"callback_own_stream", callback_own_stream},
     {"destroy_after_sync", destroy_after_sync},
