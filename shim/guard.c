@@ -105,9 +105,6 @@ static __thread bool in_guard;
 static uintptr_t page_floor(uintptr_t a) {
   return a & ~(uintptr_t)(page_size - 1);
 }
-static uintptr_t page_ceil(uintptr_t a) {
-  return page_floor(a + (uintptr_t)page_size - 1);
-}
 
 /* ---- classes ---- */
 
@@ -183,32 +180,41 @@ static void add_reached_global(struct ac_stream *s, void *ctx) {
   }
 }
 
-/* The allocations the CPU may not touch now, in exact bytes. */
+/* forbidden = forbidden joined with l (both normalised). */
+static void join(struct range_list *forbidden, const struct range_list *l) {
+  static struct range_list joined;
+  range_union(&joined, forbidden, l);
+  struct range_list swap = *forbidden;
+  *forbidden = joined;
+  joined = swap;
+}
+
+/* The allocations the CPU may not touch now, in exact bytes (normalised).
+ * Lists are merged, never sorted again: a transition over 10,000 allocations
+ * stays linear. */
 static void forbidden_bytes(struct range_list *forbidden) {
-  forbidden->n = 0;
-  if (ac_model_reach_semantics(ac_model))
-    ac_model_for_each_stream(ac_model, add_reached_global, forbidden);
-  else
-    range_append_list(forbidden, &global_ranges);
+  static struct range_list extra;
+  forbidden->n = extra.n = 0;
+  if (ac_model_reach_semantics(ac_model)) {
+    ac_model_for_each_stream(ac_model, add_reached_global, &extra);
+    range_normalise(&extra);
+    join(forbidden, &extra);
+  } else {
+    join(forbidden, &global_ranges);
+  }
   for (size_t i = 0; i < single_count; i++)
     if (ac_order_stream_busy(ac_model, single_ranges[i].stream))
-      range_append_list(forbidden, &single_ranges[i].ranges);
+      join(forbidden, &single_ranges[i].ranges);
+  extra.n = 0;
   for (size_t i = 0; i < pending_count; i++) {
     struct ac_stream *blocker;
     enum ac_rule_id rule;
     const struct ac_alloc *a = pending[i];
     if (!ac_host_may_touch(ac_model, a, NULL, &blocker, &rule))
-      range_push(forbidden, a->base, a->base + a->size);
+      range_push(&extra, a->base, a->base + a->size);
   }
-  range_normalise(forbidden);
-}
-
-/* The pages that touch any range of l. */
-static void round_out(struct range_list *pages, const struct range_list *l) {
-  pages->n = 0;
-  for (size_t i = 0; i < l->n; i++)
-    range_push(pages, page_floor(l->r[i].start), page_ceil(l->r[i].end));
-  range_normalise(pages);
+  range_normalise(&extra);
+  join(forbidden, &extra);
 }
 
 /* Pages to protect: those of forbidden allocations, less every page that
@@ -219,9 +225,10 @@ static void desired_pages(struct range_list *want, bool any_busy) {
   want->n = 0;
   if (!any_busy) return;
   forbidden_bytes(&forbidden);
+  if (!forbidden.n) return;
   range_subtract(&allowed, &all_managed, &forbidden);
-  round_out(&forbidden_pages, &forbidden);
-  round_out(&allowed_pages, &allowed);
+  range_round_out(&forbidden_pages, &forbidden, (uintptr_t)page_size);
+  range_round_out(&allowed_pages, &allowed, (uintptr_t)page_size);
   range_subtract(want, &forbidden_pages, &allowed_pages);
 }
 

@@ -41,6 +41,37 @@ void range_normalise(struct range_list *l) {
   l->n = out + 1;
 }
 
+/* Appends [start, end) to a list being built in order, merging with its last
+ * range when they overlap or touch. */
+static bool push_merging(struct range_list *l, uintptr_t start, uintptr_t end) {
+  if (l->n && start <= l->r[l->n - 1].end) {
+    if (end > l->r[l->n - 1].end) l->r[l->n - 1].end = end;
+    return true;
+  }
+  return range_push(l, start, end);
+}
+
+bool range_union(struct range_list *out, const struct range_list *a, const struct range_list *b) {
+  out->n = 0;
+  size_t i = 0, j = 0;
+  while (i < a->n || j < b->n) {
+    const struct range *next =
+        j >= b->n || (i < a->n && a->r[i].start <= b->r[j].start) ? &a->r[i++] : &b->r[j++];
+    if (!push_merging(out, next->start, next->end)) return false;
+  }
+  return true;
+}
+
+bool range_round_out(struct range_list *out, const struct range_list *l, uintptr_t page_size) {
+  out->n = 0;
+  for (size_t i = 0; i < l->n; i++) {
+    uintptr_t start = l->r[i].start & ~(page_size - 1);
+    uintptr_t end = (l->r[i].end + page_size - 1) & ~(page_size - 1);
+    if (!push_merging(out, start, end)) return false;
+  }
+  return true;
+}
+
 bool range_subtract(struct range_list *out, const struct range_list *a,
                     const struct range_list *b) {
   out->n = 0;

@@ -23,6 +23,11 @@ bool range_push(struct range_list *l, uintptr_t start, uintptr_t end);
 bool range_append_list(struct range_list *dst, const struct range_list *src);
 /* Sorts and merges overlapping or touching ranges. */
 void range_normalise(struct range_list *l);
+/* out = a joined with b (a, b normalised; linear, no sort). */
+bool range_union(struct range_list *out, const struct range_list *a, const struct range_list *b);
+/* out = the pages of page_size that touch any range of l (l normalised;
+ * linear, no sort). */
+bool range_round_out(struct range_list *out, const struct range_list *l, uintptr_t page_size);
 /* out = a less b (a, b normalised; out is cleared first and comes out normalised). */
 bool range_subtract(struct range_list *out, const struct range_list *a, const struct range_list *b);
 bool range_contains(const struct range_list *l, uintptr_t addr);

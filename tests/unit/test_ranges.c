@@ -54,7 +54,29 @@ static void subtract_range_spanning_several(void) {
   range_free(&a), range_free(&b), range_free(&out);
 }
 
+static void union_merges_in_order(void) {
+  const uintptr_t a_pairs[] = {0, 10, 40, 50, 90, 100};
+  const uintptr_t b_pairs[] = {5, 20, 50, 60, 70, 80};
+  const uintptr_t want[] = {0, 20, 40, 60, 70, 80, 90, 100};
+  struct range_list a = list_of(a_pairs, 6), b = list_of(b_pairs, 6), out = {0, 0, NULL};
+  CHECK(range_union(&out, &a, &b) && same(&out, want, 8));
+  struct range_list none = {0, 0, NULL};
+  CHECK(range_union(&out, &none, &b) && same(&out, b_pairs, 6));
+  range_free(&a), range_free(&b), range_free(&out);
+}
+
+static void round_out_covers_touched_pages(void) {
+  /* two small ranges in one page, one across a boundary, one far away */
+  const uintptr_t in[] = {100, 200, 600, 700, 4000, 4200, 20000, 20001};
+  const uintptr_t want[] = {0, 8192, 16384, 20480};
+  struct range_list l = list_of(in, 8), out = {0, 0, NULL};
+  CHECK(range_round_out(&out, &l, 4096) && same(&out, want, 4));
+  range_free(&l), range_free(&out);
+}
+
 int main(void) {
+  union_merges_in_order();
+  round_out_covers_touched_pages();
   normalise_merges_touching_and_overlapping();
   subtract_cuts_holes_and_edges();
   subtract_range_spanning_several();
