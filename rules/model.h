@@ -164,6 +164,17 @@ struct ac_stream *ac_order_any_busy(struct ac_model *m, const struct ac_stream *
 /* Changes whenever a stream turns busy or idle for the host: the page guard
  * recomputes what to protect only when it moves. */
 uint64_t ac_order_generation(const struct ac_model *m);
+/* Records api on thread as the origin of operation seq, which turned s busy. */
+void ac_order_note_busy_origin(struct ac_model *m, struct ac_stream *s, const char *api,
+                               uint64_t thread, uint64_t seq);
+/* Gives that origin its stack, if seq is still the operation that turned s busy. */
+void ac_order_set_busy_stack(struct ac_model *m, struct ac_stream *s, uint64_t seq,
+                             const struct ac_stack *stack);
+/* Takes back operation seq of s (its forward failed) if it is still the
+ * last one; a stream that turns idle by it moves the generation. */
+bool ac_order_retract(struct ac_model *m, struct ac_stream *s, uint64_t seq);
+/* Marks s as capturing a graph (its operations then run only when the graph does). */
+void ac_model_set_capturing(struct ac_model *m, struct ac_stream *s, bool capturing);
 /* Records an attach enqueued on s as operation seq. */
 void ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc,
                      struct ac_stream *s, uint64_t seq, const struct ac_op_origin *origin);

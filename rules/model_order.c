@@ -59,6 +59,34 @@ uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_
   return s->seq;
 }
 
+void ac_order_note_busy_origin(struct ac_model *m, struct ac_stream *s, const char *api,
+                               uint64_t thread, uint64_t seq) {
+  (void)m;
+  s->busy_origin = (struct ac_op_origin){api, thread, seq, {0, {0}}};
+}
+
+void ac_order_set_busy_stack(struct ac_model *m, struct ac_stream *s, uint64_t seq,
+                             const struct ac_stack *stack) {
+  (void)m;
+  if (s->busy_origin.api && s->busy_origin.seq == seq) s->busy_origin.stack = *stack;
+}
+
+bool ac_order_retract(struct ac_model *m, struct ac_stream *s, uint64_t seq) {
+  if (s->seq != seq || seq == 0) return false;
+  s->seq--;
+  if (!ac_order_stream_busy(m, s)) {
+    s->busy_origin.api = NULL;
+    s->reach_count = 0;
+    m->generation++;
+  }
+  return true;
+}
+
+void ac_model_set_capturing(struct ac_model *m, struct ac_stream *s, bool capturing) {
+  (void)m;
+  s->capturing = capturing;
+}
+
 /* Joins c into the host's clock, counting streams that turn idle. */
 struct observe {
   struct ac_model *m;

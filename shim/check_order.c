@@ -27,7 +27,7 @@ static uint64_t enqueue_locked(struct ac_stream *s, const char *api, bool *turne
   *turned_busy = false;
   if (!s || s->capturing) return 0;
   uint64_t seq = ac_order_enqueue(ac_model, s, turned_busy);
-  if (*turned_busy) s->busy_origin = (struct ac_op_origin){api, ac_thread_id(), seq, {0, {0}}};
+  if (*turned_busy) ac_order_note_busy_origin(ac_model, s, api, ac_thread_id(), seq);
   return seq;
 }
 
@@ -52,8 +52,7 @@ struct ac_stream *ac_on_work_locked(const char *api, CUstream stream, bool per_t
 void ac_on_work_busy_stack(const struct ac_op_origin_slot *slot, const struct ac_stack *stack) {
   if (!slot->turned_busy) return;
   ac_model_enter();
-  struct ac_stream *s = slot->stream;
-  if (s->busy_origin.api && s->busy_origin.seq == slot->seq) s->busy_origin.stack = *stack;
+  ac_order_set_busy_stack(ac_model, slot->stream, slot->seq, stack);
   ac_model_leave();
 }
 
@@ -202,7 +201,8 @@ CUstreamCallback ac_stream_callback_trampoline(void) {
  * counts as complete once the host observes the stream. */
 void ac_host_function_not_enqueued(struct host_call *c) {
   ac_model_enter();
-  if (c->stream->seq == c->seq) c->stream->seq--;
+  ac_order_retract(ac_model, c->stream, c->seq);
+  ac_guard_refresh_locked();
   ac_model_leave();
   ac_clock_free(&c->before);
   free(c);

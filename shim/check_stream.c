@@ -58,7 +58,7 @@ static void set_capturing(CUstream stream, bool per_thread, bool capturing) {
   ac_model_enter();
   struct ac_stream_ref ref =
       ac_model_resolve_stream(ac_model, (uintptr_t)stream, per_thread, ac_thread_id());
-  if (ref.stream) ref.stream->capturing = capturing;
+  if (ref.stream) ac_model_set_capturing(ac_model, ref.stream, capturing);
   ac_model_leave();
 }
 

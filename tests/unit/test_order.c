@@ -134,6 +134,25 @@ static void test_attach_binds_until_complete(void) {
   ac_model_destroy(m);
 }
 
+/* A forward that failed takes its operation back: the stream it made busy is
+ * idle again and the guard sees a transition; a later operation keeps it. */
+static void test_retract(void) {
+  m = ac_model_create();
+  struct ac_stream *a = stream(0x100, NON_BLOCKING);
+  bool turned;
+  uint64_t seq = ac_order_enqueue(m, a, &turned);
+  ac_order_note_busy_origin(m, a, "cuLaunchHostFunc", 1, seq);
+  uint64_t g = ac_order_generation(m);
+  CHECK(ac_order_retract(m, a, seq));
+  CHECK(!ac_order_stream_busy(m, a) && ac_order_generation(m) != g);
+  CHECK(a->busy_origin.api == NULL);
+  seq = ac_order_enqueue(m, a, NULL);
+  ac_order_enqueue(m, a, NULL);
+  CHECK(!ac_order_retract(m, a, seq)); /* not the last one any more: it stays */
+  CHECK(ac_order_stream_busy(m, a));
+  ac_model_destroy(m);
+}
+
 static void test_clock(void) {
   struct ac_clock a = {0}, b = {0};
   for (uint64_t s = 20; s > 0; s--)
@@ -152,6 +171,7 @@ static void test_clock(void) {
 }
 
 int main(void) {
+  test_retract();
   test_clock();
   test_sync_and_query();
   test_legacy_stream();
