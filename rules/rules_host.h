@@ -3,8 +3,10 @@
  *
  * The page guard asks ac_host_may_touch what to protect, and, when a protected
  * page is touched, ac_judge_host_access whether that access is a finding.
- * Semantics are `strict`: judged as on a device without concurrent managed
- * access, the portable rules of the programming guide.
+ * Under `strict` semantics (the default) an access is judged as on a device
+ * without concurrent managed access, the portable rules of the programming
+ * guide; under `device` semantics (the model's reach semantics) only work
+ * that was given the allocation makes it busy for the CPU.
  */
 #ifndef AC_RULES_HOST_H
 #define AC_RULES_HOST_H
