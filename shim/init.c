@@ -30,6 +30,7 @@ static __thread bool starting;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static void on_load_once(void);
 static bool failure_told;
+#define AC_DEFAULT_DRIVER "libcuda.so.1"
 
 uint64_t ac_thread_id(void) {
   static uint64_t next = 1;
@@ -117,6 +118,13 @@ bool ac_start_slow(void) {
     char why[512];
     starting = true;
     ok = resolve_driver(why, sizeof why);
+    if (!ok && strcmp(ac_opts.driver, AC_DEFAULT_DRIVER) != 0) {
+      /* A driver option that names no usable driver (the shim itself, say):
+       * the program still gets the driver it would have had without us. */
+      ac_log("warning: %s; using %s", why, AC_DEFAULT_DRIVER);
+      ac_opts.driver = AC_DEFAULT_DRIVER;
+      ok = resolve_driver(why, sizeof why);
+    }
     if (ok) {
       ac_model = ac_model_create();
       ok = ac_model != NULL;
