@@ -8,7 +8,8 @@
  * ATTACHCHECK_* variables, runs the program, and afterwards builds the
  * report from the record streams every process left in a session folder -
  * also when the program crashed. Signals sent to the CLI alone are passed on
- * to the program. Exit status: the program's own (128+N for a signal),
+ * to the program; ASan's check that its runtime comes first is turned off. Exit status: the
+ * program's own (128+N for a signal),
  * --error-exitcode when there were error findings, 2 when a report or the
  * log could not be written, 3 when the shim never loaded into any process, 4
  * when no process initialised CUDA (unless --require-cuda-init=no).
@@ -168,10 +169,26 @@ static bool find_shim(char *buf, size_t len) {
   return false;
 }
 
-/* The program's sanitizer runtime (ASan...) refuses to start unless it is the
- * first library loaded: it goes before the shim in LD_PRELOAD. */
-static void export_options(const struct ac_options *o, const char *session, const char *shim,
-                           const char *first) {
+/* A program linked with AddressSanitizer as a shared library (gcc's default)
+ * refuses to start unless ASan's runtime is the first library loaded, and
+ * the shim is. Its check is turned off, for every process of the run (the
+ * program may be started by a script or a launcher), appended to the user's
+ * ASAN_OPTIONS so it wins and nothing else changes; a program without ASan
+ * never reads it. It is safe: the shim defines no allocator, and forwards
+ * what it wraps to the next definition, ASan's. Preloading the runtime first
+ * instead would put it into every program the program runs, whose leak check
+ * at exit would change their exit status. */
+static void let_asan_start(void) {
+  const char *old = getenv("ASAN_OPTIONS");
+  char *options;
+  if (asprintf(&options, "%s%sverify_asan_link_order=0", old ? old : "", old && *old ? ":" : "") <
+      0)
+    exit(1);
+  setenv("ASAN_OPTIONS", options, 1);
+  free(options);
+}
+
+static void export_options(const struct ac_options *o, const char *session, const char *shim) {
   for (size_t i = 0; i < ac_option_count; i++) {
     char cli[64], env[96], value[PATH_MAX];
     if (ac_option_table[i].scope != AC_SCOPE_SHIM) continue;
@@ -185,9 +202,7 @@ static void export_options(const struct ac_options *o, const char *session, cons
   unsetenv("ATTACHCHECK_SARIF");
   const char *old = getenv("LD_PRELOAD");
   char *preload;
-  if (asprintf(&preload, "%s%s%s%s%s", first, *first ? " " : "", shim, old && *old ? " " : "",
-               old ? old : "") < 0)
-    exit(1);
+  if (asprintf(&preload, "%s%s%s", shim, old && *old ? " " : "", old ? old : "") < 0) exit(1);
   setenv("LD_PRELOAD", preload, 1);
   free(preload);
 }
@@ -409,16 +424,6 @@ static void say_shim_never_loaded(const char *program) {
           why);
 }
 
-/* The sanitizer runtime the program links (ASan, TSan...), which must be
- * loaded first: "" when none. */
-static const char *sanitizer_runtime(const char *program) {
-  static struct ac_elf_facts elf;
-  char file[PATH_MAX];
-  find_program(program, file, sizeof file);
-  if (!file[0] || !ac_elf_facts(file, &elf)) return "";
-  return elf.sanitizer_runtime;
-}
-
 /* The exit status from what the run left: a lost report or log first (a run
  * must not pass whose findings went nowhere), then the shim's absence, CUDA's
  * absence, the findings, and the program's own status. */
@@ -468,7 +473,8 @@ int main(int argc, char **argv) {
   make_paths_absolute(&o);
   make_session(session, sizeof session);
 
-  export_options(&o, session, shim, sanitizer_runtime(argv[prog]));
+  export_options(&o, session, shim);
+  let_asan_start();
   bool started;
   int status = run(argv + prog, &started);
 

@@ -37,7 +37,9 @@ bool ac_jsonl_append(const char *path, json_t *record) {
   if (!line) return false;
   size_t n = strlen(line);
   line[n] = '\n'; /* json_dumps leaves room for its terminator; reuse it */
-  int fd = ac_sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  /* O_NONBLOCK: a FIFO planted at the path must not stop the program. */
+  int fd =
+      ac_sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
   bool ok = false;
   if (fd >= 0) {
     ok = ac_sys_write_all(fd, line, n + 1);

@@ -109,8 +109,20 @@ bool ac_sibling_name(const char *path, const char *suffix, char *out, size_t len
 
 /* pattern made absolute against the current folder (whose own '%' signs are
  * escaped, so the result is still a pattern). */
+/* Whether pattern expands to an absolute path: it starts with '/', or with
+ * %q{NAME} whose value does (%q{HOME}/report.json). */
+static bool is_absolute_pattern(const char *pattern) {
+  if (pattern[0] == '/') return true;
+  const char *close = strncmp(pattern, "%q{", 3) == 0 ? strchr(pattern, '}') : NULL;
+  char name[128];
+  if (!close || (size_t)(close - pattern - 3) >= sizeof name) return false;
+  snprintf(name, sizeof name, "%.*s", (int)(close - pattern - 3), pattern + 3);
+  const char *value = getenv(name);
+  return value && value[0] == '/';
+}
+
 bool ac_absolute_pattern(const char *pattern, char *out, size_t len) {
-  if (!pattern || !*pattern || pattern[0] == '/') {
+  if (!pattern || !*pattern || is_absolute_pattern(pattern)) {
     int n = snprintf(out, len, "%s", pattern ? pattern : "");
     return n >= 0 && (size_t)n < len;
   }

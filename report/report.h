@@ -150,12 +150,11 @@ json_t *ac_sarif_from_report(const json_t *report);
 bool ac_write_final_reports(json_t *report, const struct ac_options *o, int pid, char *err,
                             size_t errlen);
 
-/* ---- elfdeps.c (the CLI's look at the program before running it) ---- */
+/* ---- elfdeps.c (the CLI's look at a program the shim never reached) ---- */
 struct ac_elf_facts {
-  bool known;                  /* a 64-bit x86-64 ELF file it could read */
-  bool dynamic;                /* has an interpreter: LD_PRELOAD applies */
-  bool setuid;                 /* setuid or setgid: the loader ignores LD_PRELOAD */
-  char sanitizer_runtime[256]; /* DT_NEEDED of ASan, TSan...: "" if none */
+  bool known;   /* a 64-bit x86-64 ELF file it could read */
+  bool dynamic; /* has an interpreter: LD_PRELOAD applies */
+  bool setuid;  /* setuid or setgid: the loader ignores LD_PRELOAD */
 };
 bool ac_elf_facts(const char *path, struct ac_elf_facts *facts);
 

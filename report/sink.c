@@ -207,8 +207,9 @@ static const struct ac_options *with_absolute_paths(const struct ac_options *o) 
   own_opts = *o;
   for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
     const char **field = (const char **)((char *)&own_opts + paths[i].offset);
-    if (!*field || !**field || **field == '/') continue;
-    if (!ac_absolute_pattern(*field, paths[i].buf, PATH_MAX)) continue;
+    if (!*field || !**field || !ac_absolute_pattern(*field, paths[i].buf, PATH_MAX) ||
+        strcmp(*field, paths[i].buf) == 0)
+      continue;
     *field = paths[i].buf;
     const char *env = getenv(paths[i].env);
     if (env && *env && *env != '/') setenv(paths[i].env, paths[i].buf, 1);

@@ -231,6 +231,12 @@ def relative_paths(d):
           sorted(f["rule"] for f in report.get("findings", [])) == ["AC101", "AC102"] and
           rules_printed(text_of(f"{d}/rel.log")) == ["AC101", "AC102"] and
           os.listdir(f"{d}/sub") == [], (os.listdir(d), os.listdir(f"{d}/sub")))
+    os.mkdir(f"{d}/out")
+    p = run([PROG, "chdir", "sub"], dict(preload(json="%q{OUT}/q.json", print_stderr="off"),
+                                         OUT=f"{d}/out"), cwd=d)
+    check("LD_PRELOAD: %q{OUT} holding an absolute folder stays absolute",
+          len(load(f"{d}/out/q.json").get("findings", [])) == 2, (p.stderr[-300:],
+                                                                  os.listdir(f"{d}/out")))
     p = run([CLI, "--log-file", "cli.log", "--json", "cli.json", PROG, "chdir", "sub"], cwd=d)
     check("CLI: a relative log and a chdir: one log with both findings",
           rules_printed(text_of(f"{d}/cli.log")) == ["AC101", "AC102"] and
@@ -268,10 +274,20 @@ def sanitized_program(d):
     p = run([exe], preload())
     check("wrong way: with the shim first in LD_PRELOAD, ASan refuses to start",
           p.returncode != 0 and "ASan runtime does not come first" in p.stderr, p.stderr[-300:])
-    p = run([CLI, "--json", f"{d}/asan.json", exe])
+    # The user's own ASAN_OPTIONS stay in force (verbosity=1 makes ASan talk).
+    p = run([CLI, "--json", f"{d}/asan.json", exe], dict(ENV, ASAN_OPTIONS="verbosity=1"))
     check("CLI: an AddressSanitizer program runs checked, its findings reported",
           p.returncode == 0 and errors_in(f"{d}/asan.json") == 5 and
-          "ASan runtime" not in p.stderr, p.stderr[-400:])
+          "ASan runtime" not in p.stderr and "AddressSanitizer: " in p.stderr, p.stderr[-400:])
+    # The programs it runs must not get ASan's runtime: its leak check would
+    # change their exit status.
+    script = write_file(d, "child.sh", f"#!/bin/sh\n{exe} >/dev/null\n"
+                        f"{sys.executable} -c 'import json'\n")
+    os.chmod(script, 0o755)
+    p = run([CLI, "--json", f"{d}/asan-child.json", "--target-processes", "all", script])
+    check("CLI: a script running it: every process keeps its own status",
+          p.returncode == 0 and errors_in(f"{d}/asan-child.json") == 5 and
+          "LeakSanitizer" not in p.stderr, p.stderr[-400:])
 
 
 def never_loaded(d):
