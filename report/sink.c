@@ -99,8 +99,15 @@ static void say_on_stderr(const char *text) {
 
 static void append(json_t *record);
 
-/* The log cannot be written (a full disk, /dev/full): said once, and recorded
- * in the stream so the CLI's status says it too. */
+/* Text that could not go where it was asked to: said on stderr, and
+ * recorded in the stream so the CLI's status says it too. */
+static void output_lost(const char *text) {
+  say_on_stderr(text);
+  append(json_pack("{s:s, s:i, s:s, s:s}", "type", "output_error", "pid", (int)getpid(), "what",
+                   "log", "message", text));
+}
+
+/* The log cannot be written (a full disk, /dev/full): said once. */
 static void log_failed(int error) {
   if (log_failure_told) return;
   log_failure_told = true;
@@ -109,9 +116,7 @@ static void log_failed(int error) {
            "error: cannot write the log file %s: %s; findings are missing from it (the reports "
            "keep them)",
            log_out.path, strerror(error));
-  say_on_stderr(text);
-  append(json_pack("{s:s, s:i, s:s, s:s}", "type", "output_error", "pid", (int)getpid(), "what",
-                   "log", "message", text));
+  output_lost(text);
 }
 
 static void write_text(const char *text, size_t len) {
@@ -137,8 +142,9 @@ static void open_text_output(void) {
     return;
   }
   char text[sizeof err + 100];
-  snprintf(text, sizeof text, "error: cannot open the log file: %s; findings go to stderr", err);
-  say_on_stderr(text);
+  snprintf(text, sizeof text, "error: cannot open the log file: %s; %s", err,
+           opts->print_stderr ? "findings go to stderr" : "findings are only in the reports");
+  output_lost(text);
 }
 
 static void open_stream(void) {
@@ -285,11 +291,11 @@ static bool text_wanted(void) {
 /* The outputs, the stream and its first record; in a forked child again (its
  * own stream, its own %p log). */
 static void start_outputs(void) {
+  cuda_seen = finding_streamed = stream_started = false;
+  open_stream();
+  if (have_stream && opts->session_dir && *opts->session_dir) start_stream();
   open_text_output();
   load_suppressions(opts);
-  open_stream();
-  cuda_seen = finding_streamed = stream_started = false;
-  if (have_stream && opts->session_dir && *opts->session_dir) start_stream();
 }
 
 void ac_report_announce(const struct ac_options *o) {

@@ -144,6 +144,11 @@ def unwritable_log(d):
           p.returncode == 2 and p.stderr.count("cannot write the log file") == 1 and
           "No space left on device" in p.stderr and
           not rules_printed(p.stderr), p.stderr[-400:])
+    os.mkdir(f"{d}/logs")
+    p = run([CLI, "--log-file", f"{d}/logs/run.log", "/bin/sh", "-c",
+             f"rm -r {d}/logs; exec {DEMO} >/dev/null"])
+    check("CLI: a log that cannot be opened: said once, status 2",
+          p.returncode == 2 and p.stderr.count("cannot open the log file") == 1, p.stderr[-400:])
     p = run([CLI, "--log-file", "/dev/null", DEMO])
     check("CLI --log-file /dev/null: a device that takes the text is fine",
           p.returncode == 0 and not shim_lines(p.stderr), p.stderr[-300:])
