@@ -8,11 +8,11 @@
  * ATTACHCHECK_* variables, runs the program, and afterwards builds the
  * report from the record streams every process left in a session folder -
  * also when the program crashed. Signals sent to the CLI alone are passed on
- * to the program; ASan's check that its runtime comes first is turned off. Exit status: the
- * program's own (128+N for a signal),
- * --error-exitcode when there were error findings, 2 when a report or the
- * log could not be written, 3 when the shim never loaded into any process, 4
- * when no process initialised CUDA (unless --require-cuda-init=no).
+ * to the program; ASan's check that its runtime comes first is turned off.
+ * Exit status: the program's own (128+N for a signal), --error-exitcode when
+ * there were error findings, 2 when a report or the log could not be written,
+ * 3 when the shim never loaded into any process, 4 when no process
+ * initialised CUDA (unless --require-cuda-init=no).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -392,15 +392,19 @@ static void make_paths_absolute(struct ac_options *o) {
   if (!o->suppressions || !*o->suppressions) return;
   char *copy = strdup(o->suppressions), *save = NULL;
   size_t n = 0;
+  bool whole = copy != NULL; /* else (too long) the list is kept as given */
   for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p; p = strtok_r(NULL, ":", &save)) {
     char *real = realpath(p, NULL); /* it was read already: it exists */
     int m =
         snprintf(suppressions + n, sizeof suppressions - n, "%s%s", n ? ":" : "", real ? real : p);
     free(real);
-    if (m < 0 || (size_t)m >= sizeof suppressions - n) return free(copy);
+    if (m < 0 || (size_t)m >= sizeof suppressions - n) {
+      whole = false;
+      break;
+    }
     n += (size_t)m;
   }
-  if (copy) o->suppressions = suppressions;
+  if (whole) o->suppressions = suppressions;
   free(copy);
 }
 

@@ -236,6 +236,12 @@ def relative_paths(d):
           sorted(f["rule"] for f in report.get("findings", [])) == ["AC101", "AC102"] and
           rules_printed(text_of(f"{d}/rel.log")) == ["AC101", "AC102"] and
           os.listdir(f"{d}/sub") == [], (os.listdir(d), os.listdir(f"{d}/sub")))
+    write_file(d, "rel.supp", "*:main\n")
+    p = run([CLI, "--suppressions", "rel.supp", "--json", "supp.json", "/bin/sh", "-c",
+             f"cd sub && exec {DEMO} >/dev/null"], cwd=d)
+    check("CLI: a relative suppression file still applies in a program run from another folder",
+          load(f"{d}/supp.json").get("summary", {}).get("suppressed") == 5 and
+          "no finding is suppressed" not in p.stderr, p.stderr[-300:])
     os.mkdir(f"{d}/out")
     p = run([PROG, "chdir", "sub"], dict(preload(json="%q{OUT}/q.json", print_stderr="off"),
                                          OUT=f"{d}/out"), cwd=d)
