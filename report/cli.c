@@ -7,10 +7,12 @@
  * beside it (../lib/libattachcheck.so), passes the options on as
  * ATTACHCHECK_* variables, runs the program, and afterwards builds the
  * report from the record streams every process left in a session folder -
- * also when the program crashed. Exit status: the program's own (128+N for a
- * signal), --error-exitcode when there were error findings, 3 when the shim
- * never loaded into any process, 4 when no process initialised CUDA (unless
- * --require-cuda-init=no).
+ * also when the program crashed. Signals sent to the CLI alone are passed on
+ * to the program; ASan's check that its runtime comes first is turned off.
+ * Exit status: the program's own (128+N for a signal), --error-exitcode when
+ * there were error findings, 2 when a report or the log could not be written,
+ * 3 when the shim never loaded into any process, 4 when no process
+ * initialised CUDA (unless --require-cuda-init=no).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -31,6 +33,7 @@
 
 enum {
   EXIT_USAGE = 2,
+  EXIT_OUTPUT_LOST = 2, /* a report or the log could not be written */
   EXIT_SHIM_NOT_LOADED = 3,
   EXIT_NO_CUDA = 4,
   EXIT_CANNOT_RUN = 127,
@@ -97,8 +100,9 @@ static void check_report_path(const char *what, const char *pattern, bool overwr
     die_usage("cannot write the %s: %s", what, why);
 }
 
-/* The summary line: on stderr, and at the end of the log when there is one. */
-static void print_summary(const struct ac_options *o, const struct ac_summary *sum) {
+/* The summary line: on stderr, and at the end of the log when there is one;
+ * false (said in one line) when the log could not be written. */
+static bool print_summary(const struct ac_options *o, const struct ac_summary *sum) {
   char suppressed[48] = "", line[256], path[PATH_MAX], why[PATH_MAX + 128];
   if (sum->suppressed) snprintf(suppressed, sizeof suppressed, " (%d suppressed)", sum->suppressed);
   int n = snprintf(line, sizeof line,
@@ -110,19 +114,34 @@ static void print_summary(const struct ac_options *o, const struct ac_summary *s
   fputs(line, stderr);
   if (!o->log_file || !*o->log_file ||
       !ac_expand_path(o->log_file, (int)child, path, sizeof path, why, sizeof why))
-    return;
+    return true;
   int fd = ac_open_log_file(path, why, sizeof why);
-  if (fd < 0) return;
-  if (write(fd, line, (size_t)n) < 0) { /* the summary is on stderr anyway */
-  }
-  close(fd);
+  bool ok = fd >= 0 && write(fd, line, (size_t)n) == n;
+  int error = errno;
+  if (fd >= 0) close(fd);
+  if (!ok && fd >= 0) snprintf(why, sizeof why, "%s: %s", path, strerror(error));
+  if (!ok && sum->output_errors == 0) /* else a process said it already */
+    fprintf(stderr, "==attachcheck== error: cannot write the log file %s\n", why);
+  return ok;
+}
+
+/* Whether path is a character device (/dev/null, /dev/tty, /dev/full): a log
+ * may be one; it is neither checked as a file nor started empty. */
+static bool is_character_device(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISCHR(st.st_mode);
 }
 
 /* The log every process appends to: started empty when it may be replaced. */
 static void start_log_file(const struct ac_options *o) {
   char path[PATH_MAX], why[PATH_MAX + 128];
+  if (!o->log_file || !*o->log_file) return;
+  if (!strstr(o->log_file, "%p") &&
+      ac_expand_path(o->log_file, 0, path, sizeof path, why, sizeof why) &&
+      is_character_device(path))
+    return;
   check_report_path("log file", o->log_file, o->overwrite);
-  if (!o->log_file || !*o->log_file || strstr(o->log_file, "%p")) return;
+  if (strstr(o->log_file, "%p")) return;
   if (!ac_expand_path(o->log_file, 0, path, sizeof path, why, sizeof why)) return;
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) die_usage("cannot write the log file: %s: %s", path, strerror(errno));
@@ -150,6 +169,25 @@ static bool find_shim(char *buf, size_t len) {
   return false;
 }
 
+/* A program linked with AddressSanitizer as a shared library (gcc's default)
+ * refuses to start unless ASan's runtime is the first library loaded, and
+ * the shim is. Its check is turned off, for every process of the run (the
+ * program may be started by a script or a launcher), appended to the user's
+ * ASAN_OPTIONS so it wins and nothing else changes; a program without ASan
+ * never reads it. It is safe: the shim defines no allocator, and forwards
+ * what it wraps to the next definition, ASan's. Preloading the runtime first
+ * instead would put it into every program the program runs, whose leak check
+ * at exit would change their exit status. */
+static void let_asan_start(void) {
+  const char *old = getenv("ASAN_OPTIONS");
+  char *options;
+  if (asprintf(&options, "%s%sverify_asan_link_order=0", old ? old : "", old && *old ? ":" : "") <
+      0)
+    exit(1);
+  setenv("ASAN_OPTIONS", options, 1);
+  free(options);
+}
+
 static void export_options(const struct ac_options *o, const char *session, const char *shim) {
   for (size_t i = 0; i < ac_option_count; i++) {
     char cli[64], env[96], value[PATH_MAX];
@@ -169,20 +207,88 @@ static void export_options(const struct ac_options *o, const char *session, cons
   free(preload);
 }
 
-static void forward_signal(int sig) {
-  if (child > 0) kill(child, sig);
+/* The program's pid while it runs (0 before and after): signals go to it. */
+static volatile pid_t forward_to;
+
+/* A signal a process sent to the CLI (kill, timeout, a batch system) is
+ * passed on to the program, as compute-sanitizer does. One the terminal or
+ * the kernel sent (si_code > 0: Ctrl-C, a hang-up) went to the whole
+ * foreground group, the program included, and is not sent twice; nor is one
+ * the program itself or the CLI sent. The CLI stays to write the report. */
+static void forward_signal(int sig, siginfo_t *info, void *context) {
+  (void)context;
+  pid_t to = forward_to;
+  if (to <= 0 || info->si_code > 0 || info->si_pid == to || info->si_pid == getpid()) return;
+  int saved = errno;
+  kill(to, sig);
+  errno = saved;
+}
+
+/* What a signal may mean to the program; the CLI's own faults, job control
+ * and SIGCHLD are not passed on. */
+static bool is_forwarded(int sig) {
+  switch (sig) {
+  case SIGKILL:
+  case SIGSTOP:
+  case SIGCHLD:
+  case SIGCONT:
+  case SIGTSTP:
+  case SIGTTIN:
+  case SIGTTOU:
+  case SIGSEGV:
+  case SIGBUS:
+  case SIGFPE:
+  case SIGILL:
+  case SIGTRAP:
+  case SIGABRT:
+  case SIGSYS:
+    return false;
+  default:
+    return sig < 32 || (sig >= SIGRTMIN && sig <= SIGRTMAX);
+  }
+}
+
+static struct sigaction original_actions[_NSIG];
+
+/* Installed before the program starts (exec gives it back the defaults); a
+ * signal the CLI was started ignoring stays ignored, for both. */
+static void forward_signals(bool on) {
+  for (int sig = 1; sig < _NSIG; sig++) {
+    if (!is_forwarded(sig)) continue;
+    if (!on) {
+      sigaction(sig, &original_actions[sig], NULL);
+      continue;
+    }
+    if (sigaction(sig, NULL, &original_actions[sig]) != 0 ||
+        original_actions[sig].sa_handler == SIG_IGN)
+      continue;
+    struct sigaction fwd = {.sa_sigaction = forward_signal, .sa_flags = SA_SIGINFO | SA_RESTART};
+    sigfillset(&fwd.sa_mask);
+    sigaction(sig, &fwd, NULL);
+  }
 }
 
 /* Runs the program and returns its status; *started is false when it could not
  * be run at all (a close-on-exec pipe tells exec's failure from the program's). */
 static int run(char **argv, bool *started) {
-  struct sigaction fwd = {.sa_handler = forward_signal}, ign = {.sa_handler = SIG_IGN};
   int exec_error[2];
   *started = false;
+  /* Signals wait (blocked) until the program's pid is known: one sent as the
+   * program starts is passed on, not lost. */
+  sigset_t all, before;
+  sigfillset(&all);
+  forward_signals(true);
+  sigprocmask(SIG_BLOCK, &all, &before);
   if (pipe2(exec_error, O_CLOEXEC) != 0 || (child = fork()) < 0) {
+    sigprocmask(SIG_SETMASK, &before, NULL);
     perror("attachcheck: cannot start the program");
     return EXIT_CANNOT_RUN;
   }
+  if (child > 0)
+    forward_to = child;
+  else
+    forward_signals(false); /* the program's own dispositions, before any arrives */
+  sigprocmask(SIG_SETMASK, &before, NULL);
   if (child == 0) {
     execvp(argv[0], argv);
     int err = errno;
@@ -198,18 +304,17 @@ static int run(char **argv, bool *started) {
   close(exec_error[0]);
   if (got == (ssize_t)sizeof err) {
     waitpid(child, NULL, 0);
+    forward_to = 0;
+    forward_signals(false);
     fprintf(stderr, "attachcheck: cannot run %s: %s\n", argv[0], strerror(err));
     return EXIT_CANNOT_RUN;
   }
   *started = true;
-  /* The terminal sends SIGINT/SIGQUIT to the program too; stay to report. */
-  sigaction(SIGINT, &ign, NULL);
-  sigaction(SIGQUIT, &ign, NULL);
-  sigaction(SIGTERM, &fwd, NULL);
-  sigaction(SIGHUP, &fwd, NULL);
   int status;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
+  forward_to = 0;
+  forward_signals(false);
   if (WIFSIGNALED(status)) {
     fprintf(stderr, "==attachcheck== the program was killed by signal %d (%s)\n", WTERMSIG(status),
             strsignal(WTERMSIG(status)));
@@ -248,6 +353,110 @@ static void remove_session(const char *session, char **paths, int n) {
   rmdir(session);
 }
 
+/* The program's file as execvp would find it ("" when it cannot be found). */
+static void find_program(const char *name, char *out, size_t len) {
+  out[0] = 0;
+  if (strchr(name, '/')) {
+    snprintf(out, len, "%s", name);
+    return;
+  }
+  const char *path = getenv("PATH");
+  char *copy = strdup(path && *path ? path : "/usr/local/bin:/usr/bin:/bin"), *save = NULL;
+  for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
+       dir = strtok_r(NULL, ":", &save)) {
+    snprintf(out, len, "%s/%s", *dir ? dir : ".", name);
+    if (access(out, X_OK) == 0) break;
+    out[0] = 0;
+  }
+  free(copy);
+}
+
+/* A --driver that is the shim itself would forward every call to itself. */
+static void check_driver(const struct ac_options *o, const char *shim) {
+  struct stat d, s;
+  const char *base = strrchr(o->driver, '/');
+  base = base ? base + 1 : o->driver;
+  bool same = strchr(o->driver, '/') && stat(o->driver, &d) == 0 && stat(shim, &s) == 0 &&
+              d.st_dev == s.st_dev && d.st_ino == s.st_ino;
+  if (same || strncmp(base, "libattachcheck", 14) == 0)
+    die_usage("--driver %s is attachcheck's own library, not the CUDA driver", o->driver);
+}
+
+/* Paths the program's processes use, made absolute now: a program that
+ * changes its folder must not move its log or lose its suppressions. */
+static void make_paths_absolute(struct ac_options *o) {
+  static char log[PATH_MAX], driver[PATH_MAX], suppressions[8192];
+  if (ac_absolute_pattern(o->log_file, log, sizeof log)) o->log_file = log;
+  if (strchr(o->driver, '/') && ac_absolute_pattern(o->driver, driver, sizeof driver))
+    o->driver = driver;
+  if (!o->suppressions || !*o->suppressions) return;
+  char *copy = strdup(o->suppressions), *save = NULL;
+  size_t n = 0;
+  bool whole = copy != NULL; /* else (too long) the list is kept as given */
+  for (char *p = copy ? strtok_r(copy, ":", &save) : NULL; p; p = strtok_r(NULL, ":", &save)) {
+    char *real = realpath(p, NULL); /* it was read already: it exists */
+    int m =
+        snprintf(suppressions + n, sizeof suppressions - n, "%s%s", n ? ":" : "", real ? real : p);
+    free(real);
+    if (m < 0 || (size_t)m >= sizeof suppressions - n) {
+      whole = false;
+      break;
+    }
+    n += (size_t)m;
+  }
+  if (whole) o->suppressions = suppressions;
+  free(copy);
+}
+
+/* Why no process loaded the shim, as far as the program's file tells. */
+static void say_shim_never_loaded(const char *program) {
+  char file[PATH_MAX];
+  struct ac_elf_facts elf;
+  find_program(program, file, sizeof file);
+  bool known = file[0] && ac_elf_facts(file, &elf);
+  const char *why =
+      known && elf.setuid ? "it is setuid or setgid, and the loader ignores LD_PRELOAD for such "
+                            "programs"
+      : known && !elf.dynamic ? "it is statically linked, so nothing can be preloaded into it"
+                              : "the possible causes: a statically linked or setuid program, a "
+                                "program run through something that clears the environment "
+                                "(env -i, sudo, a launcher), or a sanitizer or loader failure "
+                                "before any library was loaded (see the messages above)";
+  fprintf(stderr,
+          "==attachcheck== error: the shim never loaded into the program: nothing was checked; "
+          "%s\n",
+          why);
+}
+
+/* The exit status from what the run left: a lost report or log first (a run
+ * must not pass whose findings went nowhere), then the shim's absence, CUDA's
+ * absence, the findings, and the program's own status. */
+static int run_status(const struct ac_options *o, const struct ac_summary *sum, int status,
+                      bool output_lost, const char *program) {
+  if (output_lost) return EXIT_OUTPUT_LOST;
+  if (sum->processes == 0) {
+    say_shim_never_loaded(program);
+    return EXIT_SHIM_NOT_LOADED;
+  }
+  if (o->require_cuda_init && sum->cuda_processes == 0) {
+    fprintf(stderr, "==attachcheck== error: the program never initialised CUDA: nothing was "
+                    "checked (--require-cuda-init=no accepts this)\n");
+    return EXIT_NO_CUDA;
+  }
+  if (o->error_exitcode && sum->errors > 0) return (int)o->error_exitcode;
+  return status;
+}
+
+static void make_session(char *session, size_t len) {
+  const char *tmp = getenv("TMPDIR");
+  char made[PATH_MAX];
+  snprintf(made, sizeof made, "%s/attachcheck.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+  if (!mkdtemp(made)) die_usage("cannot make a session folder: %s", strerror(errno));
+  char *real = realpath(made, NULL); /* a relative TMPDIR must not follow the program's chdir */
+  snprintf(session, len, "%s", real ? real : made);
+  free(real);
+}
+
 int main(int argc, char **argv) {
   struct ac_options o;
   ac_options_defaults(&o);
@@ -264,11 +473,12 @@ int main(int argc, char **argv) {
   if (!find_shim(shim, sizeof shim))
     die_usage("%s", "cannot find libattachcheck.so in ../lib or ../lib/attachcheck beside the "
                     "attachcheck binary");
-  const char *tmp = getenv("TMPDIR");
-  snprintf(session, sizeof session, "%s/attachcheck.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(session)) die_usage("cannot make a session folder: %s", strerror(errno));
+  check_driver(&o, shim);
+  make_paths_absolute(&o);
+  make_session(session, sizeof session);
 
   export_options(&o, session, shim);
+  let_asan_start();
   bool started;
   int status = run(argv + prog, &started);
 
@@ -276,26 +486,19 @@ int main(int argc, char **argv) {
   int n = list_streams(session, &paths);
   struct ac_summary sum;
   json_t *report = ac_merge_streams((const char *const *)paths, n, &sum);
-  if (report && !ac_write_final_reports(report, &o, (int)child, why, sizeof why))
-    fprintf(stderr, "==attachcheck== cannot write the report: %s\n", why);
+  bool output_lost = sum.output_errors > 0;
+  if (!report || !ac_write_final_reports(report, &o, (int)child, why, sizeof why)) {
+    fprintf(stderr, "==attachcheck== error: cannot write the report: %s\n",
+            report ? why : "out of memory");
+    output_lost = true;
+  }
   json_decref(report);
   remove_session(session, paths, n);
   if (!started) return status;
 
-  print_summary(&o, &sum);
+  if (!print_summary(&o, &sum)) output_lost = true;
   if (sum.dropped_lines)
     fprintf(stderr, "==attachcheck== %d incomplete record%s dropped (a process died mid-write)\n",
             sum.dropped_lines, sum.dropped_lines == 1 ? "" : "s");
-  if (sum.processes == 0) {
-    fprintf(stderr, "==attachcheck== error: the shim never loaded into the program: nothing was "
-                    "checked (is it statically linked, or setuid?)\n");
-    return EXIT_SHIM_NOT_LOADED;
-  }
-  if (o.require_cuda_init && sum.cuda_processes == 0) {
-    fprintf(stderr, "==attachcheck== error: the program never initialised CUDA: nothing was "
-                    "checked (--require-cuda-init=no accepts this)\n");
-    return EXIT_NO_CUDA;
-  }
-  if (o.error_exitcode && sum.errors > 0) return (int)o.error_exitcode;
-  return status;
+  return run_status(&o, &sum, status, output_lost, argv[prog]);
 }

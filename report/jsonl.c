@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "report.h"
+#include "sys.h"
 
 bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len, char *err,
                    size_t errlen) {
@@ -22,8 +23,10 @@ bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len, c
   } else {
     const char *report = o->json && *o->json ? o->json : o->sarif;
     if (!report || !*report) return false;
+    char suffix[32];
     if (!ac_expand_path(report, pid, base, sizeof base, err, errlen)) return false;
-    n = snprintf(buf, len, "%s.%d.jsonl", base, pid);
+    snprintf(suffix, sizeof suffix, ".%d.jsonl", pid);
+    n = ac_sibling_name(base, suffix, buf, len) ? 0 : -1;
   }
   if (n < 0 || (size_t)n >= len) return snprintf(err, errlen, "report path too long"), false;
   return true;
@@ -34,11 +37,13 @@ bool ac_jsonl_append(const char *path, json_t *record) {
   if (!line) return false;
   size_t n = strlen(line);
   line[n] = '\n'; /* json_dumps leaves room for its terminator; reuse it */
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  /* O_NONBLOCK: a FIFO planted at the path must not stop the program. */
+  int fd =
+      ac_sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
   bool ok = false;
   if (fd >= 0) {
-    ok = write(fd, line, n + 1) == (ssize_t)(n + 1);
-    close(fd);
+    ok = ac_sys_write_all(fd, line, n + 1);
+    ac_sys_close(fd);
   }
   free(line);
   return ok;
@@ -46,11 +51,11 @@ bool ac_jsonl_append(const char *path, json_t *record) {
 
 static json_t *read_argv(void) {
   json_t *argv = json_array();
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  int fd = ac_sys_open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0) return argv;
   char buf[8192];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  ssize_t n = ac_sys_read(fd, buf, sizeof buf - 1);
+  ac_sys_close(fd);
   for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
     buf[n] = 0;
     json_array_append_new(argv, ac_json_text(buf + i));

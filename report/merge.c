@@ -56,6 +56,13 @@ static void take_record(struct merge *m, json_t *r) {
     json_t *version = json_object_get(r, "driver_version"), *gpus = json_object_get(r, "devices");
     if (version) json_object_set(proc, "cuda_driver_version", version);
     if (gpus) json_object_set(proc, "gpus", gpus);
+  } else if (strcmp(type, "output_error") == 0) {
+    /* Text the process could not write (its log): the run must not pass as
+     * if everything had been said. */
+    json_t *errors = json_object_get(proc, "output_errors");
+    if (!errors) json_object_set_new(proc, "output_errors", errors = json_array());
+    json_array_append_new(errors, json_string(ac_json_str(r, "message")));
+    m->sum->output_errors++;
   } else if (strcmp(type, "exit") == 0) {
     json_object_set_new(proc, "exited", json_true());
   } else if (strcmp(type, "finding") == 0 || strcmp(type, "repeat") == 0) {
@@ -136,11 +143,12 @@ json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum
   count(&m, findings);
   json_t *first = json_array_size(processes) ? json_array_get(processes, 0) : json_null();
   json_t *report = json_pack(
-      "{s:i, s:{s:s, s:s}, s:O, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:o}", "schema_version",
-      AC_SCHEMA_VERSION, "tool", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION, "process", first,
-      "processes", processes, "summary", "errors", sum->errors, "warnings", sum->warnings, "notes",
-      sum->notes, "suppressed", sum->suppressed, "processes", sum->processes, "cuda_processes",
-      sum->cuda_processes, "dropped_records", sum->dropped_lines, "findings", findings);
+      "{s:i, s:{s:s, s:s}, s:O, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:o}",
+      "schema_version", AC_SCHEMA_VERSION, "tool", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION,
+      "process", first, "processes", processes, "summary", "errors", sum->errors, "warnings",
+      sum->warnings, "notes", sum->notes, "suppressed", sum->suppressed, "processes",
+      sum->processes, "cuda_processes", sum->cuda_processes, "dropped_records", sum->dropped_lines,
+      "output_errors", sum->output_errors, "findings", findings);
   json_decref(m.processes);
   json_decref(m.findings);
   json_decref(m.order);

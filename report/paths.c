@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "report.h"
+#include "sys.h"
 
 bool ac_expand_path(const char *pattern, int pid, char *out, size_t len, char *err, size_t errlen) {
   size_t n = 0;
@@ -87,32 +89,97 @@ bool ac_report_path_usable(const char *path, bool overwrite, char *why, size_t l
   return true;
 }
 
+/* A file beside path: path + suffix when that name fits (NAME_MAX), else a
+ * short hidden name of its own in the same folder, made from a hash of the
+ * report's name (a valid 250-character report name must not lose its
+ * report because its temporary or stream name would be too long). */
+bool ac_sibling_name(const char *path, const char *suffix, char *out, size_t len) {
+  const char *slash = strrchr(path, '/');
+  const char *base = slash ? slash + 1 : path;
+  int n;
+  if (strlen(base) + strlen(suffix) <= NAME_MAX) {
+    n = snprintf(out, len, "%s%s", path, suffix);
+  } else {
+    char hash[17];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)ac_hash_text(AC_HASH_START, base));
+    n = snprintf(out, len, "%.*s.attachcheck-%s%s", (int)(base - path), path, hash, suffix);
+  }
+  return n >= 0 && (size_t)n < len;
+}
+
+/* pattern made absolute against the current folder (whose own '%' signs are
+ * escaped, so the result is still a pattern). */
+/* Whether pattern expands to an absolute path: it starts with '/', or with
+ * %q{NAME} whose value does (%q{HOME}/report.json). */
+static bool is_absolute_pattern(const char *pattern) {
+  if (pattern[0] == '/') return true;
+  const char *close = strncmp(pattern, "%q{", 3) == 0 ? strchr(pattern, '}') : NULL;
+  char name[128];
+  if (!close || (size_t)(close - pattern - 3) >= sizeof name) return false;
+  snprintf(name, sizeof name, "%.*s", (int)(close - pattern - 3), pattern + 3);
+  const char *value = getenv(name);
+  return value && value[0] == '/';
+}
+
+bool ac_absolute_pattern(const char *pattern, char *out, size_t len) {
+  if (!pattern || !*pattern || is_absolute_pattern(pattern)) {
+    int n = snprintf(out, len, "%s", pattern ? pattern : "");
+    return n >= 0 && (size_t)n < len;
+  }
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd)) return false;
+  size_t n = 0;
+  for (const char *c = cwd; *c; c++) {
+    if (n + 3 >= len) return false;
+    if (*c == '%') out[n++] = '%';
+    out[n++] = *c;
+  }
+  int m = snprintf(out + n, len - n, "%s%s", n > 1 ? "/" : "", pattern);
+  return m >= 0 && (size_t)m < len - n;
+}
+
+/* The report's bytes into a new temporary file, with raw writes (sys.h). */
+static bool write_temporary(json_t *report, const char *tmp, char *err, size_t errlen) {
+  char *text = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  if (!text) return snprintf(err, errlen, "%s: out of memory", tmp), false;
+  int fd = ac_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
+    free(text);
+    return false;
+  }
+  size_t n = strlen(text);
+  text[n] = '\n'; /* json_dumps leaves room for its terminator; reuse it */
+  bool ok = ac_sys_write_all(fd, text, n + 1);
+  int saved = errno;
+  if (ac_sys_close(fd) != 0 && ok) ok = false, saved = errno;
+  free(text);
+  if (!ok) {
+    ac_sys_unlink(tmp);
+    snprintf(err, errlen, "%s: %s", tmp, strerror(saved ? saved : EIO));
+  }
+  return ok;
+}
+
 bool ac_write_report_file(json_t *report, const char *path, bool overwrite, char *err,
                           size_t errlen) {
   if (!ac_report_path_usable(path, overwrite, err, errlen)) return false;
-  char tmp[4200];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return snprintf(err, errlen, "%s: %s", tmp, strerror(errno)), false;
-  bool ok =
-      json_dumpfd(report, fd, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == 0 && write(fd, "\n", 1) == 1;
-  int saved = errno;
-  if (close(fd) != 0 && ok) ok = false, saved = errno;
-  if (!ok) {
-    unlink(tmp);
-    return snprintf(err, errlen, "%s: %s", path, strerror(saved ? saved : EIO)), false;
-  }
+  char tmp[4200], suffix[48];
+  snprintf(suffix, sizeof suffix, ".tmp.%d", (int)getpid());
+  if (!ac_sibling_name(path, suffix, tmp, sizeof tmp))
+    return snprintf(err, errlen, "%s: path too long", path), false;
+  if (!write_temporary(report, tmp, err, errlen)) return false;
   /* Claim the name without replacing anything unless told to: a file that
    * appeared meanwhile is not ours to replace. */
   int r =
       overwrite ? rename(tmp, path) : renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE);
   if (r != 0 && !overwrite && errno == EINVAL) { /* a file system without RENAME_NOREPLACE */
     r = link(tmp, path);
-    if (r == 0) unlink(tmp);
+    if (r == 0) ac_sys_unlink(tmp);
   }
   if (r != 0) {
-    saved = errno;
-    unlink(tmp);
+    int saved = errno;
+    ac_sys_unlink(tmp);
     return snprintf(err, errlen, "%s: %s", path,
                     saved == EEXIST ? "already exists (--overwrite on replaces it)"
                                     : strerror(saved)),
@@ -122,7 +189,8 @@ bool ac_write_report_file(json_t *report, const char *path, bool overwrite, char
 }
 
 int ac_open_log_file(const char *path, char *err, size_t errlen) {
-  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
+  int fd =
+      ac_sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
   if (fd < 0)
     snprintf(err, errlen, "%s: %s", path,
              errno == ELOOP ? "is a symbolic link (not followed)" : strerror(errno));

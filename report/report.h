@@ -12,6 +12,8 @@
  *   suppressions.c  RULE:PATTERN lines that silence findings
  *   paths.c       report file names (%p, %q{ENV}) and their safe creation
  *   symbolize.c   (module, offset, function, file, line) of a return address
+ *   output.c      the log and stderr, safe from a program's reuse of descriptors
+ *   sys.c         raw system calls for all of the above inside the shim (sys.h)
  */
 #ifndef AC_REPORT_H
 #define AC_REPORT_H
@@ -19,6 +21,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "finding.h"
 #include "options.h"
@@ -42,6 +45,13 @@ void ac_report_cuda_init(int result, const struct ac_cuda_facts *facts);
 /* At exit: the exit record, and the final JSON when the shim runs without the
  * CLI and a JSON report was asked for. */
 void ac_report_finish(void);
+/* Every line the shim says besides findings goes through here, to where the
+ * findings' text goes: the log file when there is one, else stderr unless
+ * --print-stderr off. A fatal line (the shim cannot check anything) goes to
+ * stderr in any case. text is one line without the "==attachcheck== " prefix
+ * or the newline. */
+enum ac_message_level { AC_MESSAGE_INFO, AC_MESSAGE_FATAL };
+void ac_report_message(enum ac_message_level level, const char *text);
 /* Fork: hold the sink across fork(); in the child, a stream and an
  * announcement of its own. */
 void ac_report_fork_prepare(void);
@@ -127,6 +137,7 @@ struct ac_summary {
   int processes;               /* processes that loaded the shim */
   int cuda_processes;          /* processes that initialised CUDA */
   int dropped_lines;           /* unreadable (truncated) records */
+  int output_errors;           /* text a process could not write (its log file) */
 };
 /* Reads the streams and builds the final report; *summary gets the counts. */
 json_t *ac_merge_streams(const char *const *paths, int count, struct ac_summary *summary);
@@ -139,9 +150,33 @@ json_t *ac_sarif_from_report(const json_t *report);
 bool ac_write_final_reports(json_t *report, const struct ac_options *o, int pid, char *err,
                             size_t errlen);
 
+/* ---- elfdeps.c (the CLI's look at a program the shim never reached) ---- */
+struct ac_elf_facts {
+  bool known;   /* a 64-bit x86-64 ELF file it could read */
+  bool dynamic; /* has an interpreter: LD_PRELOAD applies */
+  bool setuid;  /* setuid or setgid: the loader ignores LD_PRELOAD */
+};
+bool ac_elf_facts(const char *path, struct ac_elf_facts *facts);
+
 /* ---- manual.c (the CLI's --help and man page, from one source) ---- */
 void ac_manual_print_help(FILE *out);
 void ac_manual_print_man(FILE *out);
+
+/* ---- output.c ---- */
+/* A text output the program cannot take over by reusing its descriptor. */
+struct ac_output {
+  int fd;    /* at a high number; -1 when none */
+  dev_t dev; /* the file it was opened as */
+  ino_t ino;
+  char path[4096]; /* opened again by this when fd is no longer that file; "" for stderr */
+};
+/* Opens path (absolute) for appending, never through a symbolic link. */
+bool ac_output_open(struct ac_output *out, const char *path, char *err, size_t errlen);
+/* Takes the current fd 2 as stderr (a copy of it, for when fd 2 changes). */
+void ac_output_adopt_stderr(struct ac_output *out);
+/* Writes all of text; false (errno set) when it could not. */
+bool ac_output_write(struct ac_output *out, const char *text, size_t len);
+void ac_output_close(struct ac_output *out);
 
 /* ---- paths.c ---- */
 /* pattern with %p (pid), %q{NAME} (environment) and %% expanded. */
@@ -154,6 +189,12 @@ bool ac_report_path_usable(const char *path, bool overwrite, char *why, size_t l
  * (never replacing an existing file unless overwrite). */
 bool ac_write_report_file(json_t *report, const char *path, bool overwrite, char *err,
                           size_t errlen);
+/* A file beside path: path + suffix, or a short name in the same folder
+ * when that would be longer than a file name may be. */
+bool ac_sibling_name(const char *path, const char *suffix, char *out, size_t len);
+/* pattern (a report path, %-escapes and all) made absolute against the
+ * current folder, so a program's chdir cannot move its reports. */
+bool ac_absolute_pattern(const char *pattern, char *out, size_t len);
 /* Opens a text log for appending, never through a symbolic link; -1 with err. */
 int ac_open_log_file(const char *path, char *err, size_t errlen);
 

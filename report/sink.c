@@ -5,8 +5,16 @@
  * record is streamed, so the final report can count occurrences without
  * repeating the stack. One lock serialises the outputs; it is never held
  * while the program's driver call runs.
+ *
+ * Every line the shim writes goes out here (ac_report_message too), to one
+ * place: the log file when there is one, else stderr unless --print-stderr
+ * off - through outputs the program cannot take over (output.c) and raw
+ * system calls (sys.h). Report paths are made absolute when the process
+ * starts, so a chdir of the program cannot split its reports.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +23,7 @@
 #include <unistd.h>
 
 #include "report.h"
+#include "sys.h"
 
 struct seen {
   uint64_t key;      /* rule and return addresses: this process's */
@@ -23,10 +32,18 @@ struct seen {
 };
 
 static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread bool holding_sink; /* a message said from inside the sink */
 static const struct ac_options *opts;
+static struct ac_options own_opts; /* the options, with absolute report paths */
+static char abs_json[PATH_MAX], abs_sarif[PATH_MAX], abs_log[PATH_MAX], abs_session[PATH_MAX];
+/* Under plain LD_PRELOAD only a process that used CUDA or had findings
+ * writes a final report: a shell or an `ls` of the run would otherwise claim
+ * the report's name with an empty report first. */
+static bool cuda_seen, finding_streamed;
 static struct seen *seen;
 static char stream_path[4096];
-static bool have_stream;
+static bool have_stream;    /* the stream is named */
+static bool stream_started; /* and holds this process's record */
 static int stream_pid;
 static struct ac_suppressions suppressions;
 
@@ -55,63 +72,168 @@ static void portable_key(const json_t *record, char out[17]) {
   snprintf(out, 17, "%016" PRIx64, h);
 }
 
-static void open_stream(void) {
-  char err[512];
-  stream_pid = (int)getpid();
-  have_stream = ac_jsonl_path(opts, stream_pid, stream_path, sizeof stream_path, err, sizeof err);
-  if (!have_stream && err[0])
-    fprintf(stderr,
-            "==attachcheck== error: cannot name the report: %s; findings go to stderr only\n", err);
+static void lock_sink(void) {
+  pthread_mutex_lock(&sink_lock);
+  holding_sink = true;
 }
 
-/* Where the text of findings goes: stderr, or --log-file (named again in a
- * forked child, whose %p differs). */
-static int text_fd = STDERR_FILENO;
+static void unlock_sink(void) {
+  holding_sink = false;
+  pthread_mutex_unlock(&sink_lock);
+}
+
+/* Where the text goes: the log file (named again in a forked child, whose %p
+ * differs) or stderr as the program started with it. */
+static struct ac_output log_out = {.fd = -1}, err_out = {.fd = -1};
+static bool have_log, log_failure_told;
 static unsigned long printed_count;
 
-static void open_text_output(void) {
-  char path[4096], err[600];
-  if (text_fd != STDERR_FILENO) close(text_fd);
-  text_fd = STDERR_FILENO;
-  printed_count = 0;
-  if (!opts || !opts->log_file || !*opts->log_file) return;
-  int fd = -1;
-  if (ac_expand_path(opts->log_file, (int)getpid(), path, sizeof path, err, sizeof err))
-    fd = ac_open_log_file(path, err, sizeof err);
-  if (fd >= 0)
-    text_fd = fd;
-  else
-    fprintf(stderr, "==attachcheck== error: cannot open the log file: %s; findings go to stderr\n",
-            err);
+/* A line on stderr itself, whatever the options: for what cannot go to the
+ * log (the log's own failure, a fatal start-up failure). */
+static void say_on_stderr(const char *text) {
+  char line[1200];
+  int n = snprintf(line, sizeof line, "==attachcheck== %s\n", text);
+  if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
+  if (n > 0) ac_output_write(&err_out, line, (size_t)n);
+}
+
+static void append(json_t *record);
+
+/* Text that could not go where it was asked to: said on stderr, and
+ * recorded in the stream so the CLI's status says it too. */
+static void output_lost(const char *text) {
+  say_on_stderr(text);
+  append(json_pack("{s:s, s:i, s:s, s:s}", "type", "output_error", "pid", (int)getpid(), "what",
+                   "log", "message", text));
+}
+
+/* The log cannot be written (a full disk, /dev/full): said once. */
+static void log_failed(int error) {
+  if (log_failure_told) return;
+  log_failure_told = true;
+  char text[PATH_MAX + 200];
+  snprintf(text, sizeof text,
+           "error: cannot write the log file %s: %s; findings are missing from it (the reports "
+           "keep them)",
+           log_out.path, strerror(error));
+  output_lost(text);
 }
 
 static void write_text(const char *text, size_t len) {
-  while (len > 0) {
-    ssize_t n = write(text_fd, text, len);
-    if (n <= 0) return; /* nowhere else to tell */
-    text += n, len -= (size_t)n;
+  int saved = errno;
+  if (have_log) {
+    if (!ac_output_write(&log_out, text, len)) log_failed(errno);
+  } else if (!opts || opts->print_stderr) {
+    ac_output_write(&err_out, text, len);
   }
+  errno = saved;
+}
+
+static void open_text_output(void) {
+  char path[PATH_MAX], err[PATH_MAX + 100];
+  ac_output_close(&log_out);
+  have_log = false;
+  log_failure_told = false;
+  printed_count = 0;
+  if (!opts || !opts->log_file || !*opts->log_file) return;
+  if (ac_expand_path(opts->log_file, (int)getpid(), path, sizeof path, err, sizeof err) &&
+      ac_output_open(&log_out, path, err, sizeof err)) {
+    have_log = true;
+    return;
+  }
+  char text[sizeof err + 100];
+  snprintf(text, sizeof text, "error: cannot open the log file: %s; %s", err,
+           opts->print_stderr ? "findings go to stderr" : "findings are only in the reports");
+  output_lost(text);
+}
+
+static void open_stream(void) {
+  char err[512], text[1200];
+  stream_pid = (int)getpid();
+  have_stream = ac_jsonl_path(opts, stream_pid, stream_path, sizeof stream_path, err, sizeof err);
+  if (!have_stream && err[0]) {
+    snprintf(text, sizeof text, "error: cannot name the report: %s; findings are only printed",
+             err);
+    say_on_stderr(text);
+  }
+}
+
+/* Under the CLI the stream starts as the process loads (the CLI counts the
+ * processes the shim reached). Under plain LD_PRELOAD it starts with the
+ * first record worth keeping: a process that never gets one (a shell that
+ * ends with _exit, skipping the exit handlers) leaves no file behind. */
+static void start_stream(void) {
+  stream_started = true;
+  append(ac_jsonl_process_record(opts));
 }
 
 static void append(json_t *record) {
   if (!record) return;
+  if (have_stream && !stream_started) start_stream();
   if (have_stream && !ac_jsonl_append(stream_path, record)) {
-    fprintf(stderr, "==attachcheck== cannot write %s; findings go to stderr only\n", stream_path);
+    char text[sizeof stream_path + 100];
+    snprintf(text, sizeof text, "error: cannot write %s: %s; findings are only printed",
+             stream_path, strerror(errno));
     have_stream = false;
+    say_on_stderr(text);
   }
   json_decref(record);
+}
+
+void ac_report_message(enum ac_message_level level, const char *text) {
+  char line[1200];
+  int n = snprintf(line, sizeof line, "==attachcheck== %s\n", text);
+  if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
+  if (n <= 0) return;
+  bool locked = !holding_sink;
+  if (locked) lock_sink();
+  if (level == AC_MESSAGE_FATAL) {
+    if (have_log) write_text(line, (size_t)n);
+    ac_output_write(&err_out, line, (size_t)n);
+  } else {
+    write_text(line, (size_t)n);
+  }
+  if (locked) unlock_sink();
+}
+
+/* The options with every report path absolute (against the folder the
+ * process started in), for this process and - through the environment -
+ * for the programs it runs. */
+static const struct ac_options *with_absolute_paths(const struct ac_options *o) {
+  static const struct {
+    size_t offset;
+    char *buf;
+    const char *env;
+  } paths[] = {
+      {offsetof(struct ac_options, json), abs_json, "ATTACHCHECK_JSON"},
+      {offsetof(struct ac_options, sarif), abs_sarif, "ATTACHCHECK_SARIF"},
+      {offsetof(struct ac_options, log_file), abs_log, "ATTACHCHECK_LOG_FILE"},
+      {offsetof(struct ac_options, session_dir), abs_session, "ATTACHCHECK_SESSION_DIR"},
+  };
+  own_opts = *o;
+  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+    const char **field = (const char **)((char *)&own_opts + paths[i].offset);
+    if (!*field || !**field || !ac_absolute_pattern(*field, paths[i].buf, PATH_MAX) ||
+        strcmp(*field, paths[i].buf) == 0)
+      continue;
+    *field = paths[i].buf;
+    const char *env = getenv(paths[i].env);
+    if (env && *env && *env != '/') setenv(paths[i].env, paths[i].buf, 1);
+  }
+  return &own_opts;
 }
 
 /* Once per process (a forked child keeps its parent's). A bad file is said
  * once and none of it is used: everything stays reported. */
 static void load_suppressions(const struct ac_options *o) {
   static bool loaded;
-  char err[512];
+  char err[512], text[600];
   if (loaded) return;
   loaded = true;
   if (!ac_suppressions_load(&suppressions, o->suppressions, err, sizeof err)) {
     ac_suppressions_free(&suppressions);
-    fprintf(stderr, "==attachcheck== error: %s; no finding is suppressed\n", err);
+    snprintf(text, sizeof text, "error: %s; no finding is suppressed", err);
+    ac_report_message(AC_MESSAGE_INFO, text);
   }
 }
 
@@ -160,15 +282,29 @@ static bool within_print_limit(void) {
   return false;
 }
 
-void ac_report_announce(const struct ac_options *o) {
-  pthread_mutex_lock(&sink_lock);
-  opts = o;
-  ac_symbolize_set_strip_prefix(o->strip_paths);
-  load_suppressions(o);
+/* Whether a finding's text is printed at all: to the log when there is one,
+ * else on stderr unless --print-stderr off. */
+static bool text_wanted(void) {
+  return have_log || !opts || opts->print_stderr;
+}
+
+/* The outputs, the stream and its first record; in a forked child again (its
+ * own stream, its own %p log). */
+static void start_outputs(void) {
+  cuda_seen = finding_streamed = stream_started = false;
   open_stream();
+  if (have_stream && opts->session_dir && *opts->session_dir) start_stream();
   open_text_output();
-  if (have_stream) append(ac_jsonl_process_record(o));
-  pthread_mutex_unlock(&sink_lock);
+  load_suppressions(opts);
+}
+
+void ac_report_announce(const struct ac_options *o) {
+  lock_sink();
+  ac_output_adopt_stderr(&err_out);
+  opts = with_absolute_paths(o);
+  ac_symbolize_set_strip_prefix(opts->strip_paths);
+  start_outputs();
+  unlock_sink();
 }
 
 void ac_report_fork_prepare(void) {
@@ -178,6 +314,9 @@ void ac_report_fork_parent(void) {
   pthread_mutex_unlock(&sink_lock);
 }
 
+/* Runs in the child with the parent's locks held by the shim (the model
+ * lock among them): only raw system calls here (sys.h), nothing that could
+ * reach the shim's own read/write wrappers. */
 void ac_report_fork_child(void) {
   pthread_mutex_unlock(&sink_lock);
   struct seen *s, *tmp;
@@ -185,7 +324,10 @@ void ac_report_fork_child(void) {
     HASH_DEL(seen, s);
     free(s);
   }
-  if (opts) ac_report_announce(opts);
+  if (!opts) return;
+  lock_sink();
+  start_outputs();
+  unlock_sink();
 }
 
 void ac_report_cuda_init(int result, const struct ac_cuda_facts *facts) {
@@ -196,21 +338,23 @@ void ac_report_cuda_init(int result, const struct ac_cuda_facts *facts) {
   if (facts->driver_version)
     snprintf(version, sizeof version, "%d.%d", facts->driver_version / 1000,
              facts->driver_version % 1000 / 10);
-  pthread_mutex_lock(&sink_lock);
+  lock_sink();
+  cuda_seen = true;
   append(json_pack("{s:s, s:i, s:i, s:s, s:o}", "type", "cuda_init", "pid", (int)getpid(), "result",
                    result, "driver_version", version, "devices", devices));
-  pthread_mutex_unlock(&sink_lock);
+  unlock_sink();
 }
 
 void ac_report_finding(const struct ac_finding *f) {
   uint64_t key = finding_key(f);
-  pthread_mutex_lock(&sink_lock);
+  lock_sink();
+  finding_streamed = true;
   struct seen *s;
   HASH_FIND(hh, seen, &key, sizeof key, s);
   if (s) { /* counted, not written again */
     append(
         json_pack("{s:s, s:i, s:s}", "type", "repeat", "pid", (int)getpid(), "key", s->portable));
-    pthread_mutex_unlock(&sink_lock);
+    unlock_sink();
     return;
   }
   json_t *record = ac_json_finding(f);
@@ -229,32 +373,41 @@ void ac_report_finding(const struct ac_finding *f) {
     json_object_set_new(record, "pid", json_integer(getpid()));
     suppressed = apply_suppressions(record, f);
   }
-  if ((!opts || opts->print_stderr) && !suppressed && within_print_limit())
-    print_finding(f, record);
+  if (text_wanted() && !suppressed && within_print_limit()) print_finding(f, record);
   append(record);
-  pthread_mutex_unlock(&sink_lock);
+  unlock_sink();
+}
+
+/* Under plain LD_PRELOAD: the final report of this process, from its stream.
+ * A process that neither used CUDA nor had a finding (the shell of a wrapper
+ * script, an `ls` it runs) writes none: it would take the report's name with
+ * an empty report before the program that uses CUDA could write its own. */
+static void write_standalone_report(void) {
+  if (!cuda_seen && !finding_streamed) {
+    if (stream_started) ac_sys_unlink(stream_path);
+    return;
+  }
+  const char *paths[1] = {stream_path};
+  struct ac_summary sum;
+  char err[PATH_MAX + 200], text[sizeof err + sizeof stream_path + 100];
+  json_t *report = ac_merge_streams(paths, 1, &sum);
+  if (report && ac_write_final_reports(report, opts, (int)getpid(), err, sizeof err)) {
+    ac_sys_unlink(stream_path); /* everything it held is in the reports now */
+  } else {
+    snprintf(text, sizeof text, "error: cannot write the report: %s (the records are in %s)",
+             report ? err : "out of memory", stream_path);
+    say_on_stderr(text);
+  }
+  json_decref(report);
 }
 
 void ac_report_finish(void) {
-  pthread_mutex_lock(&sink_lock);
-  if (!opts || !have_stream) {
-    pthread_mutex_unlock(&sink_lock);
-    return;
+  lock_sink();
+  if (opts && have_stream && stream_started) {
+    append(json_pack("{s:s, s:i}", "type", "exit", "pid", (int)getpid()));
+    bool standalone = !(opts->session_dir && *opts->session_dir) &&
+                      ((opts->json && *opts->json) || (opts->sarif && *opts->sarif));
+    if (standalone && have_stream) write_standalone_report();
   }
-  append(json_pack("{s:s, s:i}", "type", "exit", "pid", (int)getpid()));
-  bool standalone = !(opts->session_dir && *opts->session_dir) &&
-                    ((opts->json && *opts->json) || (opts->sarif && *opts->sarif));
-  if (standalone) {
-    const char *paths[1] = {stream_path};
-    struct ac_summary sum;
-    char err[512];
-    json_t *report = ac_merge_streams(paths, 1, &sum);
-    if (report && ac_write_final_reports(report, opts, (int)getpid(), err, sizeof err))
-      unlink(stream_path); /* everything it held is in the reports now */
-    else
-      fprintf(stderr, "==attachcheck== cannot write the report: %s (the records are in %s)\n",
-              report ? err : "out of memory", stream_path);
-    json_decref(report);
-  }
-  pthread_mutex_unlock(&sink_lock);
+  unlock_sink();
 }

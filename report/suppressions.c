@@ -13,13 +13,13 @@
  * A suppressed finding is still written to the report (marked, and counted
  * in the summary), never dropped: only stderr and the exit status skip it.
  */
-#include <errno.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
+#include "sys.h"
 
 /* The rule part of a line: an id, a name, or "*". */
 static bool rule_is_known(const char *rule) {
@@ -112,32 +112,16 @@ fail:
   return false;
 }
 
+/* A suppression file is small: reading is bounded, and anything but a
+ * regular file (a FIFO that never ends, /dev/zero) is refused. */
+#define AC_SUPPRESSIONS_MAX_BYTES (1u << 20)
+
 static bool load_file(struct ac_suppressions *set, const char *path, char *err, size_t errlen) {
-  FILE *f = fopen(path, "re");
-  if (!f) {
-    snprintf(err, errlen, "cannot read the suppression file %s: %s", path, strerror(errno));
-    return false;
-  }
-  char *text = NULL;
-  size_t len = 0, cap = 0;
-  char chunk[4096];
-  size_t got;
-  bool ok = true;
-  while (ok && (got = fread(chunk, 1, sizeof chunk, f)) > 0) {
-    if (len + got > cap) {
-      cap = 2 * (len + got);
-      char *grown = realloc(text, cap);
-      if (!grown)
-        ok = false, snprintf(err, errlen, "%s: out of memory", path);
-      else
-        text = grown;
-    }
-    if (ok) memcpy(text + len, chunk, got), len += got;
-  }
-  if (ok && ferror(f))
-    ok = false, snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
-  fclose(f);
-  if (ok) ok = ac_suppressions_parse(set, text ? text : "", len, path, err, errlen);
+  char why[600];
+  size_t len = 0;
+  char *text = ac_sys_read_small_file(path, AC_SUPPRESSIONS_MAX_BYTES, &len, why, sizeof why);
+  if (!text) return snprintf(err, errlen, "suppression file: %s", why), false;
+  bool ok = ac_suppressions_parse(set, text, len, path, err, errlen);
   free(text);
   return ok;
 }

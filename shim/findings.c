@@ -47,13 +47,14 @@ void ac_note_cuda_init(CUresult result) {
   ac_report_cuda_init((int)result, &facts);
 }
 
+/* Goes where every line of the shim goes (report/sink.c): the log file when
+ * there is one, else stderr unless --print-stderr off. */
 void ac_log(const char *fmt, ...) {
   char line[512];
   va_list ap;
   va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof line - 1, fmt, ap);
+  int n = vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
   if (n < 0) return;
-  if ((size_t)n > sizeof line - 2) n = (int)sizeof line - 2;
-  fprintf(stderr, "==attachcheck== %.*s\n", n, line);
+  ac_report_message(AC_MESSAGE_INFO, line);
 }

@@ -1,0 +1,109 @@
+/* sys.c - raw system calls for the report code inside the shim (sys.h says
+ * why they must not go through the shim's exported read/write wrappers). */
+#define _GNU_SOURCE
+#include "sys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+ssize_t ac_sys_read(int fd, void *buf, size_t n) {
+  ssize_t r;
+  do
+    r = syscall(SYS_read, fd, buf, n);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+ssize_t ac_sys_write(int fd, const void *buf, size_t n) {
+  ssize_t r;
+  do
+    r = syscall(SYS_write, fd, buf, n);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+bool ac_sys_write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t r = ac_sys_write(fd, p, n);
+    if (r < 0) return false;
+    if (r == 0) return errno = ENOSPC, false; /* no progress: never spin */
+    p += r, n -= (size_t)r;
+  }
+  return true;
+}
+
+ssize_t ac_sys_pwrite(int fd, const void *buf, size_t n, off_t offset) {
+  ssize_t r;
+  do
+    r = syscall(SYS_pwrite64, fd, buf, n, offset);
+  while (r < 0 && errno == EINTR);
+  return r;
+}
+
+int ac_sys_open(const char *path, int flags, mode_t mode) {
+  long r;
+  do
+    r = syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+  while (r < 0 && errno == EINTR);
+  return (int)r;
+}
+
+/* close is not retried: on Linux the descriptor is gone even after EINTR. */
+int ac_sys_close(int fd) {
+  return (int)syscall(SYS_close, fd);
+}
+
+int ac_sys_fstat(int fd, struct stat *st) {
+  return (int)syscall(SYS_fstat, fd, st);
+}
+
+int ac_sys_unlink(const char *path) {
+  return (int)syscall(SYS_unlinkat, AT_FDCWD, path, 0);
+}
+
+int ac_sys_dup_at_least(int fd, int min) {
+  return (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, min);
+}
+
+static char *read_fd(int fd, const char *path, size_t size, size_t *len, char *err, size_t errlen) {
+  char *text = malloc(size + 1);
+  if (!text) return snprintf(err, errlen, "%s: out of memory", path), NULL;
+  size_t got = 0;
+  while (got < size) { /* the file may shrink meanwhile; never read past size */
+    ssize_t r = ac_sys_read(fd, text + got, size - got);
+    if (r < 0) {
+      snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+      free(text);
+      return NULL;
+    }
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  text[got] = 0;
+  *len = got;
+  return text;
+}
+
+char *ac_sys_read_small_file(const char *path, size_t max, size_t *len, char *err, size_t errlen) {
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+  int fd = ac_sys_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
+  if (fd < 0) return snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno)), NULL;
+  struct stat st;
+  char *text = NULL;
+  if (ac_sys_fstat(fd, &st) != 0)
+    snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno));
+  else if (!S_ISREG(st.st_mode))
+    snprintf(err, errlen, "cannot read %s: not a regular file", path);
+  else if ((unsigned long long)st.st_size > max)
+    snprintf(err, errlen, "cannot read %s: larger than %zu bytes", path, max);
+  else
+    text = read_fd(fd, path, (size_t)st.st_size, len, err, errlen);
+  ac_sys_close(fd);
+  return text;
+}
