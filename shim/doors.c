@@ -75,8 +75,8 @@ static void substitute(const char *symbol, void **pfn, int version, cuuint64_t f
     wrapper = resolver_wrapper(version);
   *pfn = wrapper;
   if (ac_opts.verbose >= 2)
-    fprintf(stderr, "==attachcheck== cuGetProcAddress(%s, %d, %llu): %s\n", symbol, version,
-            (unsigned long long)flags, wrapper == real ? "passed through" : "wrapped");
+    ac_log("cuGetProcAddress(%s, %d, %llu): %s", symbol, version, (unsigned long long)flags,
+           wrapper == real ? "passed through" : "wrapped");
 }
 
 AC_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
@@ -131,8 +131,7 @@ __attribute__((used)) static void *dlsym_driver_name(void *handle, const char *n
   if (!real || !ac_start()) return real;
   void *wrapper = ac_wrapper_for(real);
   if (ac_opts.verbose >= 2)
-    fprintf(stderr, "==attachcheck== dlsym(%s): %s\n", name,
-            wrapper == real ? "passed through" : "wrapped");
+    ac_log("dlsym(%s): %s", name, wrapper == real ? "passed through" : "wrapped");
   return wrapper;
 }
 

@@ -135,10 +135,12 @@ bool ac_start_slow(void) {
       ac_stack_start();
       ac_guard_start();
       __atomic_store_n(&ac_ready, 1, __ATOMIC_RELEASE);
-      if (ac_opts.verbose) fprintf(stderr, "==attachcheck== started over %s\n", ac_opts.driver);
+      if (ac_opts.verbose) ac_log("started over %s", ac_opts.driver);
     } else if (!failure_told) {
       failure_told = true;
-      fprintf(stderr, "==attachcheck== not checking: %s\n", why);
+      char line[600];
+      snprintf(line, sizeof line, "not checking: %s", why);
+      ac_report_message(AC_MESSAGE_FATAL, line);
     }
     starting = false;
   }

@@ -81,8 +81,7 @@ void ac_stack_start(void) {
     unwind_step = (__typeof__(unwind_step))ac_real_dlsym(h, "_ULx86_64_step");
     unwind_get_reg = (__typeof__(unwind_get_reg))ac_real_dlsym(h, "_ULx86_64_get_reg");
   }
-  if (!unwind_backtrace)
-    fprintf(stderr, "==attachcheck== warning: libunwind.so.8 not found; findings have no stacks\n");
+  if (!unwind_backtrace) ac_log("warning: libunwind.so.8 not found; findings have no stacks");
   /* libunwind checks that memory is readable by writing it to a pipe, which
    * valgrind reports as a write of uninitialised bytes: a clean program run
    * with --error-exitcode would fail. Under valgrind, stacks in normal
