@@ -50,6 +50,8 @@ void ac_report_finish(void);
  * --print-stderr off. A fatal line (the shim cannot check anything) goes to
  * stderr in any case. text is one line without the "==attachcheck== " prefix
  * or the newline. */
+/* Whether this thread holds the sink's lock (for the shim's lock-order checks). */
+bool ac_report_sink_held(void);
 enum ac_message_level { AC_MESSAGE_INFO, AC_MESSAGE_FATAL };
 void ac_report_message(enum ac_message_level level, const char *text);
 /* Fork: hold the sink across fork(); in the child, a stream and an

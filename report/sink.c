@@ -72,6 +72,10 @@ static void portable_key(const json_t *record, char out[17]) {
   snprintf(out, 17, "%016" PRIx64, h);
 }
 
+bool ac_report_sink_held(void) {
+  return holding_sink;
+}
+
 static void lock_sink(void) {
   pthread_mutex_lock(&sink_lock);
   holding_sink = true;

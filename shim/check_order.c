@@ -44,6 +44,7 @@ static void record_busy_stack(struct ac_stream *s, uint64_t seq) {
  * outside the lock). Returns the stream record, or NULL. */
 struct ac_stream *ac_on_work_locked(const char *api, CUstream stream, bool per_thread,
                                     struct ac_op_origin_slot *slot) {
+  AC_ASSERT_MODEL_HELD();
   slot->stream = stream_of(stream, per_thread);
   slot->seq = enqueue_locked(slot->stream, api, &slot->turned_busy);
   return slot->stream;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "sys.h"
 #include "shim.h"
 
 struct ac_real_table ac_real;
@@ -209,8 +210,10 @@ __attribute__((constructor)) static void on_load(void) {
 }
 
 #ifdef AC_CHECK_LOCKS
-void ac_lock_violation(const char *function) {
-  ac_log("internal error: %s needs the model lock, and this thread does not hold it", function);
+void ac_lock_violation(const char *what) {
+  char line[256];
+  snprintf(line, sizeof line, "internal error: lock order: %s\n", what);
+  ac_sys_write_all(2, line, strlen(line));
   abort();
 }
 #endif

@@ -129,6 +129,7 @@ static const struct layout *layout_of(CUfunction f) {
 
 /* Model lock held. */
 void ac_kernel_args_note_variable(uintptr_t module, uintptr_t base) {
+  AC_ASSERT_MODEL_HELD();
   if (!module) return;
   struct module_vars *mv;
   HASH_FIND(hh, modules, &module, sizeof module, mv);

@@ -32,6 +32,7 @@
 #include "finding.h"
 #include "model.h"
 #include "options.h"
+#include "report.h"
 
 #define AC_EXPORT __attribute__((visibility("default")))
 #define AC_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -126,8 +127,14 @@ void *ac_real_dlsym(void *handle, const char *name);
 extern pthread_mutex_t ac_model_lock;
 extern struct ac_model *ac_model;
 extern __thread bool ac_model_held;
+/* Stops the process with a line naming the broken lock rule (AC_CHECK_LOCKS). */
+void ac_lock_violation(const char *what) __attribute__((noreturn));
 
 static inline void ac_model_enter(void) {
+#ifdef AC_CHECK_LOCKS
+  if (ac_model_held) ac_lock_violation("ac_model_enter: the model lock is held already");
+  if (ac_report_sink_held()) ac_lock_violation("ac_model_enter: the sink lock comes after it");
+#endif
   pthread_mutex_lock(&ac_model_lock);
   ac_model_held = true;
 }
@@ -136,7 +143,6 @@ static inline void ac_model_leave(void) {
   pthread_mutex_unlock(&ac_model_lock);
 }
 #ifdef AC_CHECK_LOCKS
-void ac_lock_violation(const char *function) __attribute__((noreturn));
 #define AC_ASSERT_MODEL_HELD()                                                                     \
   do {                                                                                             \
     if (!ac_model_held) ac_lock_violation(__func__);                                               \
