@@ -92,16 +92,36 @@ static bool parse_paths(const char *v, const char **out, const char *choices) {
 }
 
 /* One of the '|'-separated words of choices. */
-static bool parse_choice(const char *v, const char **out, const char *choices) {
+/* The place of v in "a|b|c", or -1. */
+static int choice_index(const char *v, const char *choices) {
   size_t n = strlen(v);
-  for (const char *c = choices; *c;) {
+  int index = 0;
+  for (const char *c = choices; *c; index++) {
     const char *end = strchr(c, '|');
     size_t len = end ? (size_t)(end - c) : strlen(c);
-    if (len == n && strncmp(c, v, n) == 0) return *out = v, true;
+    if (len == n && strncmp(c, v, n) == 0) return index;
     if (!end) break;
     c = end + 1;
   }
-  return false;
+  return -1;
+}
+
+static bool parse_choice(const char *v, int *out, const char *choices) {
+  int index = choice_index(v, choices);
+  if (index < 0) return false;
+  *out = index;
+  return true;
+}
+
+/* The text of choice number index in "a|b|c". */
+static void format_choice(char *buf, size_t len, int index, const char *choices) {
+  const char *c = choices;
+  for (int i = 0; i < index && c; i++) {
+    c = strchr(c, '|');
+    if (c) c++;
+  }
+  const char *end = c ? strchr(c, '|') : NULL;
+  snprintf(buf, len, "%.*s", c ? (int)(end ? (size_t)(end - c) : strlen(c)) : 0, c ? c : "");
 }
 
 #define PARSE_BOOL parse_bool
@@ -177,15 +197,15 @@ void ac_options_from_env(struct ac_options *o, void (*warn)(const char *line)) {
 
 void ac_option_format(const struct ac_options *o, size_t index, char *buf, size_t len) {
   size_t i = 0;
-#define FORMAT_BOOL(v) snprintf(buf, len, "%s", (v) ? "on" : "off")
-#define FORMAT_INT(v) snprintf(buf, len, "%ld", (v))
+#define FORMAT_BOOL(v, Metavar) snprintf(buf, len, "%s", (v) ? "on" : "off")
+#define FORMAT_INT(v, Metavar) snprintf(buf, len, "%ld", (v))
 #define FORMAT_COUNT FORMAT_INT
-#define FORMAT_PATH(v) snprintf(buf, len, "%s", (v) ? (v) : "")
-#define FORMAT_CHOICE FORMAT_PATH
+#define FORMAT_PATH(v, Metavar) snprintf(buf, len, "%s", (v) ? (v) : "")
+#define FORMAT_CHOICE(v, Metavar) format_choice(buf, len, (v), Metavar)
 #define FORMAT_PATHS FORMAT_PATH
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
   if (i++ == index) {                                                                              \
-    FORMAT_##Type(o->Name);                                                                        \
+    FORMAT_##Type(o->Name, Metavar);                                                               \
     return;                                                                                        \
   }
 #include "options.inc"

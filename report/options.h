@@ -11,7 +11,22 @@
 #define AC_OPT_TYPE_COUNT long
 #define AC_OPT_TYPE_PATH const char *
 #define AC_OPT_TYPE_PATHS const char * /* ':'-separated */
-#define AC_OPT_TYPE_CHOICE const char *
+#define AC_OPT_TYPE_CHOICE int         /* the value's place in its list below */
+
+/* The values of each CHOICE option, in order: AC_CHOICE(Enum, "text"). From
+ * each list come its enum (so the shim compares numbers decided once, at
+ * start-up) and the Metavar that parsing, --help and the man page use. */
+#define AC_SEMANTICS_CHOICES(AC_CHOICE)                                                            \
+  AC_CHOICE(AC_SEMANTICS_STRICT, "strict") AC_CHOICE(AC_SEMANTICS_DEVICE, "device")
+#define AC_TARGET_PROCESSES_CHOICES(AC_CHOICE)                                                     \
+  AC_CHOICE(AC_TARGET_ALL, "all") AC_CHOICE(AC_TARGET_APPLICATION_ONLY, "application-only")
+
+#define AC_CHOICE_ENUM(Enum, Text) Enum,
+#define AC_CHOICE_TEXT(Enum, Text) "|" Text
+/* "a|b|c" from a list (the first '|' skipped). */
+#define AC_CHOICES(List) (List(AC_CHOICE_TEXT) + 1)
+enum ac_semantics { AC_SEMANTICS_CHOICES(AC_CHOICE_ENUM) };
+enum ac_target_processes { AC_TARGET_PROCESSES_CHOICES(AC_CHOICE_ENUM) };
 
 struct ac_options {
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc) AC_OPT_TYPE_##Type Name;

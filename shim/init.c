@@ -200,7 +200,7 @@ static void keep_shim_from_programs_run(void) {
 static void on_load_once(void) {
   ac_options_defaults(&ac_opts);
   ac_options_from_env(&ac_opts, warn_line);
-  if (strcmp(ac_opts.target_processes, "application-only") == 0) keep_shim_from_programs_run();
+  if (ac_opts.target_processes == AC_TARGET_APPLICATION_ONLY) keep_shim_from_programs_run();
   ac_report_announce(&ac_opts);
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }

@@ -273,7 +273,7 @@ static bool every_device_concurrent(int *without) {
 void ac_semantics_decide(void) {
   if (__atomic_load_n(&decided_semantics, __ATOMIC_ACQUIRE)) return;
   int d = 1, without = -1;
-  if (ac_opts.semantics && strcmp(ac_opts.semantics, "device") == 0) {
+  if (ac_opts.semantics == AC_SEMANTICS_DEVICE) {
     if (ac_real.cuDeviceGet && ac_real.cuDeviceGetAttribute && every_device_concurrent(&without))
       d = 2;
     else
