@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "report.h"
 
 enum {
@@ -332,12 +333,7 @@ static int list_streams(const char *session, char ***paths) {
   for (struct dirent *e; (e = readdir(d));) {
     size_t len = strlen(e->d_name);
     if (len < 7 || strcmp(e->d_name + len - 6, ".jsonl") != 0) continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 8;
-      char **grown = realloc(*paths, (size_t)cap * sizeof *grown);
-      if (!grown) break;
-      *paths = grown;
-    }
+    if (!AC_GROW(*paths, n, cap, 8)) break;
     if (asprintf(&(*paths)[n], "%s/%s", session, e->d_name) >= 0) n++;
   }
   closedir(d);

@@ -9,6 +9,7 @@
  */
 #include <stdlib.h>
 
+#include "grow.h"
 #include "model_internal.h"
 
 /* The legacy NULL stream's implicit synchronisation, applied before an
@@ -246,13 +247,7 @@ void ac_order_add_reach(struct ac_model *m, struct ac_stream *s, const struct ac
   if (!m->reach_semantics) return;
   for (size_t i = 0; i < s->reach_count; i++)
     if (s->reach[i].serial == a->serial) return;
-  if (s->reach_count == s->reach_cap) {
-    size_t cap = s->reach_cap ? s->reach_cap * 2 : 8;
-    struct ac_reach *grown = realloc(s->reach, cap * sizeof *grown);
-    if (!grown) return;
-    s->reach = grown;
-    s->reach_cap = cap;
-  }
+  if (!AC_GROW(s->reach, s->reach_count, s->reach_cap, 8)) return;
   s->reach[s->reach_count++] = (struct ac_reach){a->serial, a->base};
   m->generation++; /* what the page guard must protect has grown */
 }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "rules_host.h"
 #include "shim.h"
 
@@ -18,14 +19,7 @@ struct notes {
 
 static void collect(struct ac_finding *f, void *ctx) {
   struct notes *notes = ctx;
-  if (notes->n == notes->cap) {
-    int cap = notes->cap ? notes->cap * 2 : 4;
-    struct ac_finding *grown = realloc(notes->f, (size_t)cap * sizeof *grown);
-    if (!grown) return;
-    notes->f = grown;
-    notes->cap = cap;
-  }
-  notes->f[notes->n++] = *f;
+  if (AC_GROW(notes->f, notes->n, notes->cap, 4)) notes->f[notes->n++] = *f;
 }
 
 /* cuStreamDestroy does not synchronise: the stream's work stays outstanding,

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "ranges.h"
 #include "rules_host.h"
 #include "shim.h"
@@ -111,26 +112,13 @@ static uintptr_t page_floor(uintptr_t a) {
 static struct range_list *ranges_of_stream(const struct ac_stream *s) {
   for (size_t i = 0; i < single_count; i++)
     if (single_ranges[i].stream == s) return &single_ranges[i].ranges;
-  if (single_count == single_cap) {
-    size_t cap = single_cap ? single_cap * 2 : 8;
-    struct stream_ranges *grown = realloc(single_ranges, cap * sizeof *grown);
-    if (!grown) return NULL;
-    single_ranges = grown;
-    single_cap = cap;
-  }
+  if (!AC_GROW(single_ranges, single_count, single_cap, 8)) return NULL;
   single_ranges[single_count] = (struct stream_ranges){s, {0, 0, NULL}};
   return &single_ranges[single_count++].ranges;
 }
 
 static void note_pending(struct ac_alloc *a) {
-  if (pending_count == pending_cap) {
-    size_t cap = pending_cap ? pending_cap * 2 : 16;
-    struct ac_alloc **grown = realloc(pending, cap * sizeof *grown);
-    if (!grown) return;
-    pending = grown;
-    pending_cap = cap;
-  }
-  pending[pending_count++] = a;
+  if (AC_GROW(pending, pending_count, pending_cap, 16)) pending[pending_count++] = a;
 }
 
 static void classify(struct ac_alloc *a, void *ctx) {

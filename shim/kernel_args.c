@@ -17,6 +17,7 @@
 #include <time.h>
 #include <uthash.h>
 
+#include "grow.h"
 #include "rules_device.h"
 #include "shim.h"
 
@@ -141,14 +142,7 @@ void ac_kernel_args_note_variable(uintptr_t module, uintptr_t base) {
   }
   for (size_t i = 0; i < mv->count; i++)
     if (mv->base[i] == base) return;
-  if (mv->count == mv->cap) {
-    size_t cap = mv->cap ? mv->cap * 2 : 4;
-    uintptr_t *grown = realloc(mv->base, cap * sizeof *grown);
-    if (!grown) return;
-    mv->base = grown;
-    mv->cap = cap;
-  }
-  mv->base[mv->count++] = base;
+  if (AC_GROW(mv->base, mv->count, mv->cap, 4)) mv->base[mv->count++] = base;
 }
 
 /* ---- judging ---- */
@@ -386,13 +380,7 @@ static void add_use(struct graph_exec *g, uintptr_t addr, const struct layout *l
                     size_t offset) {
   for (size_t i = 0; i < g->count; i++)
     if (g->uses[i].addr == addr && g->uses[i].param == param) return;
-  if (g->count == g->cap) {
-    size_t cap = g->cap ? g->cap * 2 : 8;
-    struct graph_use *grown = realloc(g->uses, cap * sizeof *grown);
-    if (!grown) return;
-    g->uses = grown;
-    g->cap = cap;
-  }
+  if (!AC_GROW(g->uses, g->count, g->cap, 8)) return;
   struct graph_use *u = &g->uses[g->count++];
   u->addr = addr;
   u->param = param;

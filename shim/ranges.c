@@ -1,17 +1,13 @@
 /* ranges.c - sorted lists of page ranges (see ranges.h). */
 #include "ranges.h"
 
+#include "grow.h"
+
 #include <stdlib.h>
 
 bool range_push(struct range_list *l, uintptr_t start, uintptr_t end) {
   if (start >= end) return true;
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 16;
-    struct range *grown = realloc(l->r, cap * sizeof *grown);
-    if (!grown) return false;
-    l->r = grown;
-    l->cap = cap;
-  }
+  if (!AC_GROW(l->r, l->n, l->cap, 16)) return false;
   l->r[l->n++] = (struct range){start, end};
   return true;
 }
