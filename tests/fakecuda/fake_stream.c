@@ -544,7 +544,11 @@ FAKE_EXPORT CUresult cuStreamAttachMemAsync_ptsz(CUstream h, CUdeviceptr p, size
  * They run on the legacy stream (the per-thread stream for _ptds) and return
  * when done. They move no data: the real driver does not write through the
  * program's mapping of managed memory (GROUND-TRUTH.md: no SIGSEGV on a
- * protected allocation), so the stand-in must not touch it either. */
+ * protected allocation), so the stand-in must not touch it either. Copies
+ * from host memory read their source, though, once the stream reaches them:
+ * the real driver reads a managed source through the CPU mapping in a 2D
+ * copy (GROUND-TRUTH.md), and a checker must tell such driver reads from the
+ * program's. */
 static CUresult sync_op(bool per_thread) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&fake_lock);
@@ -554,7 +558,49 @@ static CUresult sync_op(bool per_thread) {
   return CUDA_SUCCESS;
 }
 
-/* The copies move no data, so their arguments go unused. */
+/* Reads n bytes at src through the CPU mapping, as a copy from host memory does. */
+static void read_host_source(const void *src, size_t n) {
+  const volatile unsigned char *b = src;
+  unsigned char sum = 0;
+  for (size_t i = 0; b && i < n; i++)
+    sum = (unsigned char)(sum + b[i]);
+  (void)sum;
+}
+
+static CUresult copy_from_host(bool per_thread, const void *src, size_t n) {
+  CUresult r = sync_op(per_thread);
+  if (r == CUDA_SUCCESS) read_host_source(src, n);
+  return r;
+}
+
+FAKE_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) {
+  (void)d;
+  return copy_from_host(false, s, n);
+}
+FAKE_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr d, const void *s, size_t n) {
+  (void)d;
+  return copy_from_host(true, s, n);
+}
+
+/* A 2D copy reads each row of a host source. */
+static CUresult copy_2d(const CUDA_MEMCPY2D *c, bool per_thread) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  if (c->srcMemoryType != CU_MEMORYTYPE_HOST || !c->srcHost) return sync_op(per_thread);
+  CUresult r = sync_op(per_thread);
+  for (size_t row = 0; r == CUDA_SUCCESS && row < c->Height; row++)
+    read_host_source((const char *)c->srcHost + c->srcXInBytes + (c->srcY + row) * c->srcPitch,
+                     c->WidthInBytes);
+  return r;
+}
+
+FAKE_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *c) {
+  return copy_2d(c, false);
+}
+FAKE_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *c) {
+  return copy_2d(c, true);
+}
+
+/* The other copies move no data, so their arguments go unused. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #define SYNC_OP(Name, PerThread, Params)                                                           \
@@ -563,8 +609,6 @@ static CUresult sync_op(bool per_thread) {
   }
 SYNC_OP(cuMemcpy, false, (CUdeviceptr d, CUdeviceptr s, size_t n))
 SYNC_OP(cuMemcpy_ptds, true, (CUdeviceptr d, CUdeviceptr s, size_t n))
-SYNC_OP(cuMemcpyHtoD_v2, false, (CUdeviceptr d, const void *s, size_t n))
-SYNC_OP(cuMemcpyHtoD_v2_ptds, true, (CUdeviceptr d, const void *s, size_t n))
 SYNC_OP(cuMemcpyDtoH_v2, false, (void *d, CUdeviceptr s, size_t n))
 SYNC_OP(cuMemcpyDtoH_v2_ptds, true, (void *d, CUdeviceptr s, size_t n))
 SYNC_OP(cuMemsetD8_v2, false, (CUdeviceptr d, unsigned char v, size_t n))
