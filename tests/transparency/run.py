@@ -98,9 +98,8 @@ def run(cmd, env, cwd, timeout):
 
 
 def base_env(build, driver, case):
-    env = dict(os.environ)
-    for key in ("LD_PRELOAD", "ATTACHCHECK_JSON"):
-        env.pop(key, None)
+    env = dict(os.environ)  # an LD_PRELOAD there (a sanitizer runtime) serves both runs
+    env.pop("ATTACHCHECK_JSON", None)
     if driver == "fake":
         fake = os.path.join(build, "tests", "fakecuda")
         old = env.get("LD_LIBRARY_PATH")
@@ -112,8 +111,8 @@ def base_env(build, driver, case):
 def checked_command(case, build, prog, report, env):
     """The command and environment of the run under attachcheck."""
     if case["preload"]:
-        env = dict(env, LD_PRELOAD=os.path.join(build, "lib", "libattachcheck.so"),
-                   ATTACHCHECK_JSON=report)
+        preload = [env.get("LD_PRELOAD", ""), os.path.join(build, "lib", "libattachcheck.so")]
+        env = dict(env, LD_PRELOAD=" ".join(p for p in preload if p), ATTACHCHECK_JSON=report)
         return prog, env
     cli = os.path.join(build, "bin", "attachcheck")
     return [cli, "--json", report] + case["options"] + ["--"] + prog, env
