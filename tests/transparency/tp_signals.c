@@ -90,12 +90,20 @@ static void touch_handler(int sig, siginfo_t *info, void *uc) {
   ((volatile char *)m)[4096] = 2;
 }
 
+/* The smallest whole pages that hold the kernel's signal frame (MINSIGSTKSZ,
+ * which grows with the CPU's register state) and a small handler: 4 KiB here. */
+static size_t small_stack_size(long page) {
+  long need = sysconf(_SC_MINSIGSTKSZ) + 512;
+  return (size_t)((need < 4096 ? 4096 : need) + page - 1) / (size_t)page * (size_t)page;
+}
+
 static void install_altstack(void) {
   long page = sysconf(_SC_PAGESIZE);
-  char *map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  size_t size = small_stack_size(page);
+  char *map = mmap(NULL, page + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   mprotect(map, page, PROT_NONE); /* the stack grows down into this */
-  alt_lo = map + page, alt_hi = map + 2 * page;
-  stack_t ss = {.ss_sp = alt_lo, .ss_size = (size_t)page};
+  alt_lo = map + page, alt_hi = map + page + size;
+  stack_t ss = {.ss_sp = alt_lo, .ss_size = size};
   printf("sigaltstack %d\n", sigaltstack(&ss, NULL));
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
