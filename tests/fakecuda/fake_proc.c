@@ -31,6 +31,7 @@ static const struct versioned_name versioned[] = {
     {"cuDevicePrimaryCtxRelease", 11000, "_v2"},
     {"cuCtxCreate", 3020, "_v2"},
     {"cuMemcpyHtoD", 3020, "_v2"},
+    {"cuMemcpy2D", 3020, "_v2"},
     {"cuMemcpyDtoH", 3020, "_v2"},
     {"cuMemsetD8", 3020, "_v2"},
     {"cuMemsetD32", 3020, "_v2"},

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/gpu/run.sh BUILD - the GPU suite: the scenarios and the examples under
-# attachcheck over the real driver, then the benchmarks. Writes its logs to
-# $OUT (or ./gpu-results). Build here with tools/build.sh; the build folder
-# carries the libunwind copy the shim needs.
+# tests/gpu/run.sh BUILD - the GPU suite: the scenarios, the transparency cases
+# and the examples under attachcheck over the real driver, then the benchmarks.
+# Writes its logs to $OUT (or ./gpu-results). Build here with tools/build.sh;
+# the build folder carries the libunwind copy the shim needs.
 set -uo pipefail
 build=$(cd "${1:?usage: tests/gpu/run.sh BUILD}" && pwd)
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,6 +17,8 @@ status=0
   LD_PRELOAD="$build/lib/libattachcheck.so" "$build/tests/fakecuda/driver_conformance" || status=1
   echo "== scenarios (real driver)"
   python3 "$here/tests/scenarios/run.py" --build "$build" --driver real || status=1
+  echo "== transparency: each case bare and under attachcheck (real driver)"
+  python3 "$here/tests/transparency/run.py" --build "$build" --driver real || status=1
   echo "== examples (real driver)"
   python3 "$here/tests/scenarios/run.py" --build "$build" --driver real \
     --expectations "$here/tests/gpu/examples.txt" || status=1

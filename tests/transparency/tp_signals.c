@@ -1,0 +1,202 @@
+/* tp_signals.c - programs that manage signals themselves, around correct use
+ * of managed memory: a thread with every signal blocked, a signalfd reader,
+ * a handler on a tiny alternate stack, a one-shot crash handler and a timer
+ * whose handler reads managed memory. Each prints what its handlers saw.
+ *
+ *   tp_signals CASE
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "tp.h"
+
+enum { BUF = 1 << 20 };
+
+static CUstream s;
+static CUdeviceptr m;
+
+static void setup(void) {
+  tp_start();
+  s = tp_stream();
+  m = tp_managed(BUF, CU_MEM_ATTACH_GLOBAL);
+}
+
+/* A worker with every signal blocked synchronises, then writes and reads. */
+static void *blocked_worker(void *arg) {
+  sigset_t all;
+  (void)arg;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, NULL);
+  EXPECT_RC(cu.cuCtxSetCurrent(tp_ctx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  tp_fill((void *)m, BUF, 1);
+  printf("worker sum %08x\n", tp_sum((void *)m, BUF));
+  return NULL;
+}
+
+static void blocked_thread(void) {
+  pthread_t t;
+  setup();
+  tp_launch(s, m);
+  pthread_create(&t, NULL, blocked_worker, NULL);
+  pthread_join(t, NULL);
+}
+
+/* Every signal blocked in every thread, read from a signalfd: only the one the
+ * program sent arrives. */
+static void signal_fd(void) {
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, NULL);
+  setup();
+  int fd = signalfd(-1, &all, SFD_NONBLOCK);
+  for (int i = 0; i < 50; i++) {
+    tp_idle_after_work(s, m);
+    ((volatile char *)m)[i * 4096] = (char)i;
+  }
+  kill(getpid(), SIGUSR1);
+  struct signalfd_siginfo si;
+  int n = 0;
+  while (read(fd, &si, sizeof si) == (ssize_t)sizeof si)
+    printf("signalfd: signal %d\n", si.ssi_signo), n++;
+  printf("signals read %d\n", n);
+  printf("sum %08x\n", tp_sum((void *)m, BUF));
+}
+
+/* ---- a handler on a 4 KiB alternate stack with a guard page below ---- */
+static char *alt_lo, *alt_hi;
+static sigjmp_buf recover;
+static volatile sig_atomic_t on_alt[NSIG];
+
+static void alt_handler(int sig, siginfo_t *info, void *uc) {
+  char here;
+  (void)info, (void)uc;
+  on_alt[sig] = &here >= alt_lo && &here < alt_hi;
+  if (sig == SIGSEGV) siglongjmp(recover, 1);
+}
+
+/* SIGUSR2's handler touches m on the alternate stack: any work attachcheck
+ * does for that access (a fault, a finding) runs on what is left of 4 KiB. */
+static void touch_handler(int sig, siginfo_t *info, void *uc) {
+  char here;
+  (void)info, (void)uc;
+  on_alt[sig] = &here >= alt_lo && &here < alt_hi;
+  ((volatile char *)m)[4096] = 2;
+}
+
+/* The smallest whole pages that hold the kernel's signal frame (MINSIGSTKSZ,
+ * which grows with the CPU's register state) and a small handler: 4 KiB here. */
+static size_t small_stack_size(long page) {
+  long need = sysconf(_SC_MINSIGSTKSZ) + 512;
+  return (size_t)((need < 4096 ? 4096 : need) + page - 1) / (size_t)page * (size_t)page;
+}
+
+static void install_altstack(void) {
+  long page = sysconf(_SC_PAGESIZE);
+  size_t size = small_stack_size(page);
+  char *map = mmap(NULL, page + size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  mprotect(map, page, PROT_NONE); /* the stack grows down into this */
+  alt_lo = map + page, alt_hi = map + page + size;
+  stack_t ss = {.ss_sp = alt_lo, .ss_size = size};
+  printf("sigaltstack %d\n", sigaltstack(&ss, NULL));
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = alt_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigaction(SIGUSR1, &sa, NULL);
+  sigaction(SIGSEGV, &sa, NULL);
+  sa.sa_sigaction = touch_handler;
+  sigaction(SIGUSR2, &sa, NULL);
+}
+
+static void small_altstack(void) {
+  install_altstack();
+  setup();
+  tp_launch(s, m); /* m guarded while s works; the program does not touch it */
+  raise(SIGUSR1);
+  char *none = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (sigsetjmp(recover, 1) == 0) *(volatile char *)none = 1;
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  raise(SIGUSR2); /* touches m, now idle */
+  printf("on the alternate stack: SIGUSR1 %d, SIGSEGV %d, SIGUSR2 %d; m[4096] %d\n",
+         on_alt[SIGUSR1], on_alt[SIGSEGV], on_alt[SIGUSR2], ((volatile char *)m)[4096]);
+}
+
+/* Wrong: the handler touches m while s works (AC202, reported from there). */
+static void altstack_busy_touch(void) {
+  install_altstack();
+  setup();
+  tp_launch(s, m);
+  raise(SIGUSR2);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  printf("on the alternate stack: SIGUSR2 %d; m[4096] %d\n", on_alt[SIGUSR2],
+         ((volatile char *)m)[4096]);
+}
+
+/* ---- a one-shot crash handler: runs once, then the default action kills ---- */
+static void crash_handler(int sig) {
+  sigset_t now;
+  char line[80];
+  sigprocmask(SIG_SETMASK, NULL, &now);
+  int n = snprintf(line, sizeof line, "crash handler: SIGSEGV blocked %d, SIGUSR1 blocked %d\n",
+                   sigismember(&now, sig), sigismember(&now, SIGUSR1));
+  if (write(1, line, (size_t)n) < 0) _exit(3);
+  /* returning re-runs the faulting store, now under SIG_DFL */
+}
+
+static void reset_hand(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = crash_handler;
+  sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, SIGUSR1);
+  sigaction(SIGSEGV, &sa, NULL);
+  setup();
+  tp_launch(s, m); /* m guarded while s works */
+  printf("about to crash\n");
+  fflush(stdout);
+  volatile int *volatile nowhere = NULL;
+  *nowhere = 1;
+  printf("survived\n");
+}
+
+/* ---- a timer whose handler reads host-attached memory during launch loops ---- */
+static CUdeviceptr h;
+static volatile sig_atomic_t ticks;
+static volatile int seen;
+
+static void tick(int sig) {
+  (void)sig;
+  seen += *(volatile int *)h; /* host-attached: the CPU may read it at any time */
+  ticks++;
+}
+
+static void timer_reads(void) {
+  setup();
+  h = tp_managed(4096, CU_MEM_ATTACH_HOST);
+  *(volatile int *)h = 1;
+  signal(SIGALRM, tick);
+  struct itimerval it = {{0, 200}, {0, 200}};
+  setitimer(ITIMER_REAL, &it, NULL);
+  for (int i = 0; i < 3000 || ticks < 20; i++)
+    tp_idle_after_work(s, m);
+  memset(&it, 0, sizeof it);
+  setitimer(ITIMER_REAL, &it, NULL);
+  usleep(10000); /* a tick still pending lands before the count is read */
+  printf("at least 20 ticks %d, each read the value %d\n", ticks >= 20, ticks == seen);
+}
+
+static const struct scenario_case cases[] = {
+    {"blocked_thread", blocked_thread}, {"signalfd", signal_fd},
+    {"small_altstack", small_altstack}, {"altstack_busy_touch", altstack_busy_touch},
+    {"reset_hand", reset_hand},         {"timer_reads", timer_reads},
+};
+
+TP_MAIN(cases)

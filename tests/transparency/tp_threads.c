@@ -1,0 +1,65 @@
+/* tp_threads.c - many threads, each in a loop of allocate, attach to its own
+ * stream, launch, synchronise, write on the CPU, free: freed addresses come
+ * back to other threads at once, so a checker that keeps stale state about
+ * an address crashes or reports here. Correct; no finding.
+ *
+ *   tp_threads loop THREADS SECONDS
+ *
+ * Each thread runs at least 4 rounds and until SECONDS have passed, so the
+ * work is bounded in time; the output does not depend on how many rounds ran.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <time.h>
+
+#include "tp.h"
+
+static double seconds;
+static int bad[256];
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* One round; 0 when the CPU saw what it wrote. */
+static int round_trip(CUstream s, size_t size, unsigned seed) {
+  CUdeviceptr p = tp_managed(size, CU_MEM_ATTACH_GLOBAL);
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s, p, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  tp_idle_after_work(s, p);
+  tp_fill((void *)p, size, seed);
+  int wrong = ((unsigned char *)p)[size - 1] != (unsigned char)((size - 1) * 31u + seed);
+  EXPECT_RC(cu.cuMemFree(p), CUDA_SUCCESS);
+  return wrong;
+}
+
+static void *worker(void *arg) {
+  int id = (int)(intptr_t)arg;
+  EXPECT_RC(cu.cuCtxSetCurrent(tp_ctx), CUDA_SUCCESS);
+  CUstream s = tp_stream();
+  double end = now() + seconds;
+  for (unsigned i = 0; i < 4 || now() < end; i++)
+    bad[id] += round_trip(s, ((size_t)1 + (i + (unsigned)id) % 4) << 20, i);
+  EXPECT_RC(cu.cuStreamDestroy(s), CUDA_SUCCESS);
+  return NULL;
+}
+
+static void loop(void) {
+  pthread_t t[256];
+  if (tp_argc != 2) fprintf(stderr, "usage: tp_threads loop THREADS SECONDS\n"), exit(2);
+  int n = atoi(tp_argv[0]);
+  seconds = atof(tp_argv[1]);
+  if (n < 1 || n > 256) fprintf(stderr, "tp_threads: 1 to 256 threads\n"), exit(2);
+  tp_start();
+  for (int i = 0; i < n; i++)
+    pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
+  int wrong = 0;
+  for (int i = 0; i < n; i++)
+    pthread_join(t[i], NULL), wrong += bad[i];
+  printf("%d threads done, %d rounds read back wrong\n", n, wrong);
+}
+
+static const struct scenario_case cases[] = {{"loop", loop}};
+
+TP_MAIN(cases)
