@@ -18,6 +18,8 @@ set(ATTACHCHECK_TEST_PRELOAD ${ASAN_RUNTIME})
 set(ATTACHCHECK_TEST_OPTIONS "ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:handle_segv=0")
 set(ATTACHCHECK_TEST_ENV ${ATTACHCHECK_TEST_OPTIONS} "LD_PRELOAD=${ASAN_RUNTIME}")
 
+# The lock-order checks (shim.h) run here too.
+add_compile_definitions(AC_CHECK_LOCKS)
 add_subdirectory(shim)
 foreach(target attachcheck_shim attachcheck)
   target_link_options(${target} PRIVATE -shared-libasan -Wl,-rpath,${ASAN_RUNTIME_DIR})

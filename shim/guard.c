@@ -226,7 +226,7 @@ static void publish(void) {
   __atomic_add_fetch(&published_seq, 1, __ATOMIC_RELEASE); /* odd: being written */
   published_overflow = protected_now.n > PUBLISHED_MAX;
   published_count = published_overflow ? 0 : protected_now.n;
-  memcpy(published, protected_now.r, published_count * sizeof published[0]);
+  if (published_count) memcpy(published, protected_now.r, published_count * sizeof published[0]);
   __atomic_add_fetch(&published_seq, 1, __ATOMIC_RELEASE);
 }
 

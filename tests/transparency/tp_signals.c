@@ -128,14 +128,19 @@ static void small_altstack(void) {
          on_alt[SIGUSR1], on_alt[SIGSEGV], on_alt[SIGUSR2], ((volatile char *)m)[4096]);
 }
 
-/* Wrong: the handler touches m while s works (AC202, reported from there). */
+/* Wrong: the program touches m while s works, with its SIGSEGV handler on
+ * the small stack (SA_ONSTACK): the guard's fault is delivered there, and its
+ * work (judging, unwinding) must not overflow it (AC202, then on as bare).
+ * A touch made from inside a handler already running on so small a stack
+ * cannot be caught: the kernel has no room there for a second frame. */
 static void altstack_busy_touch(void) {
   install_altstack();
   setup();
   tp_launch(s, m);
-  raise(SIGUSR2);
+  ((volatile char *)m)[4096] = 2;
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
-  printf("on the alternate stack: SIGUSR2 %d; m[4096] %d\n", on_alt[SIGUSR2],
+  raise(SIGUSR1);
+  printf("on the alternate stack: SIGUSR1 %d; m[4096] %d\n", on_alt[SIGUSR1],
          ((volatile char *)m)[4096]);
 }
 
