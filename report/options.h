@@ -24,7 +24,7 @@
 #define AC_CHOICE_ENUM(Enum, Text) Enum,
 #define AC_CHOICE_TEXT(Enum, Text) "|" Text
 /* "a|b|c" from a list (the first '|' skipped). */
-#define AC_CHOICES(List) (List(AC_CHOICE_TEXT) + 1)
+#define AC_CHOICES(List) (&(List(AC_CHOICE_TEXT))[1])
 enum ac_semantics { AC_SEMANTICS_CHOICES(AC_CHOICE_ENUM) };
 enum ac_target_processes { AC_TARGET_PROCESSES_CHOICES(AC_CHOICE_ENUM) };
 
