@@ -62,13 +62,15 @@ root_tarball() {
   fi
   local partial=$cache/$suite-minbase.partial.tar
   say "making a minimal $suite root with mmdebstrap (a minute or two)"
+  local start=$SECONDS
   if ! mmdebstrap --quiet --variant=minbase "$suite" "$partial" >"$work/mmdebstrap.log" 2>&1
   then
-    tail -n 5 "$work/mmdebstrap.log"
     rm -f "$partial"
-    skip "mmdebstrap could not make a $suite root (is the Debian mirror reachable?)"
+    skip "mmdebstrap could not make a $suite root (is the Debian mirror reachable?" \
+      "$(grep -m1 '^E: ' "$work/mmdebstrap.log" || true))"
   fi
   mv "$partial" "$tarball"
+  say "made the root in $((SECONDS - start)) s"
 }
 
 # The root as a new machine has it: its own /proc, /dev, /dev/shm and /tmp, the
@@ -181,4 +183,4 @@ run_in_root tools/demo.sh || failed+=(tools/demo.sh)
 run_in_root tools/test.sh || failed+=(tools/test.sh)
 check_without_pypi || failed+=("tools/test.sh without PyPI")
 ((${#failed[@]} == 0)) || die "${failed[*]} failed on a bare $suite root"
-say "tools/demo.sh and tools/test.sh work on a bare $suite root"
+say "tools/demo.sh and tools/test.sh work on a bare $suite root ($SECONDS s in all)"
