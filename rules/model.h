@@ -48,6 +48,12 @@ struct ac_alloc {
   struct ac_stack origin_stack;
 };
 
+/* One allocation a stream's outstanding work was given (ac_stream.reach). */
+struct ac_reach {
+  uint64_t serial; /* the allocation record's */
+  uintptr_t base;  /* to find it again (the record may be gone) */
+};
+
 struct ac_stream {
   uint64_t serial; /* unique for the life of the process; handles are reused */
   uintptr_t handle;
@@ -63,10 +69,7 @@ struct ac_stream {
   struct ac_op_origin busy_origin; /* first operation the host has not seen complete */
   /* Allocations its outstanding work was given (serials), for `device`
    * semantics; cleared when it turns idle. */
-  struct ac_reach {
-    uint64_t serial; /* the allocation record's */
-    uintptr_t base;  /* to find it again (the record may be gone) */
-  } * reach;
+  struct ac_reach *reach;
   size_t reach_count, reach_cap;
 };
 

@@ -2,9 +2,12 @@
 # tools/demo.sh - builds attachcheck and runs the demo program (three classic
 # attach mistakes, examples/attach_mistakes.c) under it: over the real driver
 # when this machine has an NVIDIA GPU, otherwise over the stand-in driver.
+# Works on a bare Debian/Ubuntu with the CUDA toolkit: see tools/deps.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/build.sh build >/dev/null
+# Debian packages only: the demo needs nothing from PyPI.
+tools/build.sh build
+echo
 report=build/demo-report.json
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   echo "attachcheck demo: running over the real driver ($(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
