@@ -30,11 +30,11 @@ check_cuda_toolkit() {
 
 # Everything the build and the tests run, named (recommended packages are not
 # installed): libclang-rt-dev is clang's ASan/UBSan/libFuzzer runtime, findutils
-# lists the files for the clang-format check. pip and the CA certificates only
-# for the PyPI download.
+# lists the files for the clang-format check, valgrind runs a transparency case.
+# pip and the CA certificates only for the PyPI download.
 packages=(cmake make pkg-config gcc g++ libc6-dev binutils python3 python3-jsonschema clang
           libclang-rt-dev clang-format libunwind-dev uthash-dev libjansson-dev libdw-dev
-          groff-base findutils)
+          groff-base findutils valgrind)
 [ -n "$python_clients" ] && packages+=(python3-pip ca-certificates)
 
 install_packages() {
