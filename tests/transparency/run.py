@@ -11,6 +11,7 @@ import difflib
 import importlib.util
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -179,14 +180,22 @@ def main():
         cases = [c for c in cases if c["name"] == args.only]
         if not cases:
             sys.exit(f"no case named {args.only}")
-    failed = 0
+    failed = skipped = 0
     for case in cases:
+        tool = case["command"][0]
+        if args.driver == "real" and "/" not in tool and not shutil.which(tool):
+            # The GPU machine has no package registry: a case that runs a tool
+            # it lacks is skipped there, and said. CI installs every tool.
+            print(f"skip {case['name']}: {tool} is not installed here")
+            skipped += 1
+            continue
         problems = run_case(case, build, args.driver, args.verbose)
         failed += bool(problems)
         print(("FAIL " if problems else "ok   ") + case["name"])
         for p in problems:
             print(f"     {p}")
-    print(f"transparency: {len(cases) - failed} passed, {failed} failed")
+    print(f"transparency: {len(cases) - failed - skipped} passed, {failed} failed, "
+          f"{skipped} skipped")
     return 1 if failed else 0
 
 
