@@ -183,7 +183,7 @@ def main():
     failed = skipped = 0
     for case in cases:
         tool = case["command"][0]
-        if args.driver == "real" and "/" not in tool and not shutil.which(tool):
+        if args.driver == "real" and ":" not in tool and "/" not in tool and not shutil.which(tool):
             # The GPU machine has no package registry: a case that runs a tool
             # it lacks is skipped there, and said. CI installs every tool.
             print(f"skip {case['name']}: {tool} is not installed here")
