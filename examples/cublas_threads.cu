@@ -13,7 +13,7 @@
 #define CHECK(call)                                                                                \
   do {                                                                                             \
     if ((call) != 0) {                                                                             \
-      std::fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #call);                      \
+      std::fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #call);                       \
       std::exit(1);                                                                                \
     }                                                                                              \
   } while (0)
@@ -49,8 +49,8 @@ static void run(task &t, cudaStream_t stream, cublasHandle_t handle) {
   } else {
     double one = 1.0, zero = 0.0;
     CHECK(cublasSetStream(handle, stream));
-    CHECK(cublasDgemv(handle, CUBLAS_OP_T, t.size, t.size, &one, t.data, t.size, t.vector, 1,
-                      &zero, t.result, 1));
+    CHECK(cublasDgemv(handle, CUBLAS_OP_T, t.size, t.size, &one, t.data, t.size, t.vector, 1, &zero,
+                      t.result, 1));
     CHECK(cudaStreamSynchronize(stream));
   }
   double sum = 0;
