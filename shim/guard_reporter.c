@@ -3,11 +3,11 @@
  * The handler may not format or write (neither is async-signal-safe), so it
  * copies each finding into a fixed ring and wakes a reporter thread through a
  * pipe; the thread, and the exit-time drain, hand them to the report sink.
- * When a storm of faults fills the ring, the handler waits a little for the
- * reporter rather than drop a finding the report could have kept; only a
- * reporter that cannot keep up within that time loses findings, and they are
- * counted. The shim's own reads and writes here are raw system calls: its
- * read/write interceptors must never see them.
+ * When a storm of faults fills the ring, the handler waits for the reporter
+ * rather than drop a finding the report could have kept, for as long as the
+ * reporter makes progress (up to 30 s); only a reporter stalled for 2 s
+ * loses findings, and they are counted. The shim's own reads and writes here are raw system calls:
+ * its read/write interceptors must never see them.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -21,12 +21,15 @@
 #include "shim.h"
 
 #define RING_SIZE 256
-/* How long a handler waits for room in a full ring, in 1 ms steps. */
-#define FULL_RING_WAIT_MS 200
+/* How long a handler waits for room in a full ring while the reporter makes
+ * no progress, in 1 ms steps; and in all. */
+#define STALLED_REPORTER_MS 2000
+#define FULL_RING_WAIT_MAX_MS 30000
 
 static struct ac_finding ring[RING_SIZE]; /* under ac_model_lock */
 static size_t ring_count;
 static unsigned long dropped;
+static unsigned long drained; /* findings taken from the ring so far */
 static int wake_pipe[2] = {-1, -1};
 
 static void wake_reporter(void) {
@@ -42,12 +45,17 @@ static void sleep_one_ms(void) {
 /* Model lock held; may release and retake it while the ring is full. */
 struct ac_finding *ac_guard_ring_slot_locked(void) {
   AC_ASSERT_MODEL_HELD();
-  for (int waited = 0; ring_count == RING_SIZE && waited < FULL_RING_WAIT_MS; waited++) {
+  unsigned long progress = drained;
+  for (int stalled = 0, waited = 0;
+       ring_count == RING_SIZE && stalled < STALLED_REPORTER_MS && waited < FULL_RING_WAIT_MAX_MS;
+       waited++) {
     if (wake_pipe[1] < 0) break;
     wake_reporter();
     ac_model_leave();
     sleep_one_ms();
     ac_model_enter();
+    stalled = drained == progress ? stalled + 1 : 0;
+    progress = drained;
   }
   if (ring_count == RING_SIZE) {
     dropped++;
@@ -75,6 +83,7 @@ void ac_guard_drain(void) {
   n = ring_count;
   memcpy(batch, ring, n * sizeof batch[0]);
   ring_count = 0;
+  drained += n;
   lost = dropped;
   dropped = 0;
   ac_model_leave();
