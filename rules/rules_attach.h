@@ -35,7 +35,7 @@ enum ac_guard_verdict {
  * caller's to fill. */
 int ac_judge_attach(const struct ac_attach_call *call, struct ac_finding *out);
 
-/* Whether the real driver would crash on this call (GROUND-TRUTH.md: flags 0,
+/* Whether the real driver would crash on this call (docs/driver-facts.md: flags 0,
  * a stream handle that is not a live stream). */
 enum ac_guard_verdict ac_attach_guard(const struct ac_attach_call *call);
 

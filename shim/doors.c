@@ -61,7 +61,7 @@ void *ac_wrapper_for(void *real) {
 /* ---- cuGetProcAddress ---- */
 
 /* The runtime first looks up "cuGetProcAddress" through cuGetProcAddress and
- * resolves everything else through the pointer it gets (GROUND-TRUTH.md). If
+ * resolves everything else through the pointer it gets (docs/driver-facts.md). If
  * the driver's answer is not one of its exported resolvers, still hand back
  * a wrapper, of the arity the caller expects. */
 static void *resolver_wrapper(int cuda_version) {

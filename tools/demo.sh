@@ -14,7 +14,7 @@ if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   driver_env=()
 else
   echo "attachcheck demo: no GPU here, so the program runs over the stand-in driver"
-  echo "(tests/fakecuda: it answers every attach call as the real driver does, GROUND-TRUTH.md)"
+  echo "(tests/fakecuda: it answers every attach call as the real driver does, docs/driver-facts.md)"
   driver_env=(LD_LIBRARY_PATH="$PWD/build/tests/fakecuda")
 fi
 echo

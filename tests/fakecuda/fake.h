@@ -2,7 +2,7 @@
  *
  * The stand-in driver is CI's libcuda.so.1: it implements the subset of the
  * driver API that the scenarios use, with the return codes measured on the
- * real driver (GROUND-TRUTH.md), including the two calls that crash the real
+ * real driver (docs/driver-facts.md), including the two calls that crash the real
  * driver. Managed memory is ordinary mmap'd memory, kernels do not run, host
  * functions do run (on a driver thread, in stream order).
  */

@@ -4,9 +4,9 @@
  * and return when done; asynchronous ones complete at once on their stream.
  * Where the real driver uses the program's own mapping, so does the stand-in:
  * a side of a 2D or 3D copy whose memory type is HOST is read or written
- * through it (GROUND-TRUTH.md: a synchronous 2D copy read a managed source so),
+ * through it (docs/driver-facts.md: a synchronous 2D copy read a managed source so),
  * a HOST-to-HOST copy moving the bytes. Everything else is device-side work
- * (GROUND-TRUTH.md: cuMemcpy, HtoD, DtoH touch no user mapping): it moves no
+ * (docs/driver-facts.md: cuMemcpy, HtoD, DtoH touch no user mapping): it moves no
  * data, as kernels do not run. The stand-in makes no CUDA arrays, so no array
  * handle is valid here.
  */

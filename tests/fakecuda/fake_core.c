@@ -55,7 +55,7 @@ FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
-/* The H100's values (GROUND-TRUTH.md), each overridable by FAKECUDA_<NAME>. */
+/* The H100's values (docs/driver-facts.md), each overridable by FAKECUDA_<NAME>. */
 static int attribute_or_env(const char *env, int h100_value) {
   const char *v = getenv(env);
   return v && *v ? atoi(v) : h100_value;

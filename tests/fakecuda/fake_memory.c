@@ -1,6 +1,6 @@
 /* fake_memory.c - managed, device and pinned memory, and pointer attributes.
  *
- * As on the real driver (GROUND-TRUTH.md): a large managed allocation is
+ * As on the real driver (docs/driver-facts.md): a large managed allocation is
  * 2 MiB-aligned; small ones are sub-allocated 512 bytes apart from a shared
  * 2 MiB region, so they share pages. Device memory is address space the host
  * cannot touch (PROT_NONE), so a host access crashes as it would on a GPU.
@@ -178,7 +178,7 @@ FAKE_EXPORT CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attri
   return known ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* GROUND-TRUTH.md: the plural form succeeds on a pointer the driver does not
+/* docs/driver-facts.md: the plural form succeeds on a pointer the driver does not
  * know, with every attribute zeroed. */
 FAKE_EXPORT CUresult cuPointerGetAttributes(unsigned int numAttributes,
                                             CUpointer_attribute *attributes, void **data,

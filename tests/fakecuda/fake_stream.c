@@ -507,7 +507,7 @@ static bool memory_accepts_attach(CUdeviceptr dptr, size_t length) {
   return fake_device_attribute(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) && length != 0;
 }
 
-/* The checks in the order that reproduces GROUND-TRUTH.md row by row. */
+/* The checks in the order that reproduces docs/driver-facts.md row by row. */
 static CUresult attach(CUstream h, CUdeviceptr dptr, size_t length, unsigned flags, bool pt) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (flags == 0) fake_crash_like_the_driver();

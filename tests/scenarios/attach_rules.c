@@ -1,4 +1,4 @@
-/* attach_rules.c - every row of GROUND-TRUTH.md's cuStreamAttachMemAsync
+/* attach_rules.c - every row of docs/driver-facts.md's cuStreamAttachMemAsync
  * table, wrong and right, one case per run:
  *
  *   attach_rules DOOR CASE

@@ -1,7 +1,7 @@
 /* scenario.h - what the scenario programs share.
  *
  * A scenario is a driver-API program that makes calls with known answers:
- * every call's result is checked against GROUND-TRUTH.md (EXPECT_RC), so the
+ * every call's result is checked against docs/driver-facts.md (EXPECT_RC), so the
  * same program, run over the stand-in driver in CI and over the real driver
  * on the GPU, shows that the two agree, while the runner (run.py) checks the
  * findings attachcheck reports against expectations.txt.

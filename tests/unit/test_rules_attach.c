@@ -1,5 +1,5 @@
 /* test_rules_attach.c - AC101-AC107 and the guard, one case per row of
- * GROUND-TRUTH.md's attach table, wrong and right. */
+ * docs/driver-facts.md's attach table, wrong and right. */
 #include <string.h>
 
 #include "rules_attach.h"
