@@ -128,15 +128,44 @@ static CUresult release(uintptr_t base, enum fake_mem_kind kind) {
   return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
-  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dptr == 0) return CUDA_SUCCESS;
+static enum fake_mem_kind kind_of(CUdeviceptr dptr) {
   pthread_mutex_lock(&fake_lock);
   struct fake_alloc *a = fake_find_alloc(dptr);
   enum fake_mem_kind kind = a ? a->kind : FAKE_DEVICE;
   pthread_mutex_unlock(&fake_lock);
+  return kind;
+}
+
+FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dptr == 0) return CUDA_SUCCESS;
+  enum fake_mem_kind kind = kind_of(dptr);
   if (kind == FAKE_PINNED) return CUDA_ERROR_INVALID_VALUE;
   return release(dptr, kind);
+}
+
+CUresult fake_free_internal(CUdeviceptr dptr) {
+  return release(dptr, kind_of(dptr));
+}
+
+/* Every mapping goes, the shared regions of small allocations too, so the
+ * next context's allocations may land on the same addresses (they do on the
+ * real driver). */
+void fake_memory_end_all(void) {
+  pthread_mutex_lock(&fake_lock);
+  struct fake_alloc *a = allocs;
+  allocs = NULL;
+  small_next = small_end = 0;
+  pthread_mutex_unlock(&fake_lock);
+  while (a) {
+    struct fake_alloc *next = a->next;
+    if (a->kind == FAKE_MANAGED && a->size <= SMALL_LIMIT)
+      munmap((void *)(a->base & ~(uintptr_t)(REGION - 1)), REGION);
+    else
+      munmap((void *)a->base, page_round(a->size));
+    free(a);
+    a = next;
+  }
 }
 
 FAKE_EXPORT CUresult cuMemFreeHost(void *p) {
