@@ -180,11 +180,12 @@ static void next_context(bool primary) {
     EXPECT_RC(cuCtxCreate(&ctx, NULL, 0, dev), CUDA_SUCCESS);
   }
 }
-/* right: the new context's memory, touched while nothing runs */
+/* right: the new context's memory, touched while nothing runs (larger than
+ * anything before, so it lands on no address the page guard once knew) */
 static void touch_next(bool primary) {
   next_context(primary);
   CUdeviceptr fresh;
-  EXPECT_RC(cu.cuMemAllocManaged(&fresh, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&fresh, 8 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
   *(volatile int *)fresh = 1;
 }
 /* wrong: the old context's stream used in the new one (AC106, refused) */
@@ -235,14 +236,37 @@ static void module_unload_stale_attach(void) {
   EXPECT_RC(cuModuleUnload(mod), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamAttachMemAsync(s, table, 0, CU_MEM_ATTACH_SINGLE), CUDA_ERROR_INVALID_VALUE);
 }
-/* right: the old module's variable was single-attached to s; the reloaded
- * module's kernel runs on t with its own, GLOBAL, variable */
-static void module_reload(void) {
-  attach_sync(s, table_of(mod), CU_MEM_ATTACH_SINGLE);
-  EXPECT_RC(cuModuleUnload(mod), CUDA_SUCCESS);
-  load_module();
+/* A module of one large __managed__ variable (its own mapping, which the
+ * driver hands out again once the module is gone). */
+static const char frames_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .global .attribute(.managed) .align 8 .b8 frames[1048576];\n";
+static CUmodule frames_module(CUdeviceptr *frames) {
+  CUmodule module;
+  size_t size;
+  EXPECT_RC(cu.cuModuleLoadData(&module, frames_ptx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetGlobal(frames, &size, module, "frames"), CUDA_SUCCESS);
+  return module;
+}
+/* right: the variable was single-attached to s; once its module is gone, an
+ * allocation at the same address is new GLOBAL memory that t may use */
+static void module_unload_address_reused(void) {
+  CUdeviceptr frames, fresh;
+  CUmodule module = frames_module(&frames);
+  attach_sync(s, frames, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cuModuleUnload(module), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&fresh, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  if (fresh != frames) fprintf(stderr, "scenario: the address was not reused\n");
+  EXPECT_RC(cuMemsetD32Async(fresh, 0, 16, t), CUDA_SUCCESS);
+}
+/* wrong: another module's variable stays known: single-attached to s, set on t (AC301) */
+static void module_unload_other_foreign(void) {
+  CUdeviceptr frames;
+  frames_module(&frames);
   table_of(mod);
-  EXPECT_RC(cu.cuLaunchKernel(uses_table, 1, 1, 1, 32, 1, 1, 0, t, NULL, NULL), CUDA_SUCCESS);
+  attach_sync(s, frames, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cuModuleUnload(mod), CUDA_SUCCESS);
+  EXPECT_RC(cuMemsetD32Async(frames, 0, 16, t), CUDA_SUCCESS);
 }
 
 /* ---- green contexts: their streams are streams ---- */
@@ -258,10 +282,14 @@ static CUstream green_stream(void) {
   EXPECT_RC(cuGreenCtxStreamCreate(&gs, green, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
   return gs;
 }
-/* right: memory single-attached to a green context's stream, used there */
+/* right: memory single-attached to a green context's idle stream is the
+ * CPU's while another stream works (an unknown stream would have left it
+ * GLOBAL, and the touch AC202) */
 static void green_stream_attach(void) {
   CUstream gs = green_stream();
   attach_sync(gs, m, CU_MEM_ATTACH_SINGLE);
+  launch_use(t, g);
+  *(volatile int *)m = 1;
   launch_use(gs, m);
   EXPECT_RC(cu.cuStreamSynchronize(gs), CUDA_SUCCESS);
 }
@@ -290,7 +318,8 @@ static const struct scenario_case cases[] = {
     {"primary_reset_gone_stream", primary_reset_gone_stream},
     {"primary_release_touch", primary_release_touch},
     {"module_unload_stale_attach", module_unload_stale_attach},
-    {"module_reload", module_reload},
+    {"module_unload_address_reused", module_unload_address_reused},
+    {"module_unload_other_foreign", module_unload_other_foreign},
     {"green_stream_attach", green_stream_attach},
     {"green_stream_foreign", green_stream_foreign},
 };
