@@ -1,5 +1,6 @@
 /* interceptors_stream.c - wrappers of stream creation, destruction, capture
- * and attach. Thin: forward, then tell check_*.c what happened. */
+ * and attach, and of the lifetimes that end streams and memory with them:
+ * contexts and modules. Thin: forward, then tell check_*.c what happened. */
 #include "shim.h"
 
 AC_EXPORT CUresult cuInit(unsigned int Flags) {

@@ -1,6 +1,7 @@
 /* interceptors_work.c - wrappers of the work that is enqueued on a stream
  * other than copies and sets (interceptors_copy.c): kernels, graphs,
- * prefetches, host functions. Thin: forward, then tell check_order.c. */
+ * prefetches, host functions, stream memory operations. Thin: forward, then
+ * tell check_order.c and kernel_args.c. */
 #include "shim.h"
 
 /* An operation on the stream Stream (an expression over the parameters). */
