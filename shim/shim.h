@@ -3,6 +3,7 @@
  *
  * Layout of shim/:
  *   entrypoints.inc       the one table of wrapped entry points
+ *   driver_api.inc        every function cuda.h declares: wrapped, or why not
  *   init.c                lazy, re-entrancy-safe start-up; fork handling
  *   doors.c               dlsym and cuGetProcAddress: answers by pointer identity
  *   dlsym_x86_64.S        the exported dlsym, keeping the caller's identity
