@@ -7,6 +7,7 @@
  * the answer is kept, except for pageable memory, which may be registered
  * later.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "shim.h"
@@ -98,4 +99,122 @@ void ac_check_reset_after_fork(void) {
   if (!ac_model) return;
   ac_model_destroy(ac_model);
   ac_model = ac_model_create();
+}
+
+/* ---- lifetimes that end many allocations at once ----
+ * A module's (or library's) __managed__ variables end with it, and every
+ * allocation ends with the process's last context; the driver hands out those
+ * addresses again, so the model forgets them. As with cuMemFree, the page
+ * guard lets go of them before the driver call (ac_guard_retire_locked's
+ * reason), and they are forgotten once it succeeded. */
+
+struct doomed {
+  struct ac_alloc **a;
+  size_t n, cap;
+  uintptr_t module; /* 0: every allocation */
+};
+
+static void collect_doomed(struct ac_alloc *a, void *ctx) {
+  struct doomed *d = ctx;
+  if (d->module && !(a->kind == AC_MEM_MANAGED_VAR && a->module == d->module)) return;
+  if (d->n == d->cap) {
+    size_t cap = d->cap ? d->cap * 2 : 16;
+    struct ac_alloc **grown = realloc(d->a, cap * sizeof *grown);
+    if (!grown) return;
+    d->a = grown;
+    d->cap = cap;
+  }
+  d->a[d->n++] = a;
+}
+
+/* Model lock held: retires (before the call) or forgets (after) the
+ * allocations of module, or all of them. */
+static void end_allocations_locked(uintptr_t module, bool forget) {
+  struct doomed d = {.module = module};
+  ac_model_for_each_alloc(ac_model, collect_doomed, &d);
+  for (size_t i = 0; i < d.n; i++) {
+    if (forget)
+      ac_model_remove_alloc(ac_model, d.a[i]);
+    else
+      ac_model_retire_alloc(ac_model, d.a[i]);
+  }
+  free(d.a);
+  ac_guard_refresh_locked();
+}
+
+void ac_check_before_module_unload(uintptr_t module) {
+  if (!module) return;
+  ac_model_enter();
+  end_allocations_locked(module, false);
+  ac_model_leave();
+}
+
+void ac_check_module_unloaded(uintptr_t module, CUresult result) {
+  if (!module || result != CUDA_SUCCESS) return;
+  ac_model_enter();
+  end_allocations_locked(module, true);
+  ac_kernel_args_forget_module(module);
+  ac_model_leave();
+}
+
+/* Contexts the program holds, as far as the shim saw them made: those of
+ * cuCtxCreate, and each device's primary context while retained. Model lock. */
+#define AC_MAX_DEVICES 64
+static int created_contexts;
+static int primary_refs[AC_MAX_DEVICES];
+
+void ac_check_context_created(void) {
+  ac_model_enter();
+  created_contexts++;
+  ac_model_leave();
+}
+
+void ac_check_primary_retained(CUdevice dev) {
+  if (dev < 0 || dev >= AC_MAX_DEVICES) return;
+  ac_model_enter();
+  primary_refs[dev]++;
+  ac_model_leave();
+}
+
+/* The contexts left once the call has ended one. A reset ends the primary
+ * context's state but not its retains (the driver documents that the
+ * program still releases it), so it counts here and not in the counts. An
+ * end the shim did not see begin (a context made before it started) counts
+ * as the last one's. */
+static int live_after_end_locked(enum ac_ctx_end how, CUdevice dev) {
+  int n = how == AC_CTX_DESTROY && created_contexts > 0 ? created_contexts - 1 : created_contexts;
+  for (int d = 0; d < AC_MAX_DEVICES; d++) {
+    int refs = primary_refs[d];
+    if (d == dev && how == AC_CTX_RELEASE && refs > 0) refs--;
+    if (d == dev && how == AC_CTX_RESET) refs = 0;
+    n += refs > 0;
+  }
+  return n;
+}
+
+static void count_end_locked(enum ac_ctx_end how, CUdevice dev) {
+  if (how == AC_CTX_DESTROY && created_contexts > 0)
+    created_contexts--;
+  else if (how == AC_CTX_RELEASE && dev >= 0 && dev < AC_MAX_DEVICES && primary_refs[dev] > 0)
+    primary_refs[dev]--;
+}
+
+bool ac_check_before_context_end(enum ac_ctx_end how, CUdevice dev) {
+  ac_model_enter();
+  bool last = live_after_end_locked(how, dev) == 0;
+  if (last) end_allocations_locked(0, false);
+  ac_model_leave();
+  return last;
+}
+
+void ac_check_context_ended(enum ac_ctx_end how, CUdevice dev, bool last, CUresult result) {
+  if (result != CUDA_SUCCESS) return;
+  ac_model_enter();
+  count_end_locked(how, dev);
+  if (last) {
+    end_allocations_locked(0, true);
+    ac_check_streams_ended_locked();
+    ac_guard_refresh_locked();
+  }
+  ac_model_leave();
 }

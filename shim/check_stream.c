@@ -63,3 +63,21 @@ void ac_check_capture_begun(CUstream stream, bool per_thread) {
 void ac_check_capture_ended(CUstream stream, bool per_thread) {
   set_capturing(stream, per_thread, false);
 }
+
+/* ---- the end of the context: every stream of it ends ---- */
+
+static void end_stream(struct ac_stream *s, void *unused) {
+  (void)unused;
+  if (s->capturing) ac_model_set_capturing(ac_model, s, false);
+  if (s->kind == AC_STREAM_CREATED && s->live) ac_model_stream_destroyed(ac_model, s->handle);
+}
+
+/* Model lock held. The context's work is over (completed or abandoned with
+ * it), its created streams are destroyed (a handle used afterwards is AC106's
+ * "destroyed"), and its captures have ended. The legacy and per-thread
+ * streams stay: the next context has them too. */
+void ac_check_streams_ended_locked(void) {
+  AC_ASSERT_MODEL_HELD();
+  ac_order_host_syncs_all(ac_model);
+  ac_model_for_each_stream(ac_model, end_stream, NULL);
+}

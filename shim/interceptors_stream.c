@@ -1,5 +1,6 @@
 /* interceptors_stream.c - wrappers of stream creation, destruction, capture
- * and attach. Thin: forward, then tell check_*.c what happened. */
+ * and attach, and of the lifetimes that end streams and memory with them:
+ * contexts and modules. Thin: forward, then tell check_*.c what happened. */
 #include "shim.h"
 
 AC_EXPORT CUresult cuInit(unsigned int Flags) {
@@ -74,3 +75,65 @@ BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, true, TO_GRAPH_PARAMS, TO_GRAPH_
   }
 END_CAPTURE(cuStreamEndCapture, false)
 END_CAPTURE(cuStreamEndCapture_ptsz, true)
+
+/* A stream of a green context is a stream like cuStreamCreate's. */
+AC_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx,
+                                          unsigned int flags, int priority) {
+  AC_START_OR_FAIL(cuGreenCtxStreamCreate);
+  CUresult r = ac_real.cuGreenCtxStreamCreate(phStream, greenCtx, flags, priority);
+  if (r == CUDA_SUCCESS && phStream) ac_check_stream_created(*phStream, flags, priority);
+  return r;
+}
+
+/* ---- lifetimes: a module's __managed__ variables end with it ---- */
+#define UNLOAD(Name, Type)                                                                         \
+  AC_EXPORT CUresult Name(Type handle) {                                                           \
+    AC_START_OR_FAIL(Name);                                                                        \
+    ac_check_before_module_unload((uintptr_t)handle);                                              \
+    CUresult r = ac_real.Name(handle);                                                             \
+    ac_check_module_unloaded((uintptr_t)handle, r);                                                \
+    return r;                                                                                      \
+  }
+UNLOAD(cuModuleUnload, CUmodule)
+UNLOAD(cuLibraryUnload, CUlibrary)
+
+/* ---- contexts: the shim counts them, and with the last one every allocation
+ * and stream of the process ends ---- */
+#define CTX_CREATE(Name, Params, Args)                                                             \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name Args;                                                                \
+    if (r == CUDA_SUCCESS) ac_check_context_created();                                             \
+    return r;                                                                                      \
+  }
+CTX_CREATE(cuCtxCreate, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev))
+CTX_CREATE(cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev), (pctx, flags, dev))
+CTX_CREATE(cuCtxCreate_v3,
+           (CUcontext * pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags,
+            CUdevice dev),
+           (pctx, paramsArray, numParams, flags, dev))
+CTX_CREATE(cuCtxCreate_v4,
+           (CUcontext * pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, CUdevice dev),
+           (pctx, ctxCreateParams, flags, dev))
+
+AC_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  AC_START_OR_FAIL(cuDevicePrimaryCtxRetain);
+  CUresult r = ac_real.cuDevicePrimaryCtxRetain(pctx, dev);
+  if (r == CUDA_SUCCESS) ac_check_primary_retained(dev);
+  return r;
+}
+
+#define CTX_END(Name, Type, Arg, How, Dev)                                                         \
+  AC_EXPORT CUresult Name(Type Arg) {                                                              \
+    AC_START_OR_FAIL(Name);                                                                        \
+    bool last = ac_check_before_context_end(How, Dev);                                             \
+    CUresult r = ac_real.Name(Arg);                                                                \
+    ac_check_context_ended(How, Dev, last, r);                                                     \
+    return r;                                                                                      \
+  }
+CTX_END(cuCtxDestroy, CUcontext, ctx, AC_CTX_DESTROY, -1)
+CTX_END(cuCtxDestroy_v2, CUcontext, ctx, AC_CTX_DESTROY, -1)
+CTX_END(cuDevicePrimaryCtxRelease, CUdevice, dev, AC_CTX_RELEASE, dev)
+CTX_END(cuDevicePrimaryCtxRelease_v2, CUdevice, dev, AC_CTX_RELEASE, dev)
+CTX_END(cuDevicePrimaryCtxReset, CUdevice, dev, AC_CTX_RESET, dev)
+CTX_END(cuDevicePrimaryCtxReset_v2, CUdevice, dev, AC_CTX_RESET, dev)

@@ -1,6 +1,7 @@
 /* interceptors_work.c - wrappers of the work that is enqueued on a stream
  * other than copies and sets (interceptors_copy.c): kernels, graphs,
- * prefetches, host functions. Thin: forward, then tell check_order.c. */
+ * prefetches, host functions, stream memory operations. Thin: forward, then
+ * tell check_order.c and kernel_args.c. */
 #include "shim.h"
 
 /* An operation on the stream Stream (an expression over the parameters). */
@@ -110,3 +111,98 @@ HOST_FUNC(cuLaunchHostFunc_ptsz, true)
   }
 CALLBACK(cuStreamAddCallback, false)
 CALLBACK(cuStreamAddCallback_ptsz, true)
+
+/* ---- stream memory operations ----
+ * Each is an operation of its stream in which the GPU reads (wait) or writes
+ * (write) one address: judged like a copy's operand, so memory attached to
+ * another stream or to the host is found there too (AC301, AC302). */
+#define VALUE_OP(Name, PerThread, Params)                                                          \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name AC_VALUE_ARGS;                                                       \
+    if (r == CUDA_SUCCESS) ac_on_copy(#Name, stream, PerThread, addr, 0);                          \
+    return r;                                                                                      \
+  }
+VALUE_OP(cuStreamWaitValue32, false, AC_VALUE32_PARAMS)
+VALUE_OP(cuStreamWaitValue32_ptsz, true, AC_VALUE32_PARAMS)
+VALUE_OP(cuStreamWaitValue32_v2, false, AC_VALUE32_PARAMS)
+VALUE_OP(cuStreamWaitValue32_v2_ptsz, true, AC_VALUE32_PARAMS)
+VALUE_OP(cuStreamWaitValue64, false, AC_VALUE64_PARAMS)
+VALUE_OP(cuStreamWaitValue64_ptsz, true, AC_VALUE64_PARAMS)
+VALUE_OP(cuStreamWaitValue64_v2, false, AC_VALUE64_PARAMS)
+VALUE_OP(cuStreamWaitValue64_v2_ptsz, true, AC_VALUE64_PARAMS)
+VALUE_OP(cuStreamWriteValue32, false, AC_VALUE32_PARAMS)
+VALUE_OP(cuStreamWriteValue32_ptsz, true, AC_VALUE32_PARAMS)
+VALUE_OP(cuStreamWriteValue32_v2, false, AC_VALUE32_PARAMS)
+VALUE_OP(cuStreamWriteValue32_v2_ptsz, true, AC_VALUE32_PARAMS)
+VALUE_OP(cuStreamWriteValue64, false, AC_VALUE64_PARAMS)
+VALUE_OP(cuStreamWriteValue64_ptsz, true, AC_VALUE64_PARAMS)
+VALUE_OP(cuStreamWriteValue64_v2, false, AC_VALUE64_PARAMS)
+VALUE_OP(cuStreamWriteValue64_v2_ptsz, true, AC_VALUE64_PARAMS)
+
+/* The address a batched operation reads or writes, or 0 (a flush, a barrier). */
+static CUdeviceptr batch_op_address(const CUstreamBatchMemOpParams *op) {
+  switch (op->operation) {
+  case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+  case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+    return op->waitValue.address;
+  case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+  case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+    return op->writeValue.address;
+  default:
+    return 0;
+  }
+}
+
+/* A batch: each operation with an address is judged in the batch's stream;
+ * a batch without one is still an operation of the stream. */
+static void on_batch_mem_op(const char *api, CUstream stream, bool per_thread, unsigned count,
+                            const CUstreamBatchMemOpParams *ops) {
+  bool judged = false;
+  for (unsigned i = 0; ops && i < count; i++) {
+    CUdeviceptr addr = batch_op_address(&ops[i]);
+    if (!addr) continue;
+    ac_on_copy(api, stream, per_thread, addr, 0);
+    judged = true;
+  }
+  if (!judged) ac_on_work(api, stream, per_thread);
+}
+
+#define BATCH_OP(Name, PerThread)                                                                  \
+  AC_EXPORT CUresult Name AC_BATCH_OP_PARAMS {                                                     \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name AC_BATCH_OP_ARGS;                                                    \
+    if (r == CUDA_SUCCESS) on_batch_mem_op(#Name, stream, PerThread, count, paramArray);           \
+    return r;                                                                                      \
+  }
+BATCH_OP(cuStreamBatchMemOp, false)
+BATCH_OP(cuStreamBatchMemOp_ptsz, true)
+BATCH_OP(cuStreamBatchMemOp_v2, false)
+BATCH_OP(cuStreamBatchMemOp_v2_ptsz, true)
+
+/* ---- more work on a stream ---- */
+WORK(cuGraphUpload, false, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
+     hStream)
+WORK(cuGraphUpload_ptsz, true, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
+     hStream)
+WORK(cuMemPrefetchBatchAsync, false, AC_PREFETCH_BATCH_PARAMS, AC_PREFETCH_BATCH_ARGS, hStream)
+WORK(cuMemPrefetchBatchAsync_ptsz, true, AC_PREFETCH_BATCH_PARAMS, AC_PREFETCH_BATCH_ARGS, hStream)
+WORK(cuMemDiscardBatchAsync, false, AC_DISCARD_BATCH_PARAMS, AC_DISCARD_BATCH_ARGS, hStream)
+WORK(cuMemDiscardBatchAsync_ptsz, true, AC_DISCARD_BATCH_PARAMS, AC_DISCARD_BATCH_ARGS, hStream)
+WORK(cuMemDiscardAndPrefetchBatchAsync, false, AC_PREFETCH_BATCH_PARAMS, AC_PREFETCH_BATCH_ARGS,
+     hStream)
+WORK(cuMemDiscardAndPrefetchBatchAsync_ptsz, true, AC_PREFETCH_BATCH_PARAMS, AC_PREFETCH_BATCH_ARGS,
+     hStream)
+
+/* ---- graphs instantiated or updated through the ABIs of CUDA 10 and 11 ---- */
+INSTANTIATE(cuGraphInstantiate, AC_INSTANTIATE_OLD_PARAMS, AC_INSTANTIATE_OLD_ARGS)
+INSTANTIATE(cuGraphInstantiate_v2, AC_INSTANTIATE_OLD_PARAMS, AC_INSTANTIATE_OLD_ARGS)
+
+AC_EXPORT CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+                                     CUgraphNode *hErrorNode_out,
+                                     CUgraphExecUpdateResult *updateResult_out) {
+  AC_START_OR_FAIL(cuGraphExecUpdate);
+  CUresult r = ac_real.cuGraphExecUpdate(hGraphExec, hGraph, hErrorNode_out, updateResult_out);
+  if (r == CUDA_SUCCESS) ac_on_graph_instantiated(hGraphExec, hGraph);
+  return r;
+}

@@ -476,3 +476,13 @@ void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool
   }
   finish(&l, &slot);
 }
+
+/* Model lock held. The handle may name another module later. */
+void ac_kernel_args_forget_module(uintptr_t module) {
+  struct module_vars *mv;
+  HASH_FIND(hh, modules, &module, sizeof module, mv);
+  if (!mv) return;
+  HASH_DEL(modules, mv);
+  free(mv->base);
+  free(mv);
+}

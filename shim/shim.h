@@ -3,6 +3,7 @@
  *
  * Layout of shim/:
  *   entrypoints.inc       the one table of wrapped entry points
+ *   driver_api.inc        every function cuda.h declares: wrapped, or why not
  *   init.c                lazy, re-entrancy-safe start-up; fork handling
  *   doors.c               dlsym and cuGetProcAddress: answers by pointer identity
  *   dlsym_x86_64.S        the exported dlsym, keeping the caller's identity
@@ -187,6 +188,20 @@ void ac_check_stream_created(CUstream stream, unsigned flags, int priority);
 void ac_check_stream_destroyed(const char *api, CUstream stream);
 void ac_check_capture_begun(CUstream stream, bool per_thread);
 void ac_check_capture_ended(CUstream stream, bool per_thread);
+/* Model lock held: every created stream ends with the context (check_stream.c). */
+void ac_check_streams_ended_locked(void);
+/* A module or library (its handle) is unloaded: its __managed__ variables end.
+ * Before the call, and after it with the driver's answer. */
+void ac_check_before_module_unload(uintptr_t module);
+void ac_check_module_unloaded(uintptr_t module, CUresult result);
+/* Contexts: with the last one the shim knows of, every allocation and stream ends. */
+void ac_check_context_created(void);
+void ac_check_primary_retained(CUdevice dev);
+enum ac_ctx_end { AC_CTX_DESTROY, AC_CTX_RELEASE, AC_CTX_RESET };
+/* Before a call that ends a context: whether it ends the last one (then the
+ * guard has let go of every allocation); ac_check_context_ended gets that back. */
+bool ac_check_before_context_end(enum ac_ctx_end how, CUdevice dev);
+void ac_check_context_ended(enum ac_ctx_end how, CUdevice dev, bool last, CUresult result);
 /* ---- check_order.c: the ordering model's events ---- */
 struct ac_op_origin_slot {
   struct ac_stream *stream;
@@ -209,6 +224,8 @@ void ac_semantics_decide(void);
 void ac_kernel_args_print_stats(void);
 /* A __managed__ variable of module (model lock held): given to its kernels. */
 void ac_kernel_args_note_variable(uintptr_t module, uintptr_t base);
+/* The module is unloaded (model lock held): its variables are no longer given. */
+void ac_kernel_args_forget_module(uintptr_t module);
 /* Graphs: the kernel nodes' arguments are read at instantiation and judged
  * against the stream of each launch. */
 void ac_on_graph_instantiated(CUgraphExec exec, CUgraph graph);

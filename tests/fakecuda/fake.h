@@ -38,6 +38,11 @@ struct fake_alloc {
 /* The allocation holding addr, or NULL. Caller holds fake_lock. */
 struct fake_alloc *fake_find_alloc(uintptr_t addr);
 CUresult fake_alloc_managed(CUdeviceptr *dptr, size_t bytes, unsigned assoc);
+/* Frees memory the driver made for itself (a module's variables) without
+ * passing through the exported cuMemFree, as the real driver does. */
+CUresult fake_free_internal(CUdeviceptr dptr);
+/* The last context ended: every allocation goes, its addresses may come back. */
+void fake_memory_end_all(void);
 
 /* ---- streams (fake_stream.c) ---- */
 struct fake_stream;
@@ -63,5 +68,7 @@ bool fake_capture_kernel(CUstream h, bool per_thread_entry, CUfunction f, void *
 CUresult fake_enqueue_work(CUstream h, bool per_thread_entry);
 /* One operation on the legacy (or per-thread) stream that the host waits for. */
 CUresult fake_sync_work(bool per_thread);
+/* The last context ended: every created stream is destroyed (handles recycled). */
+void fake_streams_end_all(void);
 
 #endif

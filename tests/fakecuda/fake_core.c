@@ -94,19 +94,57 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CU
   return CUDA_SUCCESS;
 }
 
+/* Contexts own every allocation and stream: when the last one ends (a
+ * created context destroyed, the primary context released to zero or reset)
+ * they all end, as on the real driver. */
+static int created_contexts, primary_refs;
+
+static void context_ended(void) {
+  if (created_contexts > 0 || primary_refs > 0) return;
+  fake_streams_end_all();
+  fake_memory_end_all();
+}
+
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  __atomic_add_fetch(&primary_refs, 1, __ATOMIC_SEQ_CST);
   *pctx = (CUcontext)&primary_context;
   return CUDA_SUCCESS;
 }
 
+/* The old ABIs share the body rather than call the exported _v2: the real
+ * driver calls no export of its own, and a shim in front must see one call. */
+static CUresult release_primary(CUdevice dev) {
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (primary_refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (__atomic_sub_fetch(&primary_refs, 1, __ATOMIC_SEQ_CST) == 0) context_ended();
+  return CUDA_SUCCESS;
+}
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
-  return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE;
+  return release_primary(dev);
 }
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
-  return cuDevicePrimaryCtxRelease_v2(dev);
+  return release_primary(dev);
+}
+
+/* Every allocation and stream of the primary context ends; the context
+ * stays retained and comes back on its next use. */
+static CUresult reset_primary(CUdevice dev) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (created_contexts == 0) {
+    fake_streams_end_all();
+    fake_memory_end_all();
+  }
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  return reset_primary(dev);
+}
+FAKE_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
+  return reset_primary(dev);
 }
 
 static CUresult create_context(CUcontext *pctx, CUdevice dev) {
@@ -115,6 +153,7 @@ static CUresult create_context(CUcontext *pctx, CUdevice dev) {
   if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
   struct fake_context *c = calloc(1, sizeof *c);
   if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+  __atomic_add_fetch(&created_contexts, 1, __ATOMIC_SEQ_CST);
   *pctx = (CUcontext)c;
   current_context = *pctx;
   return CUDA_SUCCESS;
@@ -133,8 +172,46 @@ FAKE_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, 
 
 FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
   if (!ctx) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx == (CUcontext)&primary_context) return CUDA_ERROR_INVALID_CONTEXT;
   if (current_context == ctx) current_context = NULL;
-  if (ctx != (CUcontext)&primary_context) free(ctx);
+  free(ctx);
+  if (__atomic_sub_fetch(&created_contexts, 1, __ATOMIC_SEQ_CST) == 0) context_ended();
+  return CUDA_SUCCESS;
+}
+
+/* ---- green contexts: a share of the device's SMs, with streams of their own ---- */
+
+FAKE_EXPORT CUresult cuDeviceGetDevResource(CUdevice dev, CUdevResource *res,
+                                            CUdevResourceType type) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!res) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (type != CU_DEV_RESOURCE_TYPE_SM) return CUDA_ERROR_INVALID_RESOURCE_TYPE;
+  memset(res, 0, sizeof *res);
+  res->type = type;
+  res->sm.smCount = 132; /* an H100 */
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *desc, CUdevResource *res,
+                                               unsigned int count) {
+  if (!desc || !res || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  *desc = (CUdevResourceDesc)calloc(1, sizeof(CUdevResource));
+  return *desc ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+FAKE_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *green, CUdevResourceDesc desc, CUdevice dev,
+                                      unsigned int flags) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!green || !desc || flags != CU_GREEN_CTX_DEFAULT_STREAM) return CUDA_ERROR_INVALID_VALUE;
+  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *green = (CUgreenCtx)calloc(1, sizeof(struct fake_context));
+  return *green ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+FAKE_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx green) {
+  if (!green) return CUDA_ERROR_INVALID_HANDLE;
+  free(green);
   return CUDA_SUCCESS;
 }
 

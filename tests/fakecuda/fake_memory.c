@@ -64,13 +64,29 @@ static uintptr_t take_small(size_t bytes) {
   return p;
 }
 
+/* The range the last large managed allocation freed: like the real driver,
+ * the next one of its size gets its address again (when nothing else took
+ * it). Caller holds fake_lock. */
+static uintptr_t freed_base;
+static size_t freed_len;
+
+static void *map_managed(size_t len) {
+  if (freed_len == len) {
+    void *again = mmap((void *)freed_base, len, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    freed_len = 0;
+    if (again == (void *)freed_base) return again;
+    if (again != MAP_FAILED) munmap(again, len); /* a kernel that took the address as a hint */
+  }
+  return map_aligned(len, PROT_READ | PROT_WRITE);
+}
+
 CUresult fake_alloc_managed(CUdeviceptr *dptr, size_t bytes, unsigned assoc) {
   uintptr_t p;
   if (bytes <= SMALL_LIMIT) {
     p = take_small(bytes);
   } else {
-    void *m = map_aligned(page_round(bytes), PROT_READ | PROT_WRITE);
-    p = (uintptr_t)m;
+    p = (uintptr_t)map_managed(page_round(bytes));
   }
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult r = record(p, bytes, FAKE_MANAGED, assoc);
@@ -119,6 +135,10 @@ static CUresult release(uintptr_t base, enum fake_mem_kind kind) {
   while ((a = *link) && !(a->base == base && a->kind == kind))
     link = &a->next;
   if (a) *link = a->next;
+  if (a && a->kind == FAKE_MANAGED && a->size > SMALL_LIMIT) {
+    freed_base = a->base;
+    freed_len = page_round(a->size);
+  }
   pthread_mutex_unlock(&fake_lock);
   if (!a) return CUDA_ERROR_INVALID_VALUE;
   /* Small managed slots are not reused, so stale pointers stay recognisable. */
@@ -128,15 +148,44 @@ static CUresult release(uintptr_t base, enum fake_mem_kind kind) {
   return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
-  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dptr == 0) return CUDA_SUCCESS;
+static enum fake_mem_kind kind_of(CUdeviceptr dptr) {
   pthread_mutex_lock(&fake_lock);
   struct fake_alloc *a = fake_find_alloc(dptr);
   enum fake_mem_kind kind = a ? a->kind : FAKE_DEVICE;
   pthread_mutex_unlock(&fake_lock);
+  return kind;
+}
+
+FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (dptr == 0) return CUDA_SUCCESS;
+  enum fake_mem_kind kind = kind_of(dptr);
   if (kind == FAKE_PINNED) return CUDA_ERROR_INVALID_VALUE;
   return release(dptr, kind);
+}
+
+CUresult fake_free_internal(CUdeviceptr dptr) {
+  return release(dptr, kind_of(dptr));
+}
+
+/* Every mapping goes, the shared regions of small allocations too, so the
+ * next context's allocations may land on the same addresses (they do on the
+ * real driver). */
+void fake_memory_end_all(void) {
+  pthread_mutex_lock(&fake_lock);
+  struct fake_alloc *a = allocs;
+  allocs = NULL;
+  small_next = small_end = 0;
+  pthread_mutex_unlock(&fake_lock);
+  while (a) {
+    struct fake_alloc *next = a->next;
+    if (a->kind == FAKE_MANAGED && a->size <= SMALL_LIMIT)
+      munmap((void *)(a->base & ~(uintptr_t)(REGION - 1)), REGION);
+    else
+      munmap((void *)a->base, page_round(a->size));
+    free(a);
+    a = next;
+  }
 }
 
 FAKE_EXPORT CUresult cuMemFreeHost(void *p) {

@@ -231,7 +231,7 @@ FAKE_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
   while (m->globals) {
     struct fake_global *g = m->globals;
     m->globals = g->next;
-    cuMemFree_v2(g->address);
+    fake_free_internal(g->address);
     free(g);
   }
   free(m);

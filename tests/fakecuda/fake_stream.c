@@ -475,12 +475,15 @@ FAKE_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node,
 }
 
 /* An executable graph is the graph itself: nothing runs. */
-FAKE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g,
-                                                 unsigned long long flags) {
-  (void)flags;
+static CUresult instantiate(CUgraphExec *exec, CUgraph g) {
   if (!exec || !g) return CUDA_ERROR_INVALID_VALUE;
   *exec = (CUgraphExec)g;
   return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g,
+                                                 unsigned long long flags) {
+  (void)flags;
+  return instantiate(exec, g);
 }
 
 FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
@@ -549,4 +552,117 @@ CUresult fake_sync_work(bool per_thread) {
   wait_for(s, enqueue(s));
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
+}
+
+/* Destroys every created stream, as the end of their context does: handles
+ * are recycled, and one used afterwards is no live stream. */
+void fake_streams_end_all(void) {
+  pthread_mutex_lock(&fake_lock);
+  while (live_streams) {
+    struct fake_stream *s = live_streams;
+    live_streams = s->next;
+    s->live = false;
+    if (s->pending_host_functions == 0) {
+      s->next = free_streams;
+      free_streams = s;
+    }
+  }
+  pthread_mutex_unlock(&fake_lock);
+}
+
+/* A green context's stream is a stream like any other; the driver requires
+ * CU_STREAM_NON_BLOCKING. */
+FAKE_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *ph, CUgreenCtx green, unsigned int flags,
+                                            int priority) {
+  if (!green) return CUDA_ERROR_INVALID_HANDLE;
+  if (flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
+  return create_stream(ph, flags, priority);
+}
+
+/* ---- stream memory operations: one operation each, which completes at once
+ * (the GPU's read or write of the address is not played) ---- */
+
+static CUresult value_op(CUstream h, bool pt, CUdeviceptr addr) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (addr == 0) return CUDA_ERROR_INVALID_VALUE;
+  return fake_enqueue_work(h, pt);
+}
+
+#define FAKE_VALUE_OP(Name, PerThread, T)                                                          \
+  FAKE_EXPORT CUresult Name(CUstream h, CUdeviceptr addr, T value, unsigned int flags) {           \
+    (void)value, (void)flags;                                                                      \
+    return value_op(h, PerThread, addr);                                                           \
+  }
+FAKE_VALUE_OP(cuStreamWaitValue32_v2, false, cuuint32_t)
+FAKE_VALUE_OP(cuStreamWaitValue32_v2_ptsz, true, cuuint32_t)
+FAKE_VALUE_OP(cuStreamWaitValue64_v2, false, cuuint64_t)
+FAKE_VALUE_OP(cuStreamWaitValue64_v2_ptsz, true, cuuint64_t)
+FAKE_VALUE_OP(cuStreamWriteValue32_v2, false, cuuint32_t)
+FAKE_VALUE_OP(cuStreamWriteValue32_v2_ptsz, true, cuuint32_t)
+FAKE_VALUE_OP(cuStreamWriteValue64_v2, false, cuuint64_t)
+FAKE_VALUE_OP(cuStreamWriteValue64_v2_ptsz, true, cuuint64_t)
+
+static CUresult batch_mem_op(CUstream h, bool pt, unsigned count,
+                             const CUstreamBatchMemOpParams *ops) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (count == 0 || !ops) return CUDA_ERROR_INVALID_VALUE;
+  return fake_enqueue_work(h, pt);
+}
+FAKE_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream h, unsigned int count,
+                                           CUstreamBatchMemOpParams *ops, unsigned int flags) {
+  (void)flags;
+  return batch_mem_op(h, false, count, ops);
+}
+FAKE_EXPORT CUresult cuStreamBatchMemOp_v2_ptsz(CUstream h, unsigned int count,
+                                                CUstreamBatchMemOpParams *ops, unsigned int flags) {
+  (void)flags;
+  return batch_mem_op(h, true, count, ops);
+}
+
+/* ---- more work on a stream ---- */
+
+/* Uploading an executable graph is an operation of the stream. */
+FAKE_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream h) {
+  if (!exec) return CUDA_ERROR_INVALID_VALUE;
+  return fake_enqueue_work(h, false);
+}
+FAKE_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream h) {
+  if (!exec) return CUDA_ERROR_INVALID_VALUE;
+  return fake_enqueue_work(h, true);
+}
+
+/* A batch of prefetches: one operation of the stream (nothing migrates here). */
+static CUresult prefetch_batch(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUstream h,
+                               bool pt) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!dptrs || !sizes || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  return fake_enqueue_work(h, pt);
+}
+FAKE_EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                             CUmemLocation *locs, size_t *loc_idxs, size_t num_locs,
+                                             unsigned long long flags, CUstream h) {
+  (void)locs, (void)loc_idxs, (void)num_locs, (void)flags;
+  return prefetch_batch(dptrs, sizes, count, h, false);
+}
+FAKE_EXPORT CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                                  CUmemLocation *locs, size_t *loc_idxs,
+                                                  size_t num_locs, unsigned long long flags,
+                                                  CUstream h) {
+  (void)locs, (void)loc_idxs, (void)num_locs, (void)flags;
+  return prefetch_batch(dptrs, sizes, count, h, true);
+}
+
+/* The instantiation ABIs of CUDA 10 and 11 (not through the exported
+ * cuGraphInstantiateWithFlags: the real driver calls no export of its own). */
+FAKE_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph g, CUgraphNode *error_node,
+                                           char *log, size_t log_size) {
+  if (error_node) *error_node = NULL;
+  if (log && log_size) log[0] = 0;
+  return instantiate(exec, g);
+}
+FAKE_EXPORT CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph g, CUgraphNode *error_node,
+                                        char *log, size_t log_size) {
+  if (error_node) *error_node = NULL;
+  if (log && log_size) log[0] = 0;
+  return instantiate(exec, g);
 }

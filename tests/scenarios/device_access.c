@@ -24,12 +24,7 @@ static void launch(CUfunction f, CUstream stream, void **args) {
   EXPECT_RC(cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, args, NULL), CUDA_SUCCESS);
 }
 static void launch_use(CUstream stream, CUdeviceptr p) {
-  void *args[] = {&p};
-  launch(use, stream, args);
-}
-static void attach_sync(CUstream stream, CUdeviceptr p, unsigned flags) {
-  EXPECT_RC(cu.cuStreamAttachMemAsync(stream, p, 0, flags), CUDA_SUCCESS);
-  EXPECT_RC(cu.cuStreamSynchronize(stream), CUDA_SUCCESS);
+  launch_with_pointer(use, stream, p);
 }
 
 /* ---- wrong ---- */

@@ -137,6 +137,19 @@ static void start_cuda(const char *door) {
   if (failures) exit(2);
 }
 
+/* One launch of f whose only argument is the pointer p. */
+static __attribute__((unused)) void launch_with_pointer(CUfunction f, CUstream stream,
+                                                        CUdeviceptr p) {
+  void *args[] = {&p};
+  EXPECT_RC(cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, args, NULL), CUDA_SUCCESS);
+}
+
+/* Attaches p to stream and waits until the attach is complete. */
+static __attribute__((unused)) void attach_sync(CUstream stream, CUdeviceptr p, unsigned flags) {
+  EXPECT_RC(cu.cuStreamAttachMemAsync(stream, p, 0, flags), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(stream), CUDA_SUCCESS);
+}
+
 /* One named case of a scenario program. */
 struct scenario_case {
   const char *name;

@@ -1,0 +1,343 @@
+/* driver_api.c - entry points beyond attach, launch and copy that change what
+ * the model must know: stream memory operations (work on their stream that
+ * reads or writes one address), the end of a context (every allocation and
+ * stream of it ends), the unloading of a module (its __managed__ variables
+ * end), and the streams of green contexts.
+ *
+ *   driver_api CASE
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "scenario.h"
+
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                          ".visible .global .attribute(.managed) .align 4 .b8 table[4096];\n"
+                          ".visible .entry use(.param .u64 p)\n{\n  ret;\n}\n"
+                          ".visible .entry uses_table()\n{\n  ret;\n}\n";
+
+static CUdevice dev;
+static CUmodule mod;
+static CUfunction use, uses_table;
+static CUstream s, t;
+static CUdeviceptr m, g;
+static volatile int sink;
+
+static void launch_use(CUstream stream, CUdeviceptr p) {
+  launch_with_pointer(use, stream, p);
+}
+static void load_module(void) {
+  EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&use, mod, "use"), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&uses_table, mod, "uses_table"), CUDA_SUCCESS);
+}
+/* The primary context, two streams, two managed allocations. */
+static void start_primary(void) {
+  start_cuda("link");
+  EXPECT_RC(cu.cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+  load_module();
+  EXPECT_RC(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamCreate(&t, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&g, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+}
+
+/* ---- stream memory operations ---- */
+
+/* wrong: the GPU writes memory single-attached to s from t (AC301) */
+static void write_value_foreign(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cuStreamWriteValue32(t, m, 1, CU_STREAM_WRITE_VALUE_DEFAULT), CUDA_SUCCESS);
+}
+/* wrong: ... or waits on it (AC301) */
+static void wait_value_foreign(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  *(volatile uint32_t *)m = 1; /* s is idle: the CPU may */
+  EXPECT_RC(cuStreamWaitValue32(t, m, 1, CU_STREAM_WAIT_VALUE_GEQ), CUDA_SUCCESS);
+}
+/* wrong: a batch's write names it (AC301) */
+static void batch_foreign(void) {
+  CUstreamBatchMemOpParams op;
+  memset(&op, 0, sizeof op);
+  op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+  op.writeValue.address = m + 64;
+  op.writeValue.value64 = 7;
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cuStreamBatchMemOp(t, 1, &op, 0), CUDA_SUCCESS);
+}
+/* wrong: a write makes its stream busy; the CPU touches GLOBAL memory (AC202) */
+static void write_value_busy_touch(void) {
+  EXPECT_RC(cuStreamWriteValue64(s, m, 1, CU_STREAM_WRITE_VALUE_DEFAULT), CUDA_SUCCESS);
+  sink = *(volatile int *)g;
+}
+/* right: the operation is in the memory's own stream, the CPU waits for it */
+static void write_value_same_stream(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cuStreamWriteValue32(s, m, 1, CU_STREAM_WRITE_VALUE_DEFAULT), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  sink = *(volatile int *)g;
+  sink = *(volatile int *)m;
+}
+
+/* ---- more work on a stream: uploads, prefetch batches ---- */
+
+/* A graph of one kernel on p, captured on capture_on. */
+static CUgraph captured(CUstream capture_on, CUdeviceptr p) {
+  CUgraph graph = NULL;
+  EXPECT_RC(cu.cuStreamBeginCapture(capture_on, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  launch_use(capture_on, p);
+  EXPECT_RC(cu.cuStreamEndCapture(capture_on, &graph), CUDA_SUCCESS);
+  return graph;
+}
+static void upload_on_s(void) {
+  CUgraphExec exec;
+  EXPECT_RC(cuGraphInstantiate(&exec, captured(t, m), 0), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphUpload(exec, s), CUDA_SUCCESS);
+}
+/* wrong: an upload is work of its stream; the CPU touches GLOBAL memory (AC202) */
+static void graph_upload_busy_touch(void) {
+  upload_on_s();
+  sink = *(volatile int *)g;
+}
+/* right: ... after the host waited for it */
+static void graph_upload_sync(void) {
+  upload_on_s();
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  sink = *(volatile int *)g;
+}
+static void prefetch_batch_on_s(void) {
+  size_t size = 1 << 20, loc_index = 0;
+  CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  EXPECT_RC(cuMemPrefetchBatchAsync(&m, &size, 1, &loc, &loc_index, 1, 0, s), CUDA_SUCCESS);
+}
+/* wrong: a prefetch batch is work of its stream (AC202) */
+static void prefetch_batch_busy_touch(void) {
+  prefetch_batch_on_s();
+  sink = *(volatile int *)g;
+}
+/* right: ... after the host waited for it */
+static void prefetch_batch_sync(void) {
+  prefetch_batch_on_s();
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  sink = *(volatile int *)g;
+}
+
+/* The instantiation ABI of CUDA 11, which cuda.h 12 and later declare only
+ * for the driver's own build; old binaries still call it. */
+CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                       CUgraphNode *phErrorNode, char *logBuffer,
+                                       size_t bufferSize);
+static void launch_old_instantiated(CUstream capture_on, CUstream launch_on) {
+  CUgraphExec exec;
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cuGraphInstantiate_v2(&exec, captured(capture_on, m), NULL, NULL, 0), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphLaunch(exec, launch_on), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(launch_on), CUDA_SUCCESS);
+}
+/* wrong: its kernel node is given memory single-attached to s, launched on t (AC301) */
+static void old_instantiate_foreign(void) {
+  launch_old_instantiated(t, t);
+}
+/* right: ... launched on s */
+static void old_instantiate_same_stream(void) {
+  launch_old_instantiated(s, s);
+}
+
+/* ---- the end of a context ----
+ * Work left outstanding (an asynchronous set on s), then the context ends:
+ * that work is over, s is gone, and the memory of the next context is the
+ * CPU's while nothing runs. */
+
+static void busy_then(CUresult (*end)(void)) {
+  EXPECT_RC(cuMemsetD32Async(m, 0, 16, s), CUDA_SUCCESS);
+  EXPECT_RC(end(), CUDA_SUCCESS);
+}
+static CUcontext created;
+static CUresult destroy_created(void) {
+  return cuCtxDestroy(created);
+}
+static CUresult reset_primary(void) {
+  return cuDevicePrimaryCtxReset(dev);
+}
+static CUresult release_primary(void) {
+  return cuDevicePrimaryCtxRelease(dev);
+}
+/* A program of its own context (cuCtxCreate), without the primary one. */
+static void start_created(void) {
+  load_driver("link");
+  EXPECT_RC(cu.cuInit(0), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuDeviceGet(&dev, 0), CUDA_SUCCESS);
+  EXPECT_RC(cuCtxCreate(&created, NULL, 0, dev), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+}
+static void next_context(bool primary) {
+  CUcontext ctx;
+  if (primary) {
+    EXPECT_RC(cu.cuDevicePrimaryCtxRetain(&ctx, dev), CUDA_SUCCESS);
+    EXPECT_RC(cu.cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+  } else {
+    EXPECT_RC(cuCtxCreate(&ctx, NULL, 0, dev), CUDA_SUCCESS);
+  }
+}
+/* right: the new context's memory, touched while nothing runs (larger than
+ * anything before, so it lands on no address the page guard once knew) */
+static void touch_next(bool primary) {
+  next_context(primary);
+  CUdeviceptr fresh;
+  EXPECT_RC(cu.cuMemAllocManaged(&fresh, 8 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  *(volatile int *)fresh = 1;
+}
+/* wrong: the old context's stream used in the new one (AC106, refused) */
+static void attach_to_gone_stream(bool primary) {
+  next_context(primary);
+  CUdeviceptr fresh;
+  EXPECT_RC(cu.cuMemAllocManaged(&fresh, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s, fresh, 0, CU_MEM_ATTACH_SINGLE),
+            CUDA_ERROR_INVALID_HANDLE);
+}
+static void ctx_destroy_touch(void) {
+  start_created();
+  busy_then(destroy_created);
+  touch_next(false);
+}
+static void ctx_destroy_gone_stream(void) {
+  start_created();
+  busy_then(destroy_created);
+  attach_to_gone_stream(false);
+}
+static void primary_reset_touch(void) {
+  start_primary();
+  busy_then(reset_primary);
+  touch_next(true);
+}
+static void primary_reset_gone_stream(void) {
+  start_primary();
+  busy_then(reset_primary);
+  attach_to_gone_stream(true);
+}
+static void primary_release_touch(void) {
+  start_primary();
+  busy_then(release_primary); /* start_cuda's one retain: the context ends */
+  touch_next(true);
+}
+
+/* ---- modules: __managed__ variables end with their module ---- */
+
+static CUdeviceptr table_of(CUmodule module) {
+  CUdeviceptr p;
+  size_t size;
+  EXPECT_RC(cu.cuModuleGetGlobal(&p, &size, module, "table"), CUDA_SUCCESS);
+  return p;
+}
+/* wrong: the variable is gone; attaching its old address is no managed memory (AC104) */
+static void module_unload_stale_attach(void) {
+  CUdeviceptr table = table_of(mod);
+  EXPECT_RC(cuModuleUnload(mod), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s, table, 0, CU_MEM_ATTACH_SINGLE), CUDA_ERROR_INVALID_VALUE);
+}
+/* A module of one large __managed__ variable (its own mapping, which the
+ * driver hands out again once the module is gone). */
+static const char frames_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .global .attribute(.managed) .align 8 .b8 frames[1048576];\n";
+static CUmodule frames_module(CUdeviceptr *frames) {
+  CUmodule module;
+  size_t size;
+  EXPECT_RC(cu.cuModuleLoadData(&module, frames_ptx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetGlobal(frames, &size, module, "frames"), CUDA_SUCCESS);
+  return module;
+}
+/* right: the variable was single-attached to s; once its module is gone, an
+ * allocation at the same address is new GLOBAL memory that t may use */
+static void module_unload_address_reused(void) {
+  CUdeviceptr frames, fresh;
+  CUmodule module = frames_module(&frames);
+  attach_sync(s, frames, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cuModuleUnload(module), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&fresh, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  if (fresh != frames) fprintf(stderr, "scenario: the address was not reused\n");
+  EXPECT_RC(cuMemsetD32Async(fresh, 0, 16, t), CUDA_SUCCESS);
+}
+/* wrong: another module's variable stays known: single-attached to s, set on t (AC301) */
+static void module_unload_other_foreign(void) {
+  CUdeviceptr frames;
+  frames_module(&frames);
+  table_of(mod);
+  attach_sync(s, frames, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cuModuleUnload(mod), CUDA_SUCCESS);
+  EXPECT_RC(cuMemsetD32Async(frames, 0, 16, t), CUDA_SUCCESS);
+}
+
+/* ---- green contexts: their streams are streams ---- */
+
+static CUstream green_stream(void) {
+  CUdevResource sms;
+  CUdevResourceDesc desc;
+  CUgreenCtx green;
+  CUstream gs;
+  EXPECT_RC(cuDeviceGetDevResource(dev, &sms, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
+  EXPECT_RC(cuDevResourceGenerateDesc(&desc, &sms, 1), CUDA_SUCCESS);
+  EXPECT_RC(cuGreenCtxCreate(&green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_SUCCESS);
+  EXPECT_RC(cuGreenCtxStreamCreate(&gs, green, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
+  return gs;
+}
+/* right: memory single-attached to a green context's idle stream is the
+ * CPU's while another stream works (an unknown stream would have left it
+ * GLOBAL, and the touch AC202) */
+static void green_stream_attach(void) {
+  CUstream gs = green_stream();
+  attach_sync(gs, m, CU_MEM_ATTACH_SINGLE);
+  launch_use(t, g);
+  *(volatile int *)m = 1;
+}
+/* wrong: ... and used from another stream (AC301) */
+static void green_stream_foreign(void) {
+  CUstream gs = green_stream();
+  attach_sync(gs, m, CU_MEM_ATTACH_SINGLE);
+  launch_use(t, m);
+}
+
+static const struct scenario_case cases[] = {
+    {"write_value_foreign", write_value_foreign},
+    {"wait_value_foreign", wait_value_foreign},
+    {"batch_foreign", batch_foreign},
+    {"write_value_busy_touch", write_value_busy_touch},
+    {"write_value_same_stream", write_value_same_stream},
+    {"graph_upload_busy_touch", graph_upload_busy_touch},
+    {"graph_upload_sync", graph_upload_sync},
+    {"prefetch_batch_busy_touch", prefetch_batch_busy_touch},
+    {"prefetch_batch_sync", prefetch_batch_sync},
+    {"old_instantiate_foreign", old_instantiate_foreign},
+    {"old_instantiate_same_stream", old_instantiate_same_stream},
+    {"ctx_destroy_touch", ctx_destroy_touch},
+    {"ctx_destroy_gone_stream", ctx_destroy_gone_stream},
+    {"primary_reset_touch", primary_reset_touch},
+    {"primary_reset_gone_stream", primary_reset_gone_stream},
+    {"primary_release_touch", primary_release_touch},
+    {"module_unload_stale_attach", module_unload_stale_attach},
+    {"module_unload_address_reused", module_unload_address_reused},
+    {"module_unload_other_foreign", module_unload_other_foreign},
+    {"green_stream_attach", green_stream_attach},
+    {"green_stream_foreign", green_stream_foreign},
+};
+
+/* Cases that make their own start (a context of their own, or its end). */
+static bool starts_itself(void (*run)(void)) {
+  return run == ctx_destroy_touch || run == ctx_destroy_gone_stream || run == primary_reset_touch ||
+         run == primary_reset_gone_stream || run == primary_release_touch;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s CASE\n", argv[0]);
+    return 2;
+  }
+  const struct scenario_case *c =
+      find_case(cases, sizeof cases / sizeof cases[0], argv[0], argv[1]);
+  if (!c) return 2;
+  if (!starts_itself(c->run)) start_primary();
+  c->run();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  return finish();
+}
