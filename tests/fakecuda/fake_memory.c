@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "fake.h"
 
@@ -29,8 +30,12 @@ static void *map_aligned(size_t bytes, int prot) {
   return (void *)aligned;
 }
 
+/* Rounds up to the page size of the machine: 4 KiB on x86-64, 4, 16 or
+ * 64 KiB on aarch64 kernels (Jetson and Grace kernels often use 64 KiB). */
 static size_t page_round(size_t n) {
-  return (n + 4095) & ~(size_t)4095;
+  static size_t page;
+  if (!page) page = (size_t)sysconf(_SC_PAGESIZE);
+  return (n + page - 1) & ~(page - 1);
 }
 
 static CUresult record(uintptr_t base, size_t size, enum fake_mem_kind kind, unsigned assoc) {
