@@ -100,6 +100,10 @@ static void judge(void *arg) {
   uintptr_t pc = 0;
 #endif
   f->claim = ac_guard_on_fault(f->info->si_addr, is_write, pc, f->uc);
+  /* Managed memory that faults again once the guard let it go is refused by
+   * the driver itself (a Jetson's GPU owns it while work is pending): the
+   * retries may end in the genuine crash, so what was found goes out first. */
+  if (f->claim == AC_GUARD_RETRY) ac_guard_wait_reported(1000);
 }
 
 /* Runs fn(arg) on the thread's private stack when there is one to switch to. */

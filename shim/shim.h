@@ -253,6 +253,10 @@ void ac_guard_reporter_start(void);
 void ac_guard_reporter_after_fork_child(void);
 /* Reports what the signal handler found (normal context). */
 void ac_guard_drain(void);
+/* From the SIGSEGV handler, before a fault the guard cannot resolve may kill
+ * the process: waits up to max_ms for the reporter to have written every
+ * finding of the ring. Async-signal-safe. */
+void ac_guard_wait_reported(int max_ms);
 /* interceptors_signal.c */
 void ac_signal_install_guard_handler(void);
 /* One line on stderr, prefixed "==attachcheck== ". */

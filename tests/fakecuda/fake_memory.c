@@ -61,6 +61,7 @@ static uintptr_t take_small(size_t bytes) {
   if (small_next == 0 || small_next + step > small_end) {
     void *region = map_aligned(REGION, PROT_READ | PROT_WRITE);
     if (!region) return 0;
+    fake_managed_mapped((uintptr_t)region, REGION);
     small_next = (uintptr_t)region;
     small_end = small_next + REGION;
   }
@@ -76,6 +77,7 @@ CUresult fake_alloc_managed(CUdeviceptr *dptr, size_t bytes, unsigned assoc) {
   } else {
     void *m = map_aligned(page_round(bytes), PROT_READ | PROT_WRITE);
     p = (uintptr_t)m;
+    if (m) fake_managed_mapped(p, page_round(bytes));
   }
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult r = record(p, bytes, FAKE_MANAGED, assoc);
@@ -127,8 +129,10 @@ static CUresult release(uintptr_t base, enum fake_mem_kind kind) {
   pthread_mutex_unlock(&fake_lock);
   if (!a) return CUDA_ERROR_INVALID_VALUE;
   /* Small managed slots are not reused, so stale pointers stay recognisable. */
-  if (a->kind != FAKE_MANAGED || a->size > SMALL_LIMIT)
+  if (a->kind != FAKE_MANAGED || a->size > SMALL_LIMIT) {
+    if (a->kind == FAKE_MANAGED) fake_managed_unmapped(a->base);
     munmap((void *)a->base, page_round(a->size));
+  }
   free(a);
   return CUDA_SUCCESS;
 }
