@@ -178,7 +178,9 @@ void ac_check_freed(CUdeviceptr base, uint64_t serial, CUresult result);
 /* What kind of memory ptr is, asking the driver once if the model does not know. */
 enum ac_mem_kind ac_check_classify(CUdeviceptr ptr);
 void ac_check_stream_created(CUstream stream, unsigned flags, int priority);
-void ac_check_stream_destroyed(const char *api, CUstream stream);
+/* Before a destroy is forwarded: the serial of the stream the handle names. */
+uint64_t ac_check_stream_to_destroy(CUstream stream);
+void ac_check_stream_destroyed(const char *api, CUstream stream, uint64_t serial);
 void ac_check_capture_begun(CUstream stream, bool per_thread);
 void ac_check_capture_ended(CUstream stream, bool per_thread);
 /* ---- check_order.c: the ordering model's events ---- */
