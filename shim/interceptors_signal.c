@@ -27,6 +27,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "fault_esr.h"
 #include "shim.h"
 
 static __typeof__(&sigaction) real_sigaction;
@@ -62,38 +63,15 @@ struct fault {
   enum ac_guard_claim claim;
 };
 
-#if defined(__aarch64__)
-/* Whether the faulting access wrote, from the exception syndrome the kernel
- * leaves among the frame's records (asm/sigcontext.h's esr_context): a data
- * abort (class 0x24, 0x25) with WnR set and not a cache maintenance op. A
- * frame without one (qemu-user's) is judged as a write, the stricter. */
-static bool aarch64_fault_is_write(const ucontext_t *uc) {
-  const unsigned char *p = uc->uc_mcontext.__reserved;
-  const unsigned char *end = p + sizeof uc->uc_mcontext.__reserved;
-  while (p + sizeof(struct _aarch64_ctx) <= end) {
-    struct _aarch64_ctx head;
-    memcpy(&head, p, sizeof head);
-    if (head.magic == 0 || head.size < sizeof head || head.size > (size_t)(end - p)) break;
-    if (head.magic == ESR_MAGIC && head.size >= sizeof(struct esr_context)) {
-      struct esr_context esr;
-      memcpy(&esr, p, sizeof esr);
-      unsigned ec = (unsigned)(esr.esr >> 26) & 0x3f;
-      if (ec != 0x24 && ec != 0x25) return true;
-      return (esr.esr & (1u << 6)) && !(esr.esr & (1u << 8)); /* WnR, CM */
-    }
-    p += head.size;
-  }
-  return true;
-}
-#endif
-
 static void judge(void *arg) {
   struct fault *f = arg;
 #if defined(__x86_64__)
   bool is_write = (f->uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
   uintptr_t pc = (uintptr_t)f->uc->uc_mcontext.gregs[REG_RIP];
 #elif defined(__aarch64__)
-  bool is_write = aarch64_fault_is_write(f->uc);
+  /* Where the frame does not say (qemu-user), judged as a write, the stricter. */
+  bool is_write = ac_esr_fault_is_write(f->uc->uc_mcontext.__reserved,
+                                        sizeof f->uc->uc_mcontext.__reserved) != 0;
   uintptr_t pc = (uintptr_t)f->uc->uc_mcontext.pc;
 #else
   bool is_write = true; /* not told: judged as the stricter of the two */
