@@ -116,6 +116,13 @@ struct ac_stream *ac_model_stream_created(struct ac_model *m, uintptr_t handle, 
                                           int priority);
 /* Marks the live stream with this handle destroyed; returns it, or NULL. */
 struct ac_stream *ac_model_stream_destroyed(struct ac_model *m, uintptr_t handle);
+/* The serial of the live stream with this handle, or 0. */
+uint64_t ac_model_live_stream_serial(struct ac_model *m, uintptr_t handle);
+/* The same, only if that stream is still the one with this serial: the driver
+ * recycles a handle the moment it is destroyed, so another thread may have
+ * created a stream with it before the destroying thread records the destroy. */
+struct ac_stream *ac_model_stream_destroyed_if(struct ac_model *m, uintptr_t handle,
+                                               uint64_t serial);
 /* What a stream argument refers to. per_thread_entry is true for _ptsz/_ptds
  * entry points and pointers obtained with the per-thread flag, where handle 0
  * means the calling thread's default stream. A handle the model never saw is

@@ -63,12 +63,23 @@ struct ac_stream *ac_model_stream_created(struct ac_model *m, uintptr_t handle, 
   return s;
 }
 
-struct ac_stream *ac_model_stream_destroyed(struct ac_model *m, uintptr_t handle) {
+uint64_t ac_model_live_stream_serial(struct ac_model *m, uintptr_t handle) {
   struct stream_slot *slot;
   HASH_FIND(hh, m->streams, &handle, sizeof handle, slot);
-  if (!slot || !slot->stream->live) return NULL;
+  return slot && slot->stream->live ? slot->stream->serial : 0;
+}
+
+struct ac_stream *ac_model_stream_destroyed_if(struct ac_model *m, uintptr_t handle,
+                                               uint64_t serial) {
+  struct stream_slot *slot;
+  HASH_FIND(hh, m->streams, &handle, sizeof handle, slot);
+  if (!slot || !slot->stream->live || slot->stream->serial != serial) return NULL;
   slot->stream->live = false;
   return slot->stream;
+}
+
+struct ac_stream *ac_model_stream_destroyed(struct ac_model *m, uintptr_t handle) {
+  return ac_model_stream_destroyed_if(m, handle, ac_model_live_stream_serial(m, handle));
 }
 
 static struct ac_stream *per_thread_stream(struct ac_model *m, uint64_t thread) {

@@ -22,13 +22,21 @@ static void collect(struct ac_finding *f, void *ctx) {
   if (AC_GROW(notes->f, notes->n, notes->cap, 4)) notes->f[notes->n++] = *f;
 }
 
+uint64_t ac_check_stream_to_destroy(CUstream stream) {
+  ac_model_enter();
+  uint64_t serial = ac_model_live_stream_serial(ac_model, (uintptr_t)stream);
+  ac_model_leave();
+  return serial;
+}
+
 /* cuStreamDestroy does not synchronise: the stream's work stays outstanding,
  * and memory single-attached to it reverts to its default association once
- * that work is complete (AC402, a note for each). */
-void ac_check_stream_destroyed(const char *api, CUstream stream) {
+ * that work is complete (AC402, a note for each). serial is the stream the
+ * handle named before the call: by now it may name another thread's new one. */
+void ac_check_stream_destroyed(const char *api, CUstream stream, uint64_t serial) {
   struct notes notes = {0};
   ac_model_enter();
-  struct ac_stream *s = ac_model_stream_destroyed(ac_model, (uintptr_t)stream);
+  struct ac_stream *s = ac_model_stream_destroyed_if(ac_model, (uintptr_t)stream, serial);
   if (s) ac_judge_stream_destroyed(ac_model, s, collect, &notes);
   ac_guard_refresh_locked();
   ac_model_leave();

@@ -73,6 +73,9 @@ void ac_guard_ring_commit_locked(void) {
 /* Held while a batch is reported, so the exit-time drain waits for a batch the
  * reporter thread has taken but not yet written. */
 static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Batches taken from the ring and not yet written (atomic): the handler's
+ * wait below reads it without a lock. */
+static int batches_in_flight;
 
 void ac_guard_drain(void) {
   static struct ac_finding batch[RING_SIZE];
@@ -80,9 +83,10 @@ void ac_guard_drain(void) {
   unsigned long lost;
   pthread_mutex_lock(&drain_lock);
   ac_model_enter();
+  __atomic_add_fetch(&batches_in_flight, 1, __ATOMIC_ACQ_REL);
   n = ring_count;
   memcpy(batch, ring, n * sizeof batch[0]);
-  ring_count = 0;
+  __atomic_store_n(&ring_count, 0, __ATOMIC_RELEASE);
   drained += n;
   lost = dropped;
   dropped = 0;
@@ -90,7 +94,18 @@ void ac_guard_drain(void) {
   for (size_t i = 0; i < n; i++)
     ac_emit_finding(&batch[i], AC_DRIVER_RETURNED, CUDA_SUCCESS);
   if (lost) ac_log("%lu CPU accesses were not judged: the reporter could not keep up", lost);
+  __atomic_sub_fetch(&batches_in_flight, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock(&drain_lock);
+}
+
+void ac_guard_wait_reported(int max_ms) {
+  for (int waited = 0; waited < max_ms && wake_pipe[1] >= 0; waited++) {
+    if (__atomic_load_n(&ring_count, __ATOMIC_ACQUIRE) == 0 &&
+        __atomic_load_n(&batches_in_flight, __ATOMIC_ACQUIRE) == 0)
+      return;
+    wake_reporter();
+    sleep_one_ms();
+  }
 }
 
 static void *reporter(void *unused) {

@@ -27,6 +27,7 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include "fault_esr.h"
 #include "shim.h"
 
 static __typeof__(&sigaction) real_sigaction;
@@ -67,16 +68,25 @@ static void judge(void *arg) {
 #if defined(__x86_64__)
   bool is_write = (f->uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;
   uintptr_t pc = (uintptr_t)f->uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  /* Where the frame does not say (qemu-user), judged as a write, the stricter. */
+  bool is_write = ac_esr_fault_is_write(f->uc->uc_mcontext.__reserved,
+                                        sizeof f->uc->uc_mcontext.__reserved) != 0;
+  uintptr_t pc = (uintptr_t)f->uc->uc_mcontext.pc;
 #else
   bool is_write = true; /* not told: judged as the stricter of the two */
   uintptr_t pc = 0;
 #endif
   f->claim = ac_guard_on_fault(f->info->si_addr, is_write, pc, f->uc);
+  /* Managed memory that faults again once the guard let it go is refused by
+   * the driver itself (a Jetson's GPU owns it while work is pending): the
+   * retries may end in the genuine crash, so what was found goes out first. */
+  if (f->claim == AC_GUARD_RETRY) ac_guard_wait_reported(1000);
 }
 
 /* Runs fn(arg) on the thread's private stack when there is one to switch to. */
 static void run_on_private_stack(void (*fn)(void *), void *arg) {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
   if (!private_stack && !on_private_stack) {
     void *p = (void *)syscall(SYS_mmap, NULL, PRIVATE_STACK_SIZE, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -85,6 +95,7 @@ static void run_on_private_stack(void (*fn)(void *), void *arg) {
   if (private_stack && !on_private_stack) {
     on_private_stack = true;
     uintptr_t top = ((uintptr_t)private_stack + PRIVATE_STACK_SIZE) & ~(uintptr_t)15;
+#if defined(__x86_64__)
     /* rbx keeps the interrupted stack pointer across the call (callee-saved). */
     __asm__ volatile("mov %%rsp, %%rbx\n\t"
                      "mov %[top], %%rsp\n\t"
@@ -95,6 +106,25 @@ static void run_on_private_stack(void (*fn)(void *), void *arg) {
                      : "rbx", "rdx", "rsi", "r8", "r9", "r10", "r11", "memory", "cc", "xmm0",
                        "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
                        "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+#else
+    /* x19 keeps the interrupted stack pointer across the call (callee-saved);
+     * the clobbers are what AAPCS64 lets fn change: x0-x18, x30 and the
+     * vector registers (of v8-v15 fn keeps only the low halves). */
+    register void (*fn_reg)(void *) __asm__("x16") = fn;
+    register void *arg_reg __asm__("x0") = arg;
+    register uintptr_t top_reg __asm__("x17") = top;
+    __asm__ volatile("mov x19, sp\n\t"
+                     "mov sp, %[top]\n\t"
+                     "blr %[fn]\n\t"
+                     "mov sp, x19"
+                     : [fn] "+r"(fn_reg), "+r"(arg_reg), [top] "+r"(top_reg)
+                     :
+                     : "x1", "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12",
+                       "x13", "x14", "x15", "x18", "x19", "x30", "memory", "cc", "v0", "v1", "v2",
+                       "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13", "v14",
+                       "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24", "v25",
+                       "v26", "v27", "v28", "v29", "v30", "v31");
+#endif
     on_private_stack = false;
     return;
   }

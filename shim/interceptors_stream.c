@@ -29,8 +29,9 @@ AC_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int f
 #define DESTROY(Name)                                                                              \
   AC_EXPORT CUresult Name(CUstream hStream) {                                                      \
     AC_START_OR_FAIL(Name);                                                                        \
+    uint64_t serial = ac_check_stream_to_destroy(hStream);                                         \
     CUresult r = ac_real.Name(hStream);                                                            \
-    if (r == CUDA_SUCCESS) ac_check_stream_destroyed(#Name, hStream);                              \
+    if (r == CUDA_SUCCESS) ac_check_stream_destroyed(#Name, hStream, serial);                      \
     return r;                                                                                      \
   }
 DESTROY(cuStreamDestroy)

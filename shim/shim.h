@@ -185,7 +185,9 @@ void ac_check_freed(CUdeviceptr base, uint64_t serial, CUresult result);
 /* What kind of memory ptr is, asking the driver once if the model does not know. */
 enum ac_mem_kind ac_check_classify(CUdeviceptr ptr);
 void ac_check_stream_created(CUstream stream, unsigned flags, int priority);
-void ac_check_stream_destroyed(const char *api, CUstream stream);
+/* Before a destroy is forwarded: the serial of the stream the handle names. */
+uint64_t ac_check_stream_to_destroy(CUstream stream);
+void ac_check_stream_destroyed(const char *api, CUstream stream, uint64_t serial);
 void ac_check_capture_begun(CUstream stream, bool per_thread);
 void ac_check_capture_ended(CUstream stream, bool per_thread);
 /* Model lock held: every created stream ends with the context (check_stream.c). */
@@ -276,6 +278,10 @@ void ac_guard_reporter_start(void);
 void ac_guard_reporter_after_fork_child(void);
 /* Reports what the signal handler found (normal context). */
 void ac_guard_drain(void);
+/* From the SIGSEGV handler, before a fault the guard cannot resolve may kill
+ * the process: waits up to max_ms for the reporter to have written every
+ * finding of the ring. Async-signal-safe. */
+void ac_guard_wait_reported(int max_ms);
 /* interceptors_signal.c */
 void ac_signal_install_guard_handler(void);
 /* One line on stderr, prefixed "==attachcheck== ". */

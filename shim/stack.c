@@ -34,6 +34,12 @@ static __typeof__(&unw_step) unwind_step;
 static __typeof__(&unw_get_reg) unwind_get_reg;
 static const void *shim_base;
 
+/* libunwind.h renames its local-unwinding functions per processor
+ * (unw_step is _ULx86_64_step or _ULaarch64_step): the exported name is the
+ * macro's expansion, as a string. */
+#define EXPORTED_NAME_OF(expanded) #expanded
+#define EXPORTED_NAME(fn) EXPORTED_NAME_OF(fn)
+
 /* dlopen of name, from the shim's own folder first. */
 static void *open_beside_shim(const char *dir, const char *name) {
   char path[PATH_MAX];
@@ -77,9 +83,10 @@ void ac_stack_start(void) {
   void *h = open_beside_shim(dir[0] ? dir : NULL, "libunwind.so.8");
   if (h) {
     unwind_backtrace = (unw_backtrace_fn)ac_real_dlsym(h, "unw_backtrace");
-    unwind_init_local2 = (__typeof__(unwind_init_local2))ac_real_dlsym(h, "_ULx86_64_init_local2");
-    unwind_step = (__typeof__(unwind_step))ac_real_dlsym(h, "_ULx86_64_step");
-    unwind_get_reg = (__typeof__(unwind_get_reg))ac_real_dlsym(h, "_ULx86_64_get_reg");
+    unwind_init_local2 =
+        (__typeof__(unwind_init_local2))ac_real_dlsym(h, EXPORTED_NAME(unw_init_local2));
+    unwind_step = (__typeof__(unwind_step))ac_real_dlsym(h, EXPORTED_NAME(unw_step));
+    unwind_get_reg = (__typeof__(unwind_get_reg))ac_real_dlsym(h, EXPORTED_NAME(unw_get_reg));
   }
   if (!unwind_backtrace) ac_log("warning: libunwind.so.8 not found; findings have no stacks");
   /* libunwind checks that memory is readable by writing it to a pipe, which

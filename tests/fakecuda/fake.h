@@ -26,6 +26,23 @@ _Noreturn void fake_crash_like_the_driver(void);
 
 int fake_device_attribute(CUdevice_attribute attr);
 
+/* ---- the device played (fake_profile.c): FAKECUDA_PROFILE ---- */
+enum fake_profile {
+  FAKE_PROFILE_H100,
+  FAKE_PROFILE_TEGRA,
+  FAKE_PROFILE_GRACE,
+  FAKE_PROFILE_UNKNOWN
+};
+enum fake_profile fake_profile(void);
+/* Managed memory mapped at base (len bytes) or unmapped; fake_lock held. */
+void fake_managed_mapped(uintptr_t base, size_t len);
+void fake_managed_unmapped(uintptr_t base);
+/* Work was enqueued behind pending work; the host synchronised and work_pending
+ * says whether any is still pending. The tegra profile takes managed memory
+ * from the CPU between the two. */
+void fake_work_pending(void);
+void fake_host_synchronized(bool work_pending);
+
 /* ---- memory (fake_memory.c) ---- */
 enum fake_mem_kind { FAKE_MANAGED, FAKE_DEVICE, FAKE_PINNED };
 struct fake_alloc {

@@ -1,5 +1,6 @@
 /* fake_core.c - initialisation, devices, contexts, error names. */
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,11 @@ _Noreturn void fake_crash_like_the_driver(void) {
 
 FAKE_EXPORT CUresult cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (fake_profile() == FAKE_PROFILE_UNKNOWN) {
+    fprintf(stderr, "fakecuda: FAKECUDA_PROFILE=%s: no such device (h100, tegra, grace)\n",
+            getenv("FAKECUDA_PROFILE"));
+    return CUDA_ERROR_NO_DEVICE;
+  }
   fake_initialized = true;
   return CUDA_SUCCESS;
 }
@@ -55,26 +61,31 @@ FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
-/* The H100's values (docs/driver-facts.md), each overridable by FAKECUDA_<NAME>. */
-static int attribute_or_env(const char *env, int h100_value) {
+/* The profile's value (the H100's: docs/driver-facts.md), overridable by FAKECUDA_<NAME>. */
+static int attribute_or_env(const char *env, int profile_value) {
   const char *v = getenv(env);
-  return v && *v ? atoi(v) : h100_value;
+  return v && *v ? atoi(v) : profile_value;
 }
 
 int fake_device_attribute(CUdevice_attribute attr) {
+  enum fake_profile p = fake_profile();
   switch (attr) {
   case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
-    return attribute_or_env("FAKECUDA_CONCURRENT_MANAGED_ACCESS", 1);
+    return attribute_or_env("FAKECUDA_CONCURRENT_MANAGED_ACCESS", p != FAKE_PROFILE_TEGRA);
   case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
-    return attribute_or_env("FAKECUDA_PAGEABLE_MEMORY_ACCESS", 0);
+    return attribute_or_env("FAKECUDA_PAGEABLE_MEMORY_ACCESS", p == FAKE_PROFILE_GRACE);
+  case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
+    return p == FAKE_PROFILE_GRACE;
+  case CU_DEVICE_ATTRIBUTE_INTEGRATED:
+    return p == FAKE_PROFILE_TEGRA;
   case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
     return 1;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-    return 9;
+    return p == FAKE_PROFILE_TEGRA ? 8 : 9; /* Orin: 8.7 */
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-    return 0;
+    return p == FAKE_PROFILE_TEGRA ? 7 : 0;
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-    return 132;
+    return p == FAKE_PROFILE_TEGRA ? 16 : 132;
   case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
     return 1024;
   case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
@@ -245,6 +256,7 @@ static const struct error_name error_names[] = {
     {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
     {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
     {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
     {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE", "device kernel image is invalid"},
     {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},

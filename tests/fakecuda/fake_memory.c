@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "fake.h"
 
@@ -29,8 +30,12 @@ static void *map_aligned(size_t bytes, int prot) {
   return (void *)aligned;
 }
 
+/* Rounds up to the page size of the machine: 4 KiB on x86-64, 4, 16 or
+ * 64 KiB on aarch64 kernels (Jetson and Grace kernels often use 64 KiB). */
 static size_t page_round(size_t n) {
-  return (n + 4095) & ~(size_t)4095;
+  static size_t page;
+  if (!page) page = (size_t)sysconf(_SC_PAGESIZE);
+  return (n + page - 1) & ~(page - 1);
 }
 
 static CUresult record(uintptr_t base, size_t size, enum fake_mem_kind kind, unsigned assoc) {
@@ -56,6 +61,7 @@ static uintptr_t take_small(size_t bytes) {
   if (small_next == 0 || small_next + step > small_end) {
     void *region = map_aligned(REGION, PROT_READ | PROT_WRITE);
     if (!region) return 0;
+    fake_managed_mapped((uintptr_t)region, REGION);
     small_next = (uintptr_t)region;
     small_end = small_next + REGION;
   }
@@ -86,7 +92,9 @@ CUresult fake_alloc_managed(CUdeviceptr *dptr, size_t bytes, unsigned assoc) {
   if (bytes <= SMALL_LIMIT) {
     p = take_small(bytes);
   } else {
-    p = (uintptr_t)map_managed(page_round(bytes));
+    void *m = map_managed(page_round(bytes));
+    p = (uintptr_t)m;
+    if (m) fake_managed_mapped(p, page_round(bytes));
   }
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult r = record(p, bytes, FAKE_MANAGED, assoc);
@@ -142,8 +150,10 @@ static CUresult release(uintptr_t base, enum fake_mem_kind kind) {
   pthread_mutex_unlock(&fake_lock);
   if (!a) return CUDA_ERROR_INVALID_VALUE;
   /* Small managed slots are not reused, so stale pointers stay recognisable. */
-  if (a->kind != FAKE_MANAGED || a->size > SMALL_LIMIT)
+  if (a->kind != FAKE_MANAGED || a->size > SMALL_LIMIT) {
+    if (a->kind == FAKE_MANAGED) fake_managed_unmapped(a->base);
     munmap((void *)a->base, page_round(a->size));
+  }
   free(a);
   return CUDA_SUCCESS;
 }

@@ -45,6 +45,12 @@ static __thread struct fake_stream per_thread_stream = {.magic = STREAM_MAGIC, .
 static pthread_cond_t progress = PTHREAD_COND_INITIALIZER;
 static struct host_task *tasks_head, *tasks_tail;
 static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
+static unsigned host_functions_pending; /* on every stream */
+
+/* The host observed completion; caller holds fake_lock. */
+static void host_synchronized(void) {
+  fake_host_synchronized(host_functions_pending != 0);
+}
 
 bool fake_stream_is_null(CUstream h, bool per_thread_entry) {
   return h == NULL && !per_thread_entry;
@@ -85,6 +91,7 @@ static void *host_function_thread(void *unused) {
     pthread_mutex_lock(&fake_lock);
     struct fake_stream *s = t->stream;
     s->pending_host_functions--;
+    host_functions_pending--;
     /* Work after this host function completes up to the next one still queued. */
     uint64_t until = s->enqueued;
     for (struct host_task *n = tasks_head; n; n = n->next)
@@ -141,6 +148,8 @@ static CUresult enqueue_host_function(CUstream h, bool per_thread_entry, CUhostF
     return CUDA_SUCCESS;
   }
   s->pending_host_functions++;
+  host_functions_pending++;
+  fake_work_pending();
   t->stream = s;
   t->seq = enqueue(s);
   t->fn = fn;
@@ -250,6 +259,7 @@ static CUresult stream_synchronize(CUstream h, bool pt) {
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, pt);
   wait_for(s, s->enqueued);
+  host_synchronized();
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
@@ -265,6 +275,7 @@ static CUresult stream_query(CUstream h, bool pt) {
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, pt);
   CUresult r = s->completed == s->enqueued ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  if (r == CUDA_SUCCESS) host_synchronized();
   pthread_mutex_unlock(&fake_lock);
   return r;
 }
@@ -282,6 +293,7 @@ FAKE_EXPORT CUresult cuCtxSynchronize(void) {
     pthread_cond_wait(&progress, &fake_lock);
   for (struct fake_stream *s = live_streams; s; s = s->next)
     wait_for(s, s->enqueued);
+  host_synchronized();
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
@@ -342,6 +354,7 @@ FAKE_EXPORT CUresult cuEventSynchronize(CUevent h) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_lock);
   if (e->stream) wait_for(e->stream, e->seq);
+  host_synchronized();
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
@@ -351,6 +364,7 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent h) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_lock);
   CUresult r = !e->stream || e->stream->completed >= e->seq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  if (r == CUDA_SUCCESS) host_synchronized();
   pthread_mutex_unlock(&fake_lock);
   return r;
 }
@@ -550,6 +564,7 @@ CUresult fake_sync_work(bool per_thread) {
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = per_thread ? &per_thread_stream : &legacy_stream;
   wait_for(s, enqueue(s));
+  host_synchronized();
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }

@@ -102,6 +102,23 @@ static void test_stream_handles_are_reused(void) {
   ac_model_destroy(m);
 }
 
+/* Thread A destroys handle H; the driver hands H to thread B's new stream
+ * before A records the destroy: A's record must not end B's stream. */
+static void test_destroy_recorded_after_reuse(void) {
+  struct ac_model *m = ac_model_create();
+  struct ac_stream *a = ac_model_stream_created(m, 0x5000, 0, 0);
+  uint64_t serial = ac_model_live_stream_serial(m, 0x5000);
+  CHECK(serial == a->serial);
+  struct ac_stream *b = ac_model_stream_created(m, 0x5000, 0, 0); /* B, after the real destroy */
+  CHECK(ac_model_stream_destroyed_if(m, 0x5000, serial) == NULL); /* A's late record */
+  struct ac_stream_ref r = ac_model_resolve_stream(m, 0x5000, false, 2);
+  CHECK(r.kind == AC_STREAM_CREATED && r.stream == b && b->live);
+  CHECK(ac_model_stream_destroyed_if(m, 0x5000, b->serial) == b); /* B's own destroy */
+  r = ac_model_resolve_stream(m, 0x5000, false, 2);
+  CHECK(r.kind == AC_STREAM_DESTROYED);
+  ac_model_destroy(m);
+}
+
 static void test_special_stream_handles(void) {
   struct ac_model *m = ac_model_create();
   struct ac_stream_ref r = ac_model_resolve_stream(m, 0, false, 7);
@@ -154,6 +171,7 @@ int main(void) {
   test_dense_granule();
   test_serials_are_unique();
   test_stream_handles_are_reused();
+  test_destroy_recorded_after_reuse();
   test_special_stream_handles();
   return TEST_SUMMARY("test_model");
 }
