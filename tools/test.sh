@@ -4,7 +4,8 @@
 # contract, the entry table, the Python clients; then the unit tests again
 # under AddressSanitizer and UndefinedBehaviorSanitizer, with a short run of
 # each libFuzzer target and the scenarios and transparency cases over a
-# sanitized shim (with its lock-order checks); then the clang-format check. No
+# sanitized shim (with its lock-order checks); the aarch64 cross build and its
+# tests under qemu; then the clang-format check. No
 # GPU needed, no git checkout either (a copy of the sources will do). Network:
 # Debian's mirror for missing packages, and PyPI for the Python client tests
 # only - without it they are skipped, with a line.
@@ -13,6 +14,9 @@ cd "$(dirname "$0")/.."
 tools/build.sh build --python-clients
 echo "== the tests (ctest)"
 (cd build && ctest --output-on-failure -j "$(nproc)")
+
+echo "== aarch64: cross-built, the tests under qemu (docs/platforms.md)"
+tools/cross-aarch64.sh
 
 echo "== unit tests, fuzz targets (docs/fuzzing.md), shim scenarios under ASan+UBSan"
 tools/build.sh build-asan -DATTACHCHECK_SANITIZE=ON -DCMAKE_C_COMPILER=clang
