@@ -595,12 +595,36 @@ FAKE_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *ph, CUgreenCtx green, unsi
 }
 
 /* ---- stream memory operations: one operation each, which completes at once
- * (the GPU's read or write of the address is not played) ---- */
+ * (the GPU's read or write of the address is not played). The real driver
+ * refuses a managed address with CUDA_ERROR_INVALID_VALUE
+ * (docs/driver-facts.md). ---- */
+
+static bool managed_address(CUdeviceptr addr) {
+  pthread_mutex_lock(&fake_lock);
+  struct fake_alloc *a = fake_find_alloc(addr);
+  bool managed = a && a->kind == FAKE_MANAGED;
+  pthread_mutex_unlock(&fake_lock);
+  return managed;
+}
 
 static CUresult value_op(CUstream h, bool pt, CUdeviceptr addr) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (addr == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (addr == 0 || managed_address(addr)) return CUDA_ERROR_INVALID_VALUE;
   return fake_enqueue_work(h, pt);
+}
+
+/* The address a batched operation names (0 for a flush or barrier). */
+static CUdeviceptr op_address(const CUstreamBatchMemOpParams *op) {
+  switch (op->operation) {
+  case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+  case CU_STREAM_MEM_OP_WAIT_VALUE_64:
+    return op->waitValue.address;
+  case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+  case CU_STREAM_MEM_OP_WRITE_VALUE_64:
+    return op->writeValue.address;
+  default:
+    return 0;
+  }
 }
 
 #define FAKE_VALUE_OP(Name, PerThread, T)                                                          \
@@ -621,6 +645,8 @@ static CUresult batch_mem_op(CUstream h, bool pt, unsigned count,
                              const CUstreamBatchMemOpParams *ops) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (count == 0 || !ops) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned i = 0; i < count; i++)
+    if (managed_address(op_address(&ops[i]))) return CUDA_ERROR_INVALID_VALUE;
   return fake_enqueue_work(h, pt);
 }
 FAKE_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream h, unsigned int count,
