@@ -226,9 +226,14 @@ void ac_history_note_kernel(struct ac_model *m, struct ac_stream *s, uint64_t se
 uint64_t ac_history_tick(const struct ac_model *m);
 /* The host's own ring: context and event synchronisations, allocations. */
 const struct ac_op_ring *ac_history_host(const struct ac_model *m);
-/* The records of ring up to and including tick upto, oldest first, into out
- * (AC_HISTORY_MAX of them at most); returns how many. */
+/* The latest records of ring up to and including tick upto, oldest first,
+ * into out (AC_HISTORY_MAX of them at most); returns how many. */
 int ac_history_copy(const struct ac_op_ring *ring, uint64_t upto, struct ac_op_record *out);
+/* How many operations ring had recorded by tick upto. */
+uint64_t ac_history_total_upto(const struct ac_op_ring *ring, uint64_t upto);
+/* The first record after tick upto of api by thread, or NULL. */
+const struct ac_op_record *ac_history_find_after(const struct ac_op_ring *ring, uint64_t upto,
+                                                 const char *api, uint64_t thread);
 /* The stream record with this serial (live, destroyed or a default stream), or NULL. */
 struct ac_stream *ac_model_stream_by_serial(struct ac_model *m, uint64_t serial);
 

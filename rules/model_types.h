@@ -79,13 +79,17 @@ struct ac_op_record {
   unsigned char kind;    /* enum ac_op_kind */
 };
 
-/* The most operations a stream (or the host) keeps, and a finding names. */
+/* The most operations a finding names of a stream (or of the host). */
 #define AC_HISTORY_MAX 16
+/* The ring keeps twice as many: a finding reported a little after it was
+ * judged (a CPU access, by the guard's reporter thread) still finds the
+ * AC_HISTORY_MAX operations before it. */
+#define AC_HISTORY_RING (2 * AC_HISTORY_MAX)
 
 /* A bounded ring of the latest operations; total counts every one recorded. */
 struct ac_op_ring {
   uint64_t total;
-  struct ac_op_record op[AC_HISTORY_MAX];
+  struct ac_op_record op[AC_HISTORY_RING];
 };
 
 const char *ac_op_kind_name(enum ac_op_kind kind);

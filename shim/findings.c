@@ -13,18 +13,14 @@
 static void copy_ring(struct ac_history *h, const struct ac_op_ring *ring, uint64_t tick,
                       const struct ac_finding *f) {
   h->present = true;
-  h->total = ring->total;
-  h->count = ac_history_copy(ring, UINT64_MAX, h->op);
-  int kept = 0;
-  bool call_kept = false;
-  for (int i = 0; i < h->count; i++) {
-    const struct ac_op_record *r = &h->op[i];
-    bool is_call = !call_kept && r->tick > tick && r->api == f->api && r->thread == f->thread;
-    if (r->tick > tick && !is_call) continue;
-    call_kept = call_kept || is_call;
-    h->op[kept++] = *r;
-  }
-  h->count = kept;
+  h->count = ac_history_copy(ring, tick, h->op);
+  h->total = ac_history_total_upto(ring, tick);
+  const struct ac_op_record *call = ac_history_find_after(ring, tick, f->api, f->thread);
+  if (!call) return;
+  if (h->count == AC_HISTORY_MAX) /* the call is the one to keep */
+    memmove(h->op, h->op + 1, sizeof h->op[0] * --h->count);
+  h->op[h->count++] = *call;
+  h->total++;
 }
 
 static void copy_stream(struct ac_history *h, uint64_t serial, uint64_t tick,

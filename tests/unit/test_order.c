@@ -194,7 +194,22 @@ static void test_history_ring(void) {
   CHECK(ac_history_copy(ac_history_host(m), UINT64_MAX, out) == 1 && out[0].kind == AC_OP_CTX_SYNC);
   CHECK(ac_history_tick(m) == AC_HISTORY_MAX + 6);
   /* Only what came before a tick. */
-  CHECK(ac_history_copy(&a->history, 10, out) == 6 && out[5].tick == 10);
+  CHECK(ac_history_copy(&a->history, 10, out) == 10 && out[0].tick == 1 && out[9].tick == 10);
+  CHECK(ac_history_total_upto(&a->history, 10) == 10);
+  CHECK(ac_history_total_upto(&a->history, UINT64_MAX) == AC_HISTORY_MAX + 4);
+  /* A finding reported late still gets the operations before it. */
+  for (int i = 0; i < AC_HISTORY_MAX / 2; i++) {
+    op(a);
+    ac_history_push(m, a, AC_OP_WORK, "cuMemsetD8Async", 7);
+  }
+  uint64_t judged = AC_HISTORY_MAX + 4;
+  CHECK(ac_history_copy(&a->history, judged, out) == AC_HISTORY_MAX);
+  CHECK(out[AC_HISTORY_MAX - 1].tick == judged && out[0].tick == judged - AC_HISTORY_MAX + 1);
+  const struct ac_op_record *later =
+      ac_history_find_after(&a->history, judged, "cuMemsetD8Async", 7);
+  CHECK(later && later->tick > ac_history_tick(m) - AC_HISTORY_MAX / 2 - 1 &&
+        later->seq == AC_HISTORY_MAX + 5);
+  CHECK(!ac_history_find_after(&a->history, judged, "cuMemsetD8Async", 8));
   ac_model_destroy(m);
 }
 
