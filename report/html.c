@@ -272,13 +272,18 @@ static void facts(struct page *p, const json_t *f) {
     esc(p, str(access, "via"));
     putf(p, ") on thread %lld</dd>", num(f, "thread"));
   } else {
+    const json_t *stream = json_object_get(f, "stream");
     put(p, "<dt>call</dt><dd><code>");
     esc(p, str(f, "api"));
-    put(p, "</code> on stream <code>");
-    esc(p, str(call, "stream"));
-    put(p, "</code> (");
-    esc(p, str(json_object_get(f, "stream"), "kind"));
-    putf(p, ") by thread %lld</dd>", num(f, "thread"));
+    put(p, "</code> on ");
+    if (strncmp(str(f, "api"), "cuStreamAttachMemAsync", 22) == 0) { /* the handle passed */
+      put(p, "<code>");
+      esc(p, str(call, "stream"));
+      put(p, "</code>, ");
+    }
+    if (json_object_get(stream, "serial")) putf(p, "stream #%lld, ", num(stream, "serial"));
+    esc(p, str(stream, "kind"));
+    putf(p, ", by thread %lld</dd>", num(f, "thread"));
   }
   if (json_is_object(alloc)) {
     put(p, "<dt>memory</dt><dd><code>");

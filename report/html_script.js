@@ -92,9 +92,9 @@
       tl.host.operations.forEach(function (op) { threadLane(op.thread); add("t" + op.thread, op); });
       /* This side: the CPU access, or the call on its stream. */
       var a = null, b = null, call = byRole.call;
-      if (f.access) {
+      if (f.access) { /* after the operations it was judged against */
         threadLane(f.thread);
-        a = { lane: "t" + f.thread, tick: tl.tick, access: true };
+        a = { lane: "t" + f.thread, tick: tl.tick + 0.5, access: true };
       } else if (call) {
         /* The call is recorded at the tick it was judged (or just after); a
          * call the driver refused or the guard stopped never was. */
@@ -104,7 +104,7 @@
         a = { lane: "s" + call.stream, tick: made ? last.tick : tl.tick + 0.5, refused: !made };
       } else {
         threadLane(f.thread);
-        a = { lane: "t" + f.thread, tick: tl.tick, access: true };
+        a = { lane: "t" + f.thread, tick: tl.tick + 0.5, refused: true };
       }
       /* The other side: the busy stream's latest work before it, else the allocation. */
       var busy = byRole.busy || (call && f.busy === call.stream ? call : null);
