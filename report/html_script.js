@@ -166,6 +166,8 @@
         el("text", { "class": "tick-label", x: xOf[t], y: 14, "text-anchor": "middle" }, svg, "@" + t);
     });
     gaps.forEach(function (gx) { el("text", { "class": "gap", x: gx, y: 16 }, svg, "\u22ef"); });
+    /* Findings under the operations, so every mark and label stays readable. */
+    var layer = el("g", { "class": "findings" }, svg);
     Object.keys(m.ops).forEach(function (k) {
       var o = m.ops[k], l = m.lanes[o.lane], op = o.op, cx = xOf[op.tick], cy = l.y;
       var g = el("g", { "class": "op", "data-kind": op.kind, "data-tick": op.tick }, svg);
@@ -202,7 +204,7 @@
     m.findings.forEach(function (s) {
       var f = s.f, la = m.lanes[s.a.lane], ax = xOf[s.a.tick];
       var g = el("g", { "class": "finding-mark" + (f.suppressed ? " suppressed" : ""),
-                        "data-index": f.index, "data-rule": f.rule }, svg);
+                        "data-index": f.index, "data-rule": f.rule }, layer);
       el("title", {}, g, f.rule + " " + f.name);
       if (s.a.access)
         el("path", { "class": "k-access", d: "M" + ax + " " + (la.y - 9) + "l9 16h-18z" }, g);
@@ -224,8 +226,8 @@
       el("circle", { "class": "f-ring sev-" + f.severity, cx: ax, cy: la.y, r: 12 }, g);
       var ty = la.y - LANE_H / 2 + 1, tw = 44;
       el("rect", { "class": "f-tag-bg", x: ax - tw / 2, y: ty, width: tw, height: 14, rx: 7 }, g);
-      el("text", { "class": "f-tag sev-" + f.severity, x: ax, y: ty + 11, "text-anchor": "middle",
-                   stroke: "none", fill: "currentColor" }, g, f.rule);
+      el("text", { "class": "f-tag sev-" + f.severity, x: ax, y: ty + 11, "text-anchor": "middle" },
+         g, f.rule);
       g.addEventListener("click", function () { select(f.index, false); });
     });
     scroll.scrollLeft = scroll.scrollWidth; /* the findings come last */
