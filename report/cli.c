@@ -462,6 +462,7 @@ int main(int argc, char **argv) {
   char why[PATH_MAX + 64], shim[PATH_MAX], session[PATH_MAX];
   check_report_path("JSON report", o.json, o.overwrite);
   check_report_path("SARIF report", o.sarif, o.overwrite);
+  check_report_path("HTML report", o.html, o.overwrite);
   start_log_file(&o);
   struct ac_suppressions checked = {0};
   if (!ac_suppressions_load(&checked, o.suppressions, why, sizeof why)) die_usage("%s", why);

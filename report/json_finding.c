@@ -99,6 +99,47 @@ static json_t *access(const struct ac_access_facts *a) {
                    "kind", kinds[a->kind], "via", a->via);
 }
 
+static json_t *operation(const struct ac_op_record *r) {
+  json_t *o = json_pack("{s:I, s:s, s:I}", "tick", (json_int_t)r->tick, "kind",
+                        ac_op_kind_name((enum ac_op_kind)r->kind), "thread", (json_int_t)r->thread);
+  if (r->seq) json_object_set_new(o, "seq", json_integer((json_int_t)r->seq));
+  if (r->api) json_object_set_new(o, "api", json_string(r->api));
+  if (r->kernel && *r->kernel) json_object_set_new(o, "kernel", ac_json_text(r->kernel));
+  if (r->alloc_serial)
+    json_object_set_new(o, "allocation", json_integer((json_int_t)r->alloc_serial));
+  if (r->addr) json_object_set_new(o, "address", hex(r->addr));
+  if (r->kind == AC_OP_ATTACH) json_object_set_new(o, "flags", json_integer((json_int_t)r->flags));
+  return o;
+}
+
+static json_t *history(const struct ac_history *h, const char *role) {
+  json_t *ops = json_array();
+  for (int i = 0; i < h->count; i++)
+    json_array_append_new(ops, operation(&h->op[i]));
+  json_t *o = json_pack("{s:I, s:i, s:o}", "recorded", (json_int_t)h->total, "shown", h->count,
+                        "operations", ops);
+  if (!role) return o;
+  json_object_set_new(o, "role", json_string(role));
+  json_object_set_new(o, "stream", json_integer((json_int_t)h->stream_serial));
+  json_object_set_new(o, "kind", json_string(ac_stream_kind_name(h->stream_kind)));
+  json_object_set_new(o, "handle", stream_handle(h->stream_handle));
+  if (h->owner_thread) json_object_set_new(o, "thread", json_integer((json_int_t)h->owner_thread));
+  return o;
+}
+
+/* The operations around the finding, for the HTML report's timeline. */
+static json_t *timeline(const struct ac_finding_history *h) {
+  if (!h) return json_null();
+  json_t *streams = json_array();
+  if (h->call.present) json_array_append_new(streams, history(&h->call, "call"));
+  if (h->busy.present) json_array_append_new(streams, history(&h->busy, "busy"));
+  json_t *o = json_pack("{s:I, s:i, s:o, s:o}", "tick", (json_int_t)h->tick, "limit",
+                        AC_HISTORY_MAX, "streams", streams, "host", history(&h->host, NULL));
+  if (h->alloc_tick)
+    json_object_set_new(o, "allocation_tick", json_integer((json_int_t)h->alloc_tick));
+  return o;
+}
+
 json_t *ac_json_finding(const struct ac_finding *f) {
   const struct ac_rule_info *r = ac_rule_info(f->rule);
   json_t *call = json_pack("{s:o, s:o, s:I, s:I}", "stream", stream_handle(f->args.stream), "dptr",
@@ -108,13 +149,15 @@ json_t *ac_json_finding(const struct ac_finding *f) {
   if (f->stream_serial)
     json_object_set_new(stream, "serial", json_integer((json_int_t)f->stream_serial));
   static const char *const outcomes[] = {"returned", "guarded", "crashes"};
-  return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:{s:s, s:i, s:s, s:b},"
-                   " s:I, s:o, s:o, s:o}",
-                   "rule", r->id, "name", r->name, "severity", ac_severity_name(r->severity),
-                   "message", r->summary, "fix", r->fix, "api", f->api, "call", call, "stream",
-                   stream, "memory_kind", ac_mem_kind_name(f->mem_kind), "allocation",
-                   allocation(&f->alloc), "driver", "outcome", outcomes[f->outcome], "result",
-                   f->driver_result, "name", f->driver_result_name, "guarded",
-                   f->outcome == AC_DRIVER_GUARDED, "thread", (json_int_t)f->thread, "stack",
-                   ac_json_stack(&f->stack), "access", access(&f->access), "busy", busy(&f->busy));
+  json_t *o = json_pack(
+      "{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:o, s:s, s:o, s:{s:s, s:i, s:s, s:b},"
+      " s:I, s:o, s:o, s:o}",
+      "rule", r->id, "name", r->name, "severity", ac_severity_name(r->severity), "message",
+      r->summary, "fix", r->fix, "api", f->api, "call", call, "stream", stream, "memory_kind",
+      ac_mem_kind_name(f->mem_kind), "allocation", allocation(&f->alloc), "driver", "outcome",
+      outcomes[f->outcome], "result", f->driver_result, "name", f->driver_result_name, "guarded",
+      f->outcome == AC_DRIVER_GUARDED, "thread", (json_int_t)f->thread, "stack",
+      ac_json_stack(&f->stack), "access", access(&f->access), "busy", busy(&f->busy));
+  if (o && f->history) json_object_set_new(o, "timeline", timeline(f->history));
+  return o;
 }

@@ -21,7 +21,7 @@ bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len, c
   if (o->session_dir && *o->session_dir) {
     n = snprintf(buf, len, "%s/%d.jsonl", o->session_dir, pid);
   } else {
-    const char *report = o->json && *o->json ? o->json : o->sarif;
+    const char *report = o->json && *o->json ? o->json : o->sarif && *o->sarif ? o->sarif : o->html;
     if (!report || !*report) return false;
     char suffix[32];
     if (!ac_expand_path(report, pid, base, sizeof base, err, errlen)) return false;

@@ -16,7 +16,8 @@ static const char *const description[] = {
      "capturing stream, CPU access to managed memory while a stream that owns it is busy, kernels "
      "given memory attached to another stream, and the rest of the catalogue (docs/rules.md)."),
     ("Findings are printed on stderr as they happen (or to --log-file) and written, de-duplicated, "
-     "to the JSON (--json) and SARIF (--sarif) reports when the program ends, for every process of "
+     "to the JSON (--json), SARIF (--sarif) and HTML (--html, with a timeline of the streams) "
+     "reports when the program ends, for every process of "
      "the run. The program's behaviour is unchanged, except that the calls that would crash the "
      "driver are refused (--guard)."),
     ("Each option can also be given to the shim under plain LD_PRELOAD as the environment variable "
@@ -40,6 +41,7 @@ static const char *const examples[] = {
     "attachcheck --sarif app.sarif --strip-paths \"$PWD/\" --error-exitcode 1 ./app",
     "attachcheck --suppressions third-party.supp --json report.json ./app",
     "attachcheck --json all-ranks.json mpirun -n 4 ./app",
+    "attachcheck --html report.html ./app",
     "mpirun -n 4 attachcheck --json report.%q{OMPI_COMM_WORLD_RANK}.json ./app",
     "LD_PRELOAD=libattachcheck.so ATTACHCHECK_JSON=report.%p.json ./app",
 };

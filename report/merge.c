@@ -155,21 +155,42 @@ json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum
   return report;
 }
 
+/* One report made from the merged one (SARIF, HTML): text, or NULL when it
+ * could not be made; freed here. The first failure goes to err. */
+static bool write_made(char *text, const char *pattern, const struct ac_options *o, int pid,
+                       bool ok, char *err, size_t errlen) {
+  char path[4096], why[1024];
+  bool written = text && ac_expand_path(pattern, pid, path, sizeof path, why, sizeof why) &&
+                 ac_write_text_file(text, path, o->overwrite, why, sizeof why);
+  if (!written && ok) snprintf(err, errlen, "%s", text ? why : "out of memory");
+  free(text);
+  return ok && written;
+}
+
+/* The SARIF log as text, as ac_write_report_file writes JSON. */
+static char *sarif_text(const json_t *report) {
+  json_t *sarif = ac_sarif_from_report(report);
+  char *text = sarif ? json_dumps(sarif, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+  json_decref(sarif);
+  char *line = text ? realloc(text, strlen(text) + 2) : NULL;
+  if (!line) {
+    free(text);
+    return NULL;
+  }
+  strcat(line, "\n");
+  return line;
+}
+
 bool ac_write_final_reports(json_t *report, const struct ac_options *o, int pid, char *err,
                             size_t errlen) {
-  char path[4096], why[1024];
+  char path[4096];
   bool ok = true;
   if (o->json && *o->json) {
     ok = ac_expand_path(o->json, pid, path, sizeof path, err, errlen) &&
          ac_write_report_file(report, path, o->overwrite, err, errlen);
   }
-  if (o->sarif && *o->sarif) {
-    json_t *sarif = ac_sarif_from_report(report);
-    bool written = sarif && ac_expand_path(o->sarif, pid, path, sizeof path, why, sizeof why) &&
-                   ac_write_report_file(sarif, path, o->overwrite, why, sizeof why);
-    if (!written && ok) snprintf(err, errlen, "%s", sarif ? why : "out of memory");
-    ok = ok && written;
-    json_decref(sarif);
-  }
+  if (o->sarif && *o->sarif) ok = write_made(sarif_text(report), o->sarif, o, pid, ok, err, errlen);
+  if (o->html && *o->html)
+    ok = write_made(ac_html_from_report(report), o->html, o, pid, ok, err, errlen);
   return ok;
 }

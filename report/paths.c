@@ -138,22 +138,16 @@ bool ac_absolute_pattern(const char *pattern, char *out, size_t len) {
   return m >= 0 && (size_t)m < len - n;
 }
 
-/* The report's bytes into a new temporary file, with raw writes (sys.h). */
-static bool write_temporary(json_t *report, const char *tmp, char *err, size_t errlen) {
-  char *text = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-  if (!text) return snprintf(err, errlen, "%s: out of memory", tmp), false;
+static bool write_file(const char *text, size_t n, const char *path, bool overwrite, char *err,
+                       size_t errlen);
+
+/* The n bytes of text into a new temporary file, with raw writes (sys.h). */
+static bool write_temporary(const char *text, size_t n, const char *tmp, char *err, size_t errlen) {
   int fd = ac_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-    free(text);
-    return false;
-  }
-  size_t n = strlen(text);
-  text[n] = '\n'; /* json_dumps leaves room for its terminator; reuse it */
-  bool ok = ac_sys_write_all(fd, text, n + 1);
+  if (fd < 0) return snprintf(err, errlen, "%s: %s", tmp, strerror(errno)), false;
+  bool ok = ac_sys_write_all(fd, text, n);
   int saved = errno;
   if (ac_sys_close(fd) != 0 && ok) ok = false, saved = errno;
-  free(text);
   if (!ok) {
     ac_sys_unlink(tmp);
     snprintf(err, errlen, "%s: %s", tmp, strerror(saved ? saved : EIO));
@@ -163,12 +157,30 @@ static bool write_temporary(json_t *report, const char *tmp, char *err, size_t e
 
 bool ac_write_report_file(json_t *report, const char *path, bool overwrite, char *err,
                           size_t errlen) {
+  char *text = json_dumps(report, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+  if (!text) return snprintf(err, errlen, "%s: out of memory", path), false;
+  size_t n = strlen(text);
+  text[n] = '\n'; /* json_dumps leaves room for its terminator; reuse it */
+  bool ok = write_file(text, n + 1, path, overwrite, err, errlen);
+  free(text);
+  return ok;
+}
+
+bool ac_write_text_file(const char *text, const char *path, bool overwrite, char *err,
+                        size_t errlen) {
+  return write_file(text, strlen(text), path, overwrite, err, errlen);
+}
+
+/* n bytes of text as the file at path: a new temporary file, then renamed
+ * into place (never replacing an existing file unless overwrite). */
+static bool write_file(const char *text, size_t n, const char *path, bool overwrite, char *err,
+                       size_t errlen) {
   if (!ac_report_path_usable(path, overwrite, err, errlen)) return false;
   char tmp[4200], suffix[48];
   snprintf(suffix, sizeof suffix, ".tmp.%d", (int)getpid());
   if (!ac_sibling_name(path, suffix, tmp, sizeof tmp))
     return snprintf(err, errlen, "%s: path too long", path), false;
-  if (!write_temporary(report, tmp, err, errlen)) return false;
+  if (!write_temporary(text, n, tmp, err, errlen)) return false;
   /* Claim the name without replacing anything unless told to: a file that
    * appeared meanwhile is not ours to replace. */
   int r =

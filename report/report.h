@@ -8,6 +8,7 @@
  *   jsonl.c       the per-process record stream
  *   merge.c       the final JSON report from one or more streams
  *   sarif.c       the final report as SARIF 2.1.0
+ *   html.c        the final report as a self-contained HTML page with a timeline
  *   frames.c      which frame of a stack is the program's own
  *   suppressions.c  RULE:PATTERN lines that silence findings
  *   paths.c       report file names (%p, %q{ENV}) and their safe creation
@@ -125,7 +126,8 @@ void ac_symbolize_set_strip_prefix(const char *prefix);
 
 /* ---- jsonl.c ---- */
 /* Path of this process's stream: <session_dir>/<pid>.jsonl, or, without the
- * CLI, <json>.<pid>.jsonl (<sarif>.<pid>.jsonl when only SARIF is asked for). */
+ * CLI, <json>.<pid>.jsonl (<sarif>.<pid>.jsonl when only SARIF is asked for,
+ * <html>.<pid>.jsonl when only HTML). */
 bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len, char *err,
                    size_t errlen);
 /* Appends one record (one line, one write) to the stream at path. */
@@ -147,7 +149,12 @@ json_t *ac_merge_streams(const char *const *paths, int count, struct ac_summary 
 /* The merged report (ac_merge_streams) as a SARIF 2.1.0 log. */
 json_t *ac_sarif_from_report(const json_t *report);
 
-/* Writes the reports the options ask for (--json, --sarif; %p is pid); false
+/* ---- html.c ---- */
+/* The merged report as one self-contained HTML page (malloc'd, NUL-terminated;
+ * NULL when out of memory). */
+char *ac_html_from_report(const json_t *report);
+
+/* Writes the reports the options ask for (--json, --sarif, --html; %p is pid); false
  * with the first failure in err. */
 bool ac_write_final_reports(json_t *report, const struct ac_options *o, int pid, char *err,
                             size_t errlen);
@@ -191,6 +198,9 @@ bool ac_report_path_usable(const char *path, bool overwrite, char *why, size_t l
  * (never replacing an existing file unless overwrite). */
 bool ac_write_report_file(json_t *report, const char *path, bool overwrite, char *err,
                           size_t errlen);
+/* The same for text already made (the HTML report). */
+bool ac_write_text_file(const char *text, const char *path, bool overwrite, char *err,
+                        size_t errlen);
 /* A file beside path: path + suffix, or a short name in the same folder
  * when that would be longer than a file name may be. */
 bool ac_sibling_name(const char *path, const char *suffix, char *out, size_t len);

@@ -35,7 +35,8 @@ static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread bool holding_sink; /* a message said from inside the sink */
 static const struct ac_options *opts;
 static struct ac_options own_opts; /* the options, with absolute report paths */
-static char abs_json[PATH_MAX], abs_sarif[PATH_MAX], abs_log[PATH_MAX], abs_session[PATH_MAX];
+static char abs_json[PATH_MAX], abs_sarif[PATH_MAX], abs_html[PATH_MAX], abs_log[PATH_MAX],
+    abs_session[PATH_MAX];
 /* Under plain LD_PRELOAD only a process that used CUDA or had findings
  * writes a final report: a shell or an `ls` of the run would otherwise claim
  * the report's name with an empty report first. */
@@ -211,6 +212,7 @@ static const struct ac_options *with_absolute_paths(const struct ac_options *o) 
   } paths[] = {
       {offsetof(struct ac_options, json), abs_json, "ATTACHCHECK_JSON"},
       {offsetof(struct ac_options, sarif), abs_sarif, "ATTACHCHECK_SARIF"},
+      {offsetof(struct ac_options, html), abs_html, "ATTACHCHECK_HTML"},
       {offsetof(struct ac_options, log_file), abs_log, "ATTACHCHECK_LOG_FILE"},
       {offsetof(struct ac_options, session_dir), abs_session, "ATTACHCHECK_SESSION_DIR"},
   };
@@ -410,7 +412,8 @@ void ac_report_finish(void) {
   if (opts && have_stream && stream_started) {
     append(json_pack("{s:s, s:i}", "type", "exit", "pid", (int)getpid()));
     bool standalone = !(opts->session_dir && *opts->session_dir) &&
-                      ((opts->json && *opts->json) || (opts->sarif && *opts->sarif));
+                      ((opts->json && *opts->json) || (opts->sarif && *opts->sarif) ||
+                       (opts->html && *opts->html));
     if (standalone && have_stream) write_standalone_report();
   }
   unlock_sink();

@@ -81,6 +81,7 @@ struct ac_busy_facts {
   bool stream_live;
   uint64_t outstanding;       /* its operations the host has not seen complete */
   struct ac_op_origin origin; /* the first of them; api NULL if unknown */
+  uint64_t tick;              /* the model's history tick when it was judged */
 };
 
 /* Work on a stream given managed memory (AC3xx). */
@@ -100,6 +101,28 @@ enum ac_driver_outcome {
                          reported before the call, so the report survives the crash */
 };
 
+/* The latest operations of one stream (or of the host) before a finding. */
+struct ac_history {
+  bool present;
+  uint64_t stream_serial; /* 0 for the host */
+  enum ac_stream_kind stream_kind;
+  uintptr_t stream_handle;
+  uint64_t owner_thread; /* a per-thread default stream's thread */
+  uint64_t total;        /* operations ever recorded there: more than count means some were cut */
+  int count;
+  struct ac_op_record op[AC_HISTORY_MAX]; /* oldest first */
+};
+
+/* Where a finding lies among the operations around it, for the timeline
+ * (filled by the shim when the finding is reported). */
+struct ac_finding_history {
+  uint64_t tick;          /* the model's order when it was judged */
+  uint64_t alloc_tick;    /* when its allocation was recorded; 0 if unknown */
+  struct ac_history call; /* the stream the call was on, if any */
+  struct ac_history busy; /* the busy (or owning) stream, if any and not the call's */
+  struct ac_history host; /* the host's synchronisations and allocations */
+};
+
 struct ac_finding {
   enum ac_rule_id rule;
   const char *api; /* exact entry point, e.g. "cuStreamAttachMemAsync_ptsz" */
@@ -116,6 +139,7 @@ struct ac_finding {
   char driver_result_name[48];
   uint64_t thread;
   struct ac_stack stack;
+  const struct ac_finding_history *history; /* NULL when none was taken */
 };
 
 /* Copies what a finding needs to keep of an allocation (all zero for NULL). */

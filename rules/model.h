@@ -46,6 +46,7 @@ struct ac_alloc {
   const char *origin_api;
   uint64_t origin_thread;
   struct ac_stack origin_stack;
+  uint64_t tick; /* where it was recorded in the model's order (ac_history_tick) */
 };
 
 /* One allocation a stream's outstanding work was given (ac_stream.reach). */
@@ -71,6 +72,7 @@ struct ac_stream {
    * semantics; cleared when it turns idle. */
   struct ac_reach *reach;
   size_t reach_count, reach_cap;
+  struct ac_op_ring history; /* its latest operations, for reports (model_history.c) */
 };
 
 /* Memory the attach rules govern: cuMemAllocManaged and __managed__ variables. */
@@ -211,5 +213,35 @@ struct ac_stream *ac_order_busy_reaching(struct ac_model *m, const struct ac_all
 int ac_order_binding_for_stream(const struct ac_model *m, const struct ac_alloc *a,
                                 const struct ac_stream *x, enum ac_assoc assoc[2],
                                 struct ac_stream *stream[2]);
+
+/* ---- history: the latest operations of each stream and of the host, for
+ * the reports' timeline (model_history.c) ----
+ * Each record takes the next tick of the model's order, which every stream and
+ * the host share, so records of different streams can be put side by side. A
+ * fixed ring per stream: no allocation, no stack per operation. */
+
+/* Records one operation of s (NULL: of the host) and returns the record, for
+ * the caller to complete (kernel, addr, ...); seq is s's position now. */
+struct ac_op_record *ac_history_push(struct ac_model *m, struct ac_stream *s, enum ac_op_kind kind,
+                                     const char *api, uint64_t thread);
+/* s's latest record (s has one). */
+struct ac_op_record *ac_history_last(struct ac_stream *s);
+/* Names the kernel of operation seq of s, if it is still in the ring. */
+void ac_history_note_kernel(struct ac_model *m, struct ac_stream *s, uint64_t seq,
+                            const char *kernel);
+/* The latest tick handed out (0 before any record). */
+uint64_t ac_history_tick(const struct ac_model *m);
+/* The host's own ring: context and event synchronisations, allocations. */
+const struct ac_op_ring *ac_history_host(const struct ac_model *m);
+/* The latest records of ring up to and including tick upto, oldest first,
+ * into out (AC_HISTORY_MAX of them at most); returns how many. */
+int ac_history_copy(const struct ac_op_ring *ring, uint64_t upto, struct ac_op_record *out);
+/* How many operations ring had recorded by tick upto. */
+uint64_t ac_history_total_upto(const struct ac_op_ring *ring, uint64_t upto);
+/* The first record after tick upto of api by thread, or NULL. */
+const struct ac_op_record *ac_history_find_after(const struct ac_op_ring *ring, uint64_t upto,
+                                                 const char *api, uint64_t thread);
+/* The stream record with this serial (live, destroyed or a default stream), or NULL. */
+struct ac_stream *ac_model_stream_by_serial(struct ac_model *m, uint64_t serial);
 
 #endif

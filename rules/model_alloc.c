@@ -109,6 +109,12 @@ struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *p
   m->alloc_count++;
   m->layout++;
   if (ac_alloc_is_managed(a) && !is_plain_global(a)) ac_model_note_judged(m, a);
+  if (ac_alloc_is_managed(a) && !a->learned) { /* the memory findings are about */
+    struct ac_op_record *r = ac_history_push(m, NULL, AC_OP_ALLOC, a->origin_api, a->origin_thread);
+    r->alloc_serial = a->serial;
+    r->addr = a->base;
+    a->tick = r->tick;
+  }
   return a;
 }
 

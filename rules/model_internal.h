@@ -83,6 +83,8 @@ struct ac_model {
    * or HOST), never cleared. A clear bit lets strict judging skip a kernel
    * argument without a lookup. */
   uint64_t judged_granules[AC_JUDGED_GRANULE_BITS / 64];
+  uint64_t tick;                  /* the last tick of the history (model_history.c) */
+  struct ac_op_ring host_history; /* what the host did that no stream's ring holds */
 };
 
 void ac_model_free_order(struct ac_model *m);

@@ -50,6 +50,49 @@ enum ac_stream_kind {
   AC_STREAM_UNTRACKED,     /* a plausible handle the model did not see created */
 };
 
+/* What one operation of a stream's history was (see ac_op_record). */
+enum ac_op_kind {
+  AC_OP_WORK,          /* a launch, an asynchronous copy or set, a graph launch */
+  AC_OP_ATTACH,        /* cuStreamAttachMemAsync */
+  AC_OP_HOST_FUNCTION, /* cuLaunchHostFunc, cuStreamAddCallback */
+  AC_OP_SYNC_COPY,     /* a synchronous copy on the NULL stream, waited for */
+  AC_OP_EVENT_RECORD,  /* cuEventRecord on the stream (addr: the event) */
+  AC_OP_EVENT_WAIT,    /* cuStreamWaitEvent on the stream (addr: the event) */
+  AC_OP_STREAM_SYNC,   /* the host waited for the stream */
+  AC_OP_EVENT_SYNC,    /* the host waited for an event (addr: the event) */
+  AC_OP_CTX_SYNC,      /* the host waited for every stream */
+  AC_OP_ALLOC,         /* an allocation was recorded (addr: its base) */
+  AC_OP_KIND_COUNT
+};
+
+/* One recent operation, as the timeline of a report shows it. Filled where the
+ * model records the operation: no stack, no allocation. */
+struct ac_op_record {
+  uint64_t tick;         /* the model's order across all streams and the host */
+  uint64_t seq;          /* its place in its stream; 0 for what the host did */
+  uint64_t thread;       /* the host thread that called it */
+  const char *api;       /* the entry point (a static string), NULL if not told */
+  const char *kernel;    /* a launch's kernel (lives as long as the process), or NULL */
+  uint64_t alloc_serial; /* an attach's allocation (0 if none) */
+  uintptr_t addr;        /* an attach's pointer, an event handle, an allocation's base */
+  unsigned flags;        /* an attach's flags */
+  unsigned char kind;    /* enum ac_op_kind */
+};
+
+/* The most operations a finding names of a stream (or of the host). */
+#define AC_HISTORY_MAX 16
+/* The ring keeps twice as many: a finding reported a little after it was
+ * judged (a CPU access, by the guard's reporter thread) still finds the
+ * AC_HISTORY_MAX operations before it. */
+#define AC_HISTORY_RING (2 * AC_HISTORY_MAX)
+
+/* A bounded ring of the latest operations; total counts every one recorded. */
+struct ac_op_ring {
+  uint64_t total;
+  struct ac_op_record op[AC_HISTORY_RING];
+};
+
+const char *ac_op_kind_name(enum ac_op_kind kind);
 const char *ac_mem_kind_name(enum ac_mem_kind kind);
 const char *ac_assoc_name(unsigned flags);
 const char *ac_stream_kind_name(enum ac_stream_kind kind);

@@ -45,6 +45,7 @@ void ac_busy_facts_fill(struct ac_busy_facts *b, const struct ac_model *m,
   b->stream_live = s->live;
   b->outstanding = ac_order_outstanding(m, s);
   b->origin = s->busy_origin;
+  b->tick = ac_history_tick(m);
 }
 
 static void finding_for(struct ac_finding *f, enum ac_rule_id rule, const struct ac_alloc *a,

@@ -21,13 +21,16 @@ static struct ac_stream *stream_of(CUstream stream, bool per_thread) {
   return ac_model_resolve_stream(ac_model, (uintptr_t)stream, per_thread, ac_thread_id()).stream;
 }
 
-/* Under the lock: one operation on s. Returns its seq, 0 if it is not executed
- * now (captured into a graph) or the stream is unknown. */
-static uint64_t enqueue_locked(struct ac_stream *s, const char *api, bool *turned_busy) {
+/* Under the lock: one operation on s, of this kind for the stream's history.
+ * Returns its seq, 0 if it is not executed now (captured into a graph) or the
+ * stream is unknown. */
+static uint64_t enqueue_locked(struct ac_stream *s, const char *api, enum ac_op_kind kind,
+                               bool *turned_busy) {
   *turned_busy = false;
   if (!s || s->capturing) return 0;
   uint64_t seq = ac_order_enqueue(ac_model, s, turned_busy);
   if (*turned_busy) ac_order_note_busy_origin(ac_model, s, api, ac_thread_id(), seq);
+  ac_history_push(ac_model, s, kind, api, ac_thread_id());
   return seq;
 }
 
@@ -46,7 +49,7 @@ struct ac_stream *ac_on_work_locked(const char *api, CUstream stream, bool per_t
                                     struct ac_op_origin_slot *slot) {
   AC_ASSERT_MODEL_HELD();
   slot->stream = stream_of(stream, per_thread);
-  slot->seq = enqueue_locked(slot->stream, api, &slot->turned_busy);
+  slot->seq = enqueue_locked(slot->stream, api, AC_OP_WORK, &slot->turned_busy);
   return slot->stream;
 }
 
@@ -70,6 +73,7 @@ void ac_on_stream_sync(CUstream stream, bool per_thread) {
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
   if (s) ac_order_host_syncs_stream(ac_model, s);
+  if (s) ac_history_push(ac_model, s, AC_OP_STREAM_SYNC, NULL, ac_thread_id());
   ac_guard_refresh_locked();
   ac_model_leave();
 }
@@ -77,6 +81,7 @@ void ac_on_stream_sync(CUstream stream, bool per_thread) {
 void ac_on_ctx_sync(void) {
   ac_model_enter();
   ac_order_host_syncs_all(ac_model);
+  ac_history_push(ac_model, NULL, AC_OP_CTX_SYNC, NULL, ac_thread_id());
   ac_guard_refresh_locked();
   ac_model_leave();
 }
@@ -87,7 +92,7 @@ void ac_on_sync_copy(const char *api, bool per_thread) {
   bool turned_busy;
   ac_model_enter();
   struct ac_stream *s = stream_of(NULL, per_thread);
-  enqueue_locked(s, api, &turned_busy);
+  enqueue_locked(s, api, AC_OP_SYNC_COPY, &turned_busy);
   if (s) ac_order_host_syncs_stream(ac_model, s);
   ac_guard_refresh_locked();
   ac_model_leave();
@@ -96,13 +101,18 @@ void ac_on_sync_copy(const char *api, bool per_thread) {
 void ac_on_event_record(CUevent event, CUstream stream, bool per_thread) {
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
-  if (s && !s->capturing) ac_order_event_recorded(ac_model, (uintptr_t)event, s);
+  if (s && !s->capturing) {
+    ac_order_event_recorded(ac_model, (uintptr_t)event, s);
+    ac_history_push(ac_model, s, AC_OP_EVENT_RECORD, NULL, ac_thread_id())->addr = (uintptr_t)event;
+  }
   ac_model_leave();
 }
 
 void ac_on_event_sync(CUevent event) {
   ac_model_enter();
-  ac_order_host_syncs_event(ac_model, (uintptr_t)event);
+  if (ac_order_host_syncs_event(ac_model, (uintptr_t)event))
+    ac_history_push(ac_model, NULL, AC_OP_EVENT_SYNC, NULL, ac_thread_id())->addr =
+        (uintptr_t)event;
   ac_guard_refresh_locked();
   ac_model_leave();
 }
@@ -110,7 +120,10 @@ void ac_on_event_sync(CUevent event) {
 void ac_on_stream_wait(CUstream stream, CUevent event, bool per_thread) {
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
-  if (s && !s->capturing) ac_order_stream_waits_event(ac_model, s, (uintptr_t)event);
+  if (s && !s->capturing) {
+    ac_order_stream_waits_event(ac_model, s, (uintptr_t)event);
+    ac_history_push(ac_model, s, AC_OP_EVENT_WAIT, NULL, ac_thread_id())->addr = (uintptr_t)event;
+  }
   ac_model_leave();
 }
 
@@ -176,7 +189,7 @@ struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per
   bool turned_busy;
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
-  uint64_t seq = enqueue_locked(s, api, &turned_busy);
+  uint64_t seq = enqueue_locked(s, api, AC_OP_HOST_FUNCTION, &turned_busy);
   if (seq && ac_order_snapshot_before(ac_model, s, seq, &c->before)) {
     *c = (struct host_call){seq, fn, callback, data, stream, s, c->before};
   } else {
@@ -216,9 +229,15 @@ void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdevicep
   bool turned_busy;
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
-  uint64_t seq = enqueue_locked(s, api, &turned_busy);
+  uint64_t seq = enqueue_locked(s, api, AC_OP_ATTACH, &turned_busy);
   if (turned_busy) s->busy_origin.stack = *stack;
   struct ac_alloc *a = ac_model_find_alloc(ac_model, (uintptr_t)dptr);
+  if (seq) {
+    struct ac_op_record *r = ac_history_last(s);
+    r->addr = (uintptr_t)dptr;
+    r->flags = flags;
+    r->alloc_serial = a ? a->serial : 0;
+  }
   if (a && seq) {
     struct ac_op_origin origin = {api, ac_thread_id(), seq, *stack};
     ac_order_attach(ac_model, a, (enum ac_assoc)flags, s, seq, &origin);

@@ -7,8 +7,56 @@
 #include "report.h"
 #include "shim.h"
 
+/* The latest operations of ring up to tick; the call itself (the first later
+ * record of api by the finding's thread: an attach is recorded after it was
+ * judged) is kept too. */
+static void copy_ring(struct ac_history *h, const struct ac_op_ring *ring, uint64_t tick,
+                      const struct ac_finding *f) {
+  h->present = true;
+  h->count = ac_history_copy(ring, tick, h->op);
+  h->total = ac_history_total_upto(ring, tick);
+  const struct ac_op_record *call = ac_history_find_after(ring, tick, f->api, f->thread);
+  if (!call) return;
+  if (h->count == AC_HISTORY_MAX) /* the call is the one to keep */
+    memmove(h->op, h->op + 1, sizeof h->op[0] * --h->count);
+  h->op[h->count++] = *call;
+  h->total++;
+}
+
+static void copy_stream(struct ac_history *h, uint64_t serial, uint64_t tick,
+                        const struct ac_finding *f) {
+  const struct ac_stream *s = ac_model_stream_by_serial(ac_model, serial);
+  if (!s) return;
+  copy_ring(h, &s->history, tick, f);
+  h->stream_serial = s->serial;
+  h->stream_kind = s->live ? s->kind : AC_STREAM_DESTROYED;
+  h->stream_handle = s->handle;
+  h->owner_thread = s->owner_thread;
+}
+
+/* What the timeline of a report shows around f: the operations of its call's
+ * stream, of the stream it conflicts with and of the host, as the model
+ * recorded them up to when f was judged. */
+static void take_history(struct ac_finding *f, struct ac_finding_history *h) {
+  bool held = ac_model_held; /* a finding made under the lock (AC402) */
+  if (!held) ac_model_enter();
+  memset(h, 0, sizeof *h);
+  h->tick = f->busy.present ? f->busy.tick : ac_history_tick(ac_model);
+  copy_ring(&h->host, ac_history_host(ac_model), h->tick, f);
+  copy_stream(&h->call, f->stream_serial, h->tick, f);
+  if (f->busy.present && f->busy.stream_serial != f->stream_serial)
+    copy_stream(&h->busy, f->busy.stream_serial, h->tick, f);
+  const struct ac_alloc *a =
+      f->alloc.present ? ac_model_find_alloc_at(ac_model, f->alloc.base) : NULL;
+  if (a && a->tick <= h->tick) h->alloc_tick = a->tick;
+  if (!held) ac_model_leave();
+  f->history = h;
+}
+
 void ac_emit_finding(struct ac_finding *f, enum ac_driver_outcome outcome, CUresult driver_result) {
+  struct ac_finding_history history;
   const char *name = NULL;
+  if (ac_model) take_history(f, &history);
   f->outcome = outcome;
   f->driver_result = (int)driver_result;
   if (outcome == AC_DRIVER_CRASHES)
@@ -20,6 +68,7 @@ void ac_emit_finding(struct ac_finding *f, enum ac_driver_outcome outcome, CUres
     snprintf(f->driver_result_name, sizeof f->driver_result_name, "CUresult %d",
              (int)driver_result);
   ac_report_finding(f);
+  f->history = NULL; /* it lives on this stack frame */
 }
 
 /* The session's hardware, for the reports: the driver's version and the

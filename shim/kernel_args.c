@@ -338,6 +338,7 @@ void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_threa
     scan_module_variables(&l);
     if (ac_opts.verbose) stats.launches++, stats.seconds += now_seconds() - started;
   }
+  if (l.layout) ac_history_note_kernel(ac_model, l.stream, slot.seq, l.layout->name);
   finish(&l, &slot);
 }
 

@@ -34,7 +34,7 @@ check_cuda_toolkit() {
 # pip and the CA certificates only for the PyPI download.
 packages=(cmake make pkg-config gcc g++ libc6-dev binutils python3 python3-jsonschema clang
           libclang-rt-dev clang-format libunwind-dev uthash-dev libjansson-dev libdw-dev
-          groff-base findutils valgrind)
+          groff-base findutils valgrind chromium)
 [ -n "$python_clients" ] && packages+=(python3-pip ca-certificates)
 
 install_packages() {

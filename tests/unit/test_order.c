@@ -170,7 +170,98 @@ static void test_clock(void) {
   ac_clock_free(&b);
 }
 
+/* The history ring keeps the latest AC_HISTORY_MAX operations of a stream in
+ * the model's order, shared with other streams and the host. */
+static void test_history_ring(void) {
+  m = ac_model_create();
+  struct ac_stream *a = stream(0x100, 0), *b = stream(0x200, 0);
+  struct ac_op_record out[AC_HISTORY_MAX];
+  CHECK(ac_history_copy(&a->history, UINT64_MAX, out) == 0);
+  for (int i = 0; i < AC_HISTORY_MAX + 4; i++) {
+    op(a);
+    ac_history_push(m, a, AC_OP_WORK, "cuLaunchKernel", 7);
+  }
+  op(b);
+  ac_history_push(m, b, AC_OP_WORK, "cuMemcpyAsync", 8);
+  ac_history_push(m, NULL, AC_OP_CTX_SYNC, NULL, 7);
+  CHECK(a->history.total == AC_HISTORY_MAX + 4);
+  int n = ac_history_copy(&a->history, UINT64_MAX, out);
+  CHECK(n == AC_HISTORY_MAX);
+  CHECK(out[0].seq == 5 && out[n - 1].seq == AC_HISTORY_MAX + 4); /* the oldest were cut */
+  for (int i = 1; i < n; i++)
+    CHECK(out[i].tick == out[i - 1].tick + 1);
+  CHECK(ac_history_copy(&b->history, UINT64_MAX, out) == 1 && out[0].tick > a->history.total);
+  CHECK(ac_history_copy(ac_history_host(m), UINT64_MAX, out) == 1 && out[0].kind == AC_OP_CTX_SYNC);
+  CHECK(ac_history_tick(m) == AC_HISTORY_MAX + 6);
+  /* Only what came before a tick. */
+  CHECK(ac_history_copy(&a->history, 10, out) == 10 && out[0].tick == 1 && out[9].tick == 10);
+  CHECK(ac_history_total_upto(&a->history, 10) == 10);
+  CHECK(ac_history_total_upto(&a->history, UINT64_MAX) == AC_HISTORY_MAX + 4);
+  /* A finding reported late still gets the operations before it. */
+  for (int i = 0; i < AC_HISTORY_MAX / 2; i++) {
+    op(a);
+    ac_history_push(m, a, AC_OP_WORK, "cuMemsetD8Async", 7);
+  }
+  uint64_t judged = AC_HISTORY_MAX + 4;
+  CHECK(ac_history_copy(&a->history, judged, out) == AC_HISTORY_MAX);
+  CHECK(out[AC_HISTORY_MAX - 1].tick == judged && out[0].tick == judged - AC_HISTORY_MAX + 1);
+  const struct ac_op_record *later =
+      ac_history_find_after(&a->history, judged, "cuMemsetD8Async", 7);
+  CHECK(later && later->tick > ac_history_tick(m) - AC_HISTORY_MAX / 2 - 1 &&
+        later->seq == AC_HISTORY_MAX + 5);
+  CHECK(!ac_history_find_after(&a->history, judged, "cuMemsetD8Async", 8));
+  ac_model_destroy(m);
+}
+
+/* A launch's kernel is named after its record, even past a later record. */
+static void test_history_kernel_and_lookup(void) {
+  m = ac_model_create();
+  struct ac_stream *a = stream(0x100, 0);
+  op(a);
+  ac_history_push(m, a, AC_OP_WORK, "cuLaunchKernel", 1);
+  uint64_t seq = a->seq;
+  ac_order_event_recorded(m, 0xe1, a);
+  ac_history_push(m, a, AC_OP_EVENT_RECORD, NULL, 2)->addr = 0xe1;
+  ac_history_note_kernel(m, a, seq, "scale");
+  ac_history_note_kernel(m, a, seq + 9, "other"); /* no such operation: nothing changes */
+  struct ac_op_record out[AC_HISTORY_MAX];
+  CHECK(ac_history_copy(&a->history, UINT64_MAX, out) == 2);
+  CHECK(out[0].kernel && strcmp(out[0].kernel, "scale") == 0 && out[1].kernel == NULL);
+  CHECK(out[1].addr == 0xe1 && strcmp(ac_op_kind_name(out[1].kind), "event_record") == 0);
+  CHECK(ac_history_last(a) == &a->history.op[1]);
+  CHECK(ac_model_stream_by_serial(m, a->serial) == a);
+  CHECK(ac_model_stream_by_serial(m, ac_model_legacy_stream(m)->serial) ==
+        ac_model_legacy_stream(m));
+  CHECK(ac_model_stream_by_serial(m, 999) == NULL && ac_model_stream_by_serial(m, 0) == NULL);
+  ac_model_destroy(m);
+}
+
+/* A managed allocation is a record of the host's history; device memory is not. */
+static void test_history_allocations(void) {
+  m = ac_model_create();
+  struct ac_alloc proto = {0};
+  proto.base = 0x7000000;
+  proto.size = 4096;
+  proto.kind = AC_MEM_DEVICE;
+  proto.origin_api = "cuMemAlloc";
+  ac_model_add_alloc(m, &proto);
+  CHECK(ac_history_host(m)->total == 0);
+  proto.base = 0x9000000;
+  proto.kind = AC_MEM_MANAGED;
+  proto.assoc = AC_ASSOC_GLOBAL;
+  proto.origin_api = "cuMemAllocManaged";
+  struct ac_alloc *a = ac_model_add_alloc(m, &proto);
+  struct ac_op_record out[AC_HISTORY_MAX];
+  CHECK(ac_history_copy(ac_history_host(m), UINT64_MAX, out) == 1);
+  CHECK(out[0].kind == AC_OP_ALLOC && out[0].addr == 0x9000000 && out[0].alloc_serial == a->serial);
+  CHECK(a->tick == out[0].tick && a->tick == ac_history_tick(m));
+  ac_model_destroy(m);
+}
+
 int main(void) {
+  test_history_ring();
+  test_history_kernel_and_lookup();
+  test_history_allocations();
   test_retract();
   test_clock();
   test_sync_and_query();

@@ -1,0 +1,473 @@
+/* html.c - the final report as one self-contained HTML page.
+ *
+ * Built from the merged JSON report (merge.c), like SARIF. The page opens
+ * offline: its style and script are inside it and its Content-Security-Policy
+ * forbids every fetch. Without JavaScript it is complete as text: the header,
+ * the summary table and each finding (message, fix, both sides' stacks, the
+ * operations before it). The script (html_page.inc) adds filters and draws the
+ * timeline: one lane per host thread and per stream, the findings' operations
+ * in the model's order, each finding a line between its two sides.
+ *
+ * Size is bounded whatever the program did: the model keeps at most
+ * AC_HISTORY_MAX operations per stream for a finding, and the page holds at
+ * most MAX_FINDINGS findings and MAX_FRAMES frames of a stack, saying what it
+ * left out.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+
+#define MAX_FINDINGS 300 /* findings shown in full (the table counts all) */
+#define MAX_FRAMES 16    /* frames of one stack */
+
+#include "html_page.inc" /* HTML_STYLE, HTML_SCRIPT */
+
+/* A growing text; ok turns false for good when memory runs out. */
+struct page {
+  char *text;
+  size_t len, cap;
+  bool ok;
+};
+
+static void put_n(struct page *p, const char *s, size_t n) {
+  if (!p->ok) return;
+  if (p->len + n + 1 > p->cap) {
+    size_t cap = p->cap ? p->cap : 65536;
+    while (p->len + n + 1 > cap)
+      cap *= 2;
+    char *grown = realloc(p->text, cap);
+    if (!grown) {
+      p->ok = false;
+      return;
+    }
+    p->text = grown;
+    p->cap = cap;
+  }
+  memcpy(p->text + p->len, s, n);
+  p->len += n;
+  p->text[p->len] = 0;
+}
+
+static void put(struct page *p, const char *s) {
+  put_n(p, s, strlen(s));
+}
+
+static void __attribute__((format(printf, 2, 3))) putf(struct page *p, const char *fmt, ...) {
+  char *s = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vasprintf(&s, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    p->ok = false;
+    return;
+  }
+  put_n(p, s, (size_t)n);
+  free(s);
+}
+
+/* Text as HTML: the five characters that mean something escaped. */
+static void esc(struct page *p, const char *s) {
+  if (!s) return;
+  for (const char *c = s; *c; c++) {
+    const char *e = NULL;
+    switch (*c) {
+    case '&':
+      e = "&amp;";
+      break;
+    case '<':
+      e = "&lt;";
+      break;
+    case '>':
+      e = "&gt;";
+      break;
+    case '"':
+      e = "&quot;";
+      break;
+    case '\'':
+      e = "&#39;";
+      break;
+    }
+    if (e)
+      put(p, e);
+    else
+      put_n(p, c, 1);
+  }
+}
+
+static const char *str(const json_t *o, const char *key) {
+  return ac_json_str(o, key);
+}
+
+static long long num(const json_t *o, const char *key) {
+  return (long long)json_integer_value(json_object_get(o, key));
+}
+
+static bool is_suppressed(const json_t *f) {
+  return json_is_object(json_object_get(f, "suppressed"));
+}
+
+/* ---- the header and the summary table ---- */
+
+static void header(struct page *p, const json_t *report) {
+  const json_t *proc = json_object_get(report, "process"),
+               *sum = json_object_get(report, "summary");
+  put(p, "<header><h1>attachcheck report</h1><p class=\"run\">");
+  const json_t *argv = json_object_get(proc, "argv");
+  size_t i;
+  const json_t *a;
+  if (json_array_size(argv)) {
+    put(p, "<code>");
+    json_array_foreach(argv, i, a) {
+      if (i) put(p, " ");
+      esc(p, json_string_value(a));
+    }
+    put(p, "</code> ");
+  }
+  putf(p, "&middot; %lld process%s", num(sum, "processes"), num(sum, "processes") == 1 ? "" : "es");
+  const json_t *gpus = json_object_get(proc, "gpus");
+  json_array_foreach(gpus, i, a) {
+    put(p, " &middot; ");
+    esc(p, json_string_value(a));
+  }
+  putf(p,
+       "</p><p class=\"counts\"><span class=\"pill sev-error\">%lld error%s</span> "
+       "<span class=\"pill sev-warning\">%lld warning%s</span> "
+       "<span class=\"pill sev-note\">%lld note%s</span> "
+       "<span class=\"pill suppressed\">%lld suppressed</span></p></header>\n",
+       num(sum, "errors"), num(sum, "errors") == 1 ? "" : "s", num(sum, "warnings"),
+       num(sum, "warnings") == 1 ? "" : "s", num(sum, "notes"), num(sum, "notes") == 1 ? "" : "s",
+       num(sum, "suppressed"));
+}
+
+/* One row per rule: distinct findings, occurrences, suppressed, processes. */
+struct rule_row {
+  int findings, suppressed;
+  long long occurrences;
+  json_t *pids; /* pid (as text) -> true */
+};
+
+static void rule_rows(const json_t *findings, struct rule_row rows[AC_RULE_COUNT]) {
+  size_t i, j;
+  const json_t *f, *pid;
+  memset(rows, 0, sizeof(struct rule_row) * AC_RULE_COUNT);
+  json_array_foreach(findings, i, f) {
+    enum ac_rule_id id = ac_rule_by_id(str(f, "rule"));
+    if (id == AC_RULE_COUNT) continue;
+    struct rule_row *r = &rows[id];
+    if (is_suppressed(f))
+      r->suppressed++;
+    else
+      r->findings++;
+    r->occurrences += num(f, "count");
+    if (!r->pids) r->pids = json_object();
+    json_array_foreach(json_object_get(f, "processes"), j, pid) {
+      char key[24];
+      snprintf(key, sizeof key, "%lld", (long long)json_integer_value(pid));
+      json_object_set_new(r->pids, key, json_true());
+    }
+  }
+}
+
+static void summary_table(struct page *p, const json_t *findings) {
+  struct rule_row rows[AC_RULE_COUNT];
+  rule_rows(findings, rows);
+  put(p, "<section id=\"summary\"><h2>Summary</h2>\n<table class=\"summary\"><thead><tr><th>rule"
+         "</th><th>name</th><th>severity</th><th class=\"n\">findings</th><th class=\"n\">"
+         "occurrences</th><th class=\"n\">suppressed</th><th>processes</th></tr></thead><tbody>\n");
+  int shown = 0;
+  for (int i = 0; i < AC_RULE_COUNT; i++) {
+    struct rule_row *r = &rows[i];
+    if (!r->findings && !r->suppressed) continue;
+    const struct ac_rule_info *info = ac_rule_info((enum ac_rule_id)i);
+    const char *sev = ac_severity_name(info->severity);
+    putf(p,
+         "<tr class=\"%s\" data-rule=\"%s\"><td><a href=\"#rule-%s\">%s</a></td><td>%s</td>"
+         "<td><span class=\"pill sev-%s\">%s</span></td><td class=\"n\">%d</td>"
+         "<td class=\"n\">%lld</td><td class=\"n\">%d</td><td>",
+         r->findings ? "" : "suppressed", info->id, info->id, info->id, info->name, sev, sev,
+         r->findings, r->occurrences, r->suppressed);
+    const char *pid;
+    json_t *v;
+    int n = 0;
+    json_object_foreach(r->pids, pid, v) putf(p, "%s%s", n++ ? ", " : "", pid);
+    put(p, "</td></tr>\n");
+    json_decref(r->pids);
+    shown++;
+  }
+  if (!shown) put(p, "<tr><td colspan=\"7\" class=\"none\">No findings.</td></tr>\n");
+  put(p, "</tbody></table></section>\n");
+}
+
+/* ---- one finding ---- */
+
+static void frame(struct page *p, const json_t *fr, int i) {
+  putf(p, "<li><span class=\"fn\">#%d ", i);
+  esc(p, json_object_get(fr, "function") ? str(fr, "function") : str(fr, "pc"));
+  put(p, "</span>");
+  if (json_object_get(fr, "file")) {
+    put(p, " <span class=\"loc\">");
+    esc(p, str(fr, "file"));
+    putf(p, ":%lld</span>", num(fr, "line"));
+  }
+  const char *module = str(fr, "module"), *base = strrchr(module, '/');
+  put(p, " <span class=\"mod\">(");
+  esc(p, base ? base + 1 : module);
+  put(p, "+");
+  esc(p, str(fr, "offset"));
+  put(p, ")</span></li>");
+}
+
+static void stack(struct page *p, const char *title, const json_t *frames) {
+  size_t n = json_array_size(frames);
+  if (!n) return;
+  put(p, "<div class=\"stack\"><h4>");
+  esc(p, title);
+  put(p, "</h4><ol>");
+  for (size_t i = 0; i < n && i < MAX_FRAMES; i++)
+    frame(p, json_array_get(frames, i), (int)i);
+  if (n > MAX_FRAMES) putf(p, "<li class=\"cut\">&hellip; %zu more frames</li>", n - MAX_FRAMES);
+  put(p, "</ol></div>");
+}
+
+/* The other side of a finding: what made the stream busy, the attach that
+ * gave the memory away, or where the memory was made. */
+static void other_side(struct page *p, const json_t *f) {
+  const json_t *busy = json_object_get(f, "busy"), *alloc = json_object_get(f, "allocation");
+  const json_t *first = json_object_get(busy, "first"),
+               *attached = json_object_get(alloc, "attached");
+  char title[256];
+  if (json_is_object(first)) {
+    snprintf(title, sizeof title,
+             "Other side: %s on stream #%lld (thread %lld), not known complete", str(first, "api"),
+             num(busy, "stream"), num(first, "thread"));
+    stack(p, title, json_object_get(first, "stack"));
+  } else if (json_is_object(attached)) {
+    snprintf(title, sizeof title, "Other side: the memory's last attach, %s (thread %lld)",
+             str(attached, "api"), num(attached, "thread"));
+    stack(p, title, json_object_get(attached, "stack"));
+  }
+  const json_t *origin = json_object_get(alloc, "origin");
+  if (json_is_object(origin)) {
+    snprintf(title, sizeof title, "Memory made by %s (thread %lld)", str(origin, "api"),
+             num(origin, "thread"));
+    stack(p, title, json_object_get(origin, "stack"));
+  }
+}
+
+static void facts(struct page *p, const json_t *f) {
+  const json_t *alloc = json_object_get(f, "allocation"), *busy = json_object_get(f, "busy");
+  const json_t *access = json_object_get(f, "access"), *call = json_object_get(f, "call");
+  put(p, "<dl class=\"facts\">");
+  if (json_is_object(access)) {
+    put(p, "<dt>access</dt><dd>");
+    esc(p, str(access, "kind"));
+    put(p, " of <code>");
+    esc(p, str(access, "address"));
+    put(p, "</code> by the CPU (");
+    esc(p, str(access, "via"));
+    putf(p, ") on thread %lld</dd>", num(f, "thread"));
+  } else {
+    const json_t *stream = json_object_get(f, "stream");
+    put(p, "<dt>call</dt><dd><code>");
+    esc(p, str(f, "api"));
+    put(p, "</code> on ");
+    if (strncmp(str(f, "api"), "cuStreamAttachMemAsync", 22) == 0) { /* the handle passed */
+      put(p, "<code>");
+      esc(p, str(call, "stream"));
+      put(p, "</code>, ");
+    }
+    if (json_object_get(stream, "serial")) putf(p, "stream #%lld, ", num(stream, "serial"));
+    esc(p, str(stream, "kind"));
+    putf(p, ", by thread %lld</dd>", num(f, "thread"));
+  }
+  if (json_is_object(alloc)) {
+    put(p, "<dt>memory</dt><dd><code>");
+    esc(p, str(alloc, "base"));
+    putf(p, "</code>, %lld bytes, ", num(alloc, "size"));
+    esc(p, str(alloc, "kind"));
+    put(p, ", ");
+    esc(p, str(alloc, "association"));
+    if (json_object_get(alloc, "attached_stream"))
+      putf(p, " to stream #%lld", num(alloc, "attached_stream"));
+    put(p, "</dd>");
+  }
+  if (json_is_object(busy)) {
+    putf(p, "<dt>busy</dt><dd>stream #%lld (", num(busy, "stream"));
+    esc(p, str(busy, "kind"));
+    putf(p, "), %lld operation%s not known complete</dd>", num(busy, "outstanding"),
+         num(busy, "outstanding") == 1 ? "" : "s");
+  }
+  const json_t *driver = json_object_get(f, "driver");
+  put(p, "<dt>driver</dt><dd>");
+  esc(p, str(driver, "outcome"));
+  put(p, ": ");
+  esc(p, str(driver, "name"));
+  put(p, "</dd></dl>");
+}
+
+/* The operations before the finding, as a plain list (the timeline draws them). */
+static void operations_list(struct page *p, const json_t *timeline) {
+  const json_t *streams = json_object_get(timeline, "streams"), *s, *op;
+  size_t i, j;
+  if (!json_is_object(timeline)) return;
+  putf(p,
+       "<details class=\"ops\"><summary>Operations before it (the last %lld per stream)"
+       "</summary>",
+       num(timeline, "limit"));
+  json_array_foreach(streams, i, s) {
+    putf(p, "<h5>%s stream #%lld (", strcmp(str(s, "role"), "call") == 0 ? "call's" : "busy",
+         num(s, "stream"));
+    esc(p, str(s, "kind"));
+    putf(p, "): %lld of %lld operations</h5><ol>", num(s, "shown"), num(s, "recorded"));
+    json_array_foreach(json_object_get(s, "operations"), j, op) {
+      putf(p, "<li>@%lld ", num(op, "tick"));
+      esc(p, json_object_get(op, "api") ? str(op, "api") : str(op, "kind"));
+      if (json_object_get(op, "kernel")) {
+        put(p, " <code>");
+        esc(p, str(op, "kernel"));
+        put(p, "</code>");
+      }
+      putf(p, " (thread %lld)</li>", num(op, "thread"));
+    }
+    put(p, "</ol>");
+  }
+  put(p, "</details>");
+}
+
+static void finding(struct page *p, const json_t *f, size_t index) {
+  const char *rule = str(f, "rule"), *sev = str(f, "severity");
+  bool sup = is_suppressed(f);
+  putf(p, "<article class=\"finding sev-%s%s\" id=\"f%zu\" data-index=\"%zu\" data-rule=\"", sev,
+       sup ? " suppressed" : "", index, index);
+  esc(p, rule);
+  put(p, "\" data-pids=\"");
+  size_t i;
+  const json_t *pid;
+  json_array_foreach(json_object_get(f, "processes"), i, pid)
+      putf(p, "%s%lld", i ? " " : "", (long long)json_integer_value(pid));
+  putf(p, "\"><h3><span class=\"pill sev-%s\">%s</span> ", sev, sev);
+  esc(p, rule);
+  put(p, " <span class=\"name\">");
+  esc(p, str(f, "name"));
+  putf(p, "</span> <span class=\"count\">&times;%lld</span>", num(f, "count"));
+  if (sup) put(p, " <span class=\"pill suppressed\">suppressed</span>");
+  put(p, "</h3><p class=\"message\">");
+  esc(p, str(f, "message"));
+  put(p, ".</p><p class=\"fix\"><b>Fix:</b> ");
+  esc(p, str(f, "fix"));
+  put(p, ". <a class=\"doc\" href=\"docs/rules/");
+  esc(p, rule);
+  put(p, ".md\">docs/rules/");
+  esc(p, rule);
+  put(p, ".md</a></p>");
+  if (sup) {
+    put(p, "<p class=\"supby\">Suppressed by <code>");
+    esc(p, str(json_object_get(f, "suppressed"), "line"));
+    put(p, "</code> (");
+    esc(p, str(json_object_get(f, "suppressed"), "by"));
+    put(p, ")</p>");
+  }
+  facts(p, f);
+  put(p, "<div class=\"stacks\">");
+  stack(p,
+        json_is_object(json_object_get(f, "access")) ? "This side: the CPU access at"
+                                                     : "This side: the call at",
+        json_object_get(f, "stack"));
+  other_side(p, f);
+  put(p, "</div>");
+  operations_list(p, json_object_get(f, "timeline"));
+  put(p, "</article>\n");
+}
+
+/* ---- the data the script draws from ---- */
+
+/* What the timeline needs of a finding, small. */
+static json_t *timeline_entry(const json_t *f, size_t index) {
+  const json_t *busy = json_object_get(f, "busy");
+  json_t *e =
+      json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:I, s:b, s:O}", "index", (json_int_t)index, "rule",
+                str(f, "rule"), "name", str(f, "name"), "severity", str(f, "severity"), "api",
+                str(f, "api"), "pid", num(f, "pid"), "thread", num(f, "thread"), "suppressed",
+                is_suppressed(f), "timeline", json_object_get(f, "timeline"));
+  if (!e) return NULL;
+  json_object_set_new(e, "access", json_boolean(json_is_object(json_object_get(f, "access"))));
+  json_object_set(e, "pids", json_object_get(f, "processes"));
+  const json_t *driver = json_object_get(f, "driver");
+  json_object_set_new(e, "outcome", json_string(str(driver, "outcome")));
+  json_object_set_new(e, "result", json_integer(num(driver, "result")));
+  json_object_set_new(e, "result_name", json_string(str(driver, "name")));
+  if (json_is_object(busy)) json_object_set_new(e, "busy", json_integer(num(busy, "stream")));
+  const json_t *origin = json_object_get(json_object_get(f, "allocation"), "origin");
+  if (json_is_object(origin))
+    json_object_set_new(e, "alloc_thread", json_integer(num(origin, "thread")));
+  return e;
+}
+
+static void data_block(struct page *p, const json_t *findings, size_t shown) {
+  json_t *list = json_array();
+  for (size_t i = 0; i < shown; i++) {
+    json_t *e = timeline_entry(json_array_get(findings, i), i);
+    if (e) json_array_append_new(list, e);
+  }
+  /* ESCAPE_SLASH: no "</script>" can end the block early. */
+  char *text = json_dumps(list, JSON_COMPACT | JSON_ESCAPE_SLASH);
+  json_decref(list);
+  if (!text) {
+    p->ok = false;
+    return;
+  }
+  put(p, "<script type=\"application/json\" id=\"ac-data\">");
+  put(p, text);
+  put(p, "</script>\n");
+  free(text);
+}
+
+char *ac_html_from_report(const json_t *report) {
+  struct page p = {NULL, 0, 0, true};
+  const json_t *findings = json_object_get(report, "findings");
+  size_t total = json_array_size(findings), shown = total < MAX_FINDINGS ? total : MAX_FINDINGS;
+  put(&p, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+          "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+          "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+          "<title>attachcheck report</title><style>");
+  put(&p, HTML_STYLE);
+  put(&p, "</style></head><body>\n");
+  header(&p, report);
+  summary_table(&p, findings);
+  put(&p, "<section id=\"timeline\"><h2>Timeline</h2><noscript><p class=\"note\">The timeline is "
+          "drawn by the page's script; every finding is listed below with the operations before "
+          "it.</p></noscript><div id=\"filters\" hidden></div><div id=\"lanes\"></div>"
+          "<div id=\"selected\"></div></section>\n");
+  put(&p, "<section id=\"findings\"><h2>Findings</h2>\n");
+  bool anchored[AC_RULE_COUNT] = {0};
+  for (size_t i = 0; i < shown; i++) {
+    const json_t *f = json_array_get(findings, i);
+    enum ac_rule_id id = ac_rule_by_id(str(f, "rule"));
+    if (id != AC_RULE_COUNT && !anchored[id]) { /* the summary table links to the first */
+      anchored[id] = true;
+      putf(&p, "<a id=\"rule-%s\"></a>", ac_rule_info(id)->id);
+    }
+    finding(&p, f, i);
+  }
+  if (shown < total)
+    putf(&p,
+         "<p class=\"cut\" id=\"cut\">%zu more findings are not shown here (the page holds "
+         "the first %d); the JSON report (--json) has them all.</p>\n",
+         total - shown, MAX_FINDINGS);
+  put(&p, "</section>\n");
+  data_block(&p, findings, shown);
+  put(&p, "<script>");
+  put(&p, HTML_SCRIPT);
+  put(&p, "</script></body></html>\n");
+  if (!p.ok) {
+    free(p.text);
+    return NULL;
+  }
+  return p.text;
+}

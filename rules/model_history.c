@@ -1,0 +1,108 @@
+/* model_history.c - the latest operations of each stream and of the host, kept
+ * for the reports' timeline: what was enqueued, waited for and synchronised
+ * before a finding, in the model's order.
+ *
+ * Every record takes the next tick of one counter the whole model shares, so
+ * the records of different streams can be merged into one order. A ring of
+ * AC_HISTORY_RING records per stream is overwritten in place: recording costs
+ * a few stores, never an allocation or a stack walk.
+ */
+#include <string.h>
+
+#include "model_internal.h"
+
+const char *ac_op_kind_name(enum ac_op_kind kind) {
+  static const char *const names[AC_OP_KIND_COUNT] = {
+      "work",       "attach",      "host_function", "sync_copy",    "event_record",
+      "event_wait", "stream_sync", "event_sync",    "context_sync", "allocation"};
+  return (unsigned)kind < AC_OP_KIND_COUNT ? names[kind] : "?";
+}
+
+struct ac_op_record *ac_history_push(struct ac_model *m, struct ac_stream *s, enum ac_op_kind kind,
+                                     const char *api, uint64_t thread) {
+  struct ac_op_ring *ring = s ? &s->history : &m->host_history;
+  struct ac_op_record *r = &ring->op[ring->total++ % AC_HISTORY_RING];
+  *r = (struct ac_op_record){.tick = ++m->tick,
+                             .seq = s ? s->seq : 0,
+                             .thread = thread,
+                             .api = api,
+                             .kind = (unsigned char)kind};
+  return r;
+}
+
+struct ac_op_record *ac_history_last(struct ac_stream *s) {
+  return &s->history.op[(s->history.total - 1) % AC_HISTORY_RING];
+}
+
+void ac_history_note_kernel(struct ac_model *m, struct ac_stream *s, uint64_t seq,
+                            const char *kernel) {
+  (void)m;
+  if (!s || !seq || !s->history.total) return;
+  /* The launch is the stream's latest record unless another thread enqueued
+   * on the same stream in between: look back through the ring. */
+  uint64_t n = s->history.total < AC_HISTORY_RING ? s->history.total : AC_HISTORY_RING;
+  for (uint64_t i = 0; i < n; i++) {
+    struct ac_op_record *r = &s->history.op[(s->history.total - 1 - i) % AC_HISTORY_RING];
+    if (r->seq == seq && r->kind == AC_OP_WORK) {
+      r->kernel = kernel;
+      return;
+    }
+  }
+}
+
+uint64_t ac_history_tick(const struct ac_model *m) {
+  return m->tick;
+}
+
+const struct ac_op_ring *ac_history_host(const struct ac_model *m) {
+  return &m->host_history;
+}
+
+/* The ring's records, oldest first: i from first to ring->total. */
+static uint64_t first_kept(const struct ac_op_ring *ring) {
+  return ring->total < AC_HISTORY_RING ? 0 : ring->total - AC_HISTORY_RING;
+}
+
+uint64_t ac_history_total_upto(const struct ac_op_ring *ring, uint64_t upto) {
+  uint64_t total = ring->total;
+  for (uint64_t i = first_kept(ring); i < ring->total; i++)
+    if (ring->op[i % AC_HISTORY_RING].tick > upto) total--;
+  return total;
+}
+
+int ac_history_copy(const struct ac_op_ring *ring, uint64_t upto, struct ac_op_record *out) {
+  uint64_t end = first_kept(ring); /* one past the last record up to upto */
+  for (uint64_t i = first_kept(ring); i < ring->total; i++)
+    if (ring->op[i % AC_HISTORY_RING].tick <= upto) end = i + 1;
+  uint64_t start =
+      end > first_kept(ring) + AC_HISTORY_MAX ? end - AC_HISTORY_MAX : first_kept(ring);
+  int count = 0;
+  for (uint64_t i = start; i < end; i++)
+    out[count++] = ring->op[i % AC_HISTORY_RING];
+  return count;
+}
+
+const struct ac_op_record *ac_history_find_after(const struct ac_op_ring *ring, uint64_t upto,
+                                                 const char *api, uint64_t thread) {
+  for (uint64_t i = first_kept(ring); i < ring->total; i++) {
+    const struct ac_op_record *r = &ring->op[i % AC_HISTORY_RING];
+    if (r->tick > upto && r->api == api && r->thread == thread) return r;
+  }
+  return NULL;
+}
+
+struct serial_search {
+  uint64_t serial;
+  struct ac_stream *found;
+};
+
+static void match_serial(struct ac_stream *s, void *ctx) {
+  struct serial_search *q = ctx;
+  if (s->serial == q->serial) q->found = s;
+}
+
+struct ac_stream *ac_model_stream_by_serial(struct ac_model *m, uint64_t serial) {
+  struct serial_search q = {serial, NULL};
+  if (serial) ac_model_for_each_stream(m, match_serial, &q);
+  return q.found;
+}
