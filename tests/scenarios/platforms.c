@@ -47,6 +47,15 @@ static void touch_busy(void) {
 }
 
 /* The same write after the synchronisation: right on every device. */
+/* Globally attached memory touched while another stream works: AC202, and
+ * under --semantics device still an error where it is a crash. */
+static void touch_global_busy(void) {
+  EXPECT_RC(cu.cuLaunchHostFunc(s, hold_stream, NULL), CUDA_SUCCESS);
+  *(volatile int *)m = 42; /* AC202; SIGSEGV on a Jetson */
+  __atomic_store_n(&go_on, 1, __ATOMIC_RELEASE);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+
 static void touch_after_sync(void) {
   EXPECT_RC(cu.cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
   __atomic_store_n(&go_on, 1, __ATOMIC_RELEASE);
@@ -78,6 +87,7 @@ static void pageable_zero_length(void) {
 
 static const struct scenario_case cases[] = {
     {"touch_busy", touch_busy},
+    {"touch_global_busy", touch_global_busy},
     {"touch_after_sync", touch_after_sync},
     {"pageable_with_length", pageable_with_length},
     {"pageable_zero_length", pageable_zero_length},
