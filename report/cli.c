@@ -107,8 +107,8 @@ static bool print_summary(const struct ac_options *o, const struct ac_summary *s
   char suppressed[48] = "", line[256], path[PATH_MAX], why[PATH_MAX + 128];
   if (sum->suppressed) snprintf(suppressed, sizeof suppressed, " (%d suppressed)", sum->suppressed);
   int n = snprintf(line, sizeof line,
-                   "==attachcheck== summary: %d error%s, %d warning%s, %d note%s%s in %d "
-                   "process%s\n",
+                   AC_PREFIX "summary: %d error%s, %d warning%s, %d note%s%s in %d "
+                             "process%s\n",
                    sum->errors, sum->errors == 1 ? "" : "s", sum->warnings,
                    sum->warnings == 1 ? "" : "s", sum->notes, sum->notes == 1 ? "" : "s",
                    suppressed, sum->processes, sum->processes == 1 ? "" : "es");
@@ -122,7 +122,7 @@ static bool print_summary(const struct ac_options *o, const struct ac_summary *s
   if (fd >= 0) close(fd);
   if (!ok && fd >= 0) snprintf(why, sizeof why, "%s: %s", path, strerror(error));
   if (!ok && sum->output_errors == 0) /* else a process said it already */
-    fprintf(stderr, "==attachcheck== error: cannot write the log file %s\n", why);
+    fprintf(stderr, AC_PREFIX "error: cannot write the log file %s\n", why);
   return ok;
 }
 
@@ -317,7 +317,7 @@ static int run(char **argv, bool *started) {
   forward_to = 0;
   forward_signals(false);
   if (WIFSIGNALED(status)) {
-    fprintf(stderr, "==attachcheck== the program was killed by signal %d (%s)\n", WTERMSIG(status),
+    fprintf(stderr, AC_PREFIX "the program was killed by signal %d (%s)\n", WTERMSIG(status),
             strsignal(WTERMSIG(status)));
     return 128 + WTERMSIG(status);
   }
@@ -419,8 +419,8 @@ static void say_shim_never_loaded(const char *program) {
                                 "(env -i, sudo, a launcher), or a sanitizer or loader failure "
                                 "before any library was loaded (see the messages above)";
   fprintf(stderr,
-          "==attachcheck== error: the shim never loaded into the program: nothing was checked; "
-          "%s\n",
+          AC_PREFIX "error: the shim never loaded into the program: nothing was checked; "
+                    "%s\n",
           why);
 }
 
@@ -435,8 +435,8 @@ static int run_status(const struct ac_options *o, const struct ac_summary *sum, 
     return EXIT_SHIM_NOT_LOADED;
   }
   if (o->require_cuda_init && sum->cuda_processes == 0) {
-    fprintf(stderr, "==attachcheck== error: the program never initialised CUDA: nothing was "
-                    "checked (--require-cuda-init=no accepts this)\n");
+    fprintf(stderr, AC_PREFIX "error: the program never initialised CUDA: nothing was "
+                              "checked (--require-cuda-init=no accepts this)\n");
     return EXIT_NO_CUDA;
   }
   if (o->error_exitcode && sum->errors > 0) return (int)o->error_exitcode;
@@ -485,7 +485,7 @@ int main(int argc, char **argv) {
   json_t *report = ac_merge_streams((const char *const *)paths, n, &sum);
   bool output_lost = sum.output_errors > 0;
   if (!report || !ac_write_final_reports(report, &o, (int)child, why, sizeof why)) {
-    fprintf(stderr, "==attachcheck== error: cannot write the report: %s\n",
+    fprintf(stderr, AC_PREFIX "error: cannot write the report: %s\n",
             report ? why : "out of memory");
     output_lost = true;
   }
@@ -495,7 +495,7 @@ int main(int argc, char **argv) {
 
   if (!print_summary(&o, &sum)) output_lost = true;
   if (sum.dropped_lines)
-    fprintf(stderr, "==attachcheck== %d incomplete record%s dropped (a process died mid-write)\n",
+    fprintf(stderr, AC_PREFIX "%d incomplete record%s dropped (a process died mid-write)\n",
             sum.dropped_lines, sum.dropped_lines == 1 ? "" : "s");
   return run_status(&o, &sum, status, output_lost, argv[prog]);
 }

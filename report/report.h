@@ -53,6 +53,9 @@ void ac_report_finish(void);
  * or the newline. */
 /* Whether this thread holds the sink's lock (for the shim's lock-order checks). */
 bool ac_report_sink_held(void);
+/* What every line attachcheck writes for people starts with. */
+#define AC_PREFIX "==attachcheck== "
+
 enum ac_message_level { AC_MESSAGE_INFO, AC_MESSAGE_FATAL };
 void ac_report_message(enum ac_message_level level, const char *text);
 /* Fork: hold the sink across fork(); in the child, a stream and an

@@ -97,7 +97,7 @@ static unsigned long printed_count;
  * log (the log's own failure, a fatal start-up failure). */
 static void say_on_stderr(const char *text) {
   char line[1200];
-  int n = snprintf(line, sizeof line, "==attachcheck== %s\n", text);
+  int n = snprintf(line, sizeof line, AC_PREFIX "%s\n", text);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
   if (n > 0) ac_output_write(&err_out, line, (size_t)n);
 }
@@ -187,7 +187,7 @@ static void append(json_t *record) {
 
 void ac_report_message(enum ac_message_level level, const char *text) {
   char line[1200];
-  int n = snprintf(line, sizeof line, "==attachcheck== %s\n", text);
+  int n = snprintf(line, sizeof line, AC_PREFIX "%s\n", text);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
   if (n <= 0) return;
   bool locked = !holding_sink;
@@ -265,7 +265,7 @@ static void print_finding(const struct ac_finding *f, const json_t *record) {
   if (opts && opts->gen_suppressions && record &&
       ac_suppression_suggest(ac_rule_info(f->rule)->id, json_object_get(record, "stack"), line,
                              sizeof line))
-    fprintf(mem, "==attachcheck== suppress with: %s\n==attachcheck== \n", line);
+    fprintf(mem, AC_PREFIX "suppress with: %s\n" AC_PREFIX "\n", line);
   fclose(mem);
   write_text(text, len);
   free(text);
@@ -280,8 +280,8 @@ static bool within_print_limit(void) {
   if (printed_count++ == (unsigned long)opts->print_limit) {
     char line[200];
     int n = snprintf(line, sizeof line,
-                     "==attachcheck== print limit of %ld findings reached: the rest are only in "
-                     "the reports\n",
+                     AC_PREFIX "print limit of %ld findings reached: the rest are only in "
+                               "the reports\n",
                      opts->print_limit);
     write_text(line, (size_t)n);
   }

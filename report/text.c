@@ -6,7 +6,7 @@
 
 #include "report.h"
 
-#define P "==attachcheck== "
+#define P AC_PREFIX
 
 static void write_stack(FILE *out, const struct ac_stack *s) {
   for (int i = 0; i < s->depth; i++) {

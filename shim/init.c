@@ -41,7 +41,7 @@ uint64_t ac_thread_id(void) {
 }
 
 static void warn_line(const char *line) {
-  fprintf(stderr, "==attachcheck== warning: %s\n", line);
+  fprintf(stderr, AC_PREFIX "warning: %s\n", line);
 }
 
 /* Whether p lies in the shim itself (a driver name that resolves back here). */

@@ -147,21 +147,23 @@ void ac_kernel_args_note_variable(uintptr_t module, uintptr_t base) {
 
 /* ---- judging ---- */
 
-#define MAX_LAUNCH_FINDINGS 4
+#define MAX_WORK_FINDINGS 4
 
-struct launch {
+/* One piece of GPU work being judged - a kernel launch, an asynchronous copy
+ * or set, a graph launch - from work_begin to work_finish. */
+struct gpu_work {
   const char *api;
   struct ac_stream *stream;
   bool host_is_legal;
   bool records_reach; /* device semantics: what the work may touch is recorded */
   const struct layout *layout;
-  struct ac_finding findings[MAX_LAUNCH_FINDINGS];
+  struct ac_finding findings[MAX_WORK_FINDINGS];
   int n;
-  uint64_t judged[MAX_LAUNCH_FINDINGS * 2]; /* allocations already judged */
+  uint64_t judged[MAX_WORK_FINDINGS * 2]; /* allocations already judged */
   int judged_n;
 };
 
-static bool already_judged(struct launch *l, uint64_t serial) {
+static bool already_judged(struct gpu_work *l, uint64_t serial) {
   for (int i = 0; i < l->judged_n; i++)
     if (l->judged[i] == serial) return true;
   if (l->judged_n < (int)(sizeof l->judged / sizeof l->judged[0]))
@@ -173,7 +175,7 @@ static bool already_judged(struct launch *l, uint64_t serial) {
  * model lock held. Never-attached GLOBAL memory breaks no device rule, and
  * under strict semantics there is no reach to record either, so its record
  * need not be read: the common case, kept small enough to inline. */
-static inline struct ac_alloc *allocation_to_judge(const struct launch *l, uintptr_t addr) {
+static inline struct ac_alloc *allocation_to_judge(const struct gpu_work *l, uintptr_t addr) {
   if (!l->records_reach && !ac_model_may_need_judging(ac_model, addr)) return NULL;
   bool plain;
   struct ac_alloc *a = ac_model_find_alloc_plain(ac_model, addr, &plain);
@@ -181,11 +183,11 @@ static inline struct ac_alloc *allocation_to_judge(const struct launch *l, uintp
 }
 
 /* The work is given a, through addr. */
-static void judge_use(struct launch *l, struct ac_alloc *a, uintptr_t addr, const char *kernel,
+static void judge_use(struct gpu_work *l, struct ac_alloc *a, uintptr_t addr, const char *kernel,
                       int param, size_t offset, const char *via) {
   if (!ac_alloc_is_managed(a) || already_judged(l, a->serial)) return;
   ac_order_add_reach(ac_model, l->stream, a);
-  if (l->n == MAX_LAUNCH_FINDINGS) return;
+  if (l->n == MAX_WORK_FINDINGS) return;
   struct ac_finding *f = &l->findings[l->n];
   if (!ac_judge_device_access(ac_model, a, l->stream, l->host_is_legal, f)) return;
   f->api = l->api;
@@ -196,13 +198,13 @@ static void judge_use(struct launch *l, struct ac_alloc *a, uintptr_t addr, cons
 }
 
 /* One address the work is given; model lock held. */
-static inline void judge_address(struct launch *l, uintptr_t addr, const char *kernel, int param,
+static inline void judge_address(struct gpu_work *l, uintptr_t addr, const char *kernel, int param,
                                  size_t offset, const char *via) {
   struct ac_alloc *a = allocation_to_judge(l, addr);
   if (a) judge_use(l, a, addr, kernel, param, offset, via);
 }
 
-static void scan_bytes(struct launch *l, const unsigned char *p, size_t size, int param) {
+static void scan_bytes(struct gpu_work *l, const unsigned char *p, size_t size, int param) {
   for (size_t off = 0; off + sizeof(uintptr_t) <= size; off += sizeof(uintptr_t)) {
     uintptr_t word;
     memcpy(&word, p + off, sizeof word);
@@ -211,7 +213,7 @@ static void scan_bytes(struct launch *l, const unsigned char *p, size_t size, in
   }
 }
 
-static void scan_arguments(struct launch *l, void **params, void **extra) {
+static void scan_arguments(struct gpu_work *l, void **params, void **extra) {
   const struct layout *lay = l->layout;
   if (params) {
     for (int i = 0; i < lay->count; i++)
@@ -232,7 +234,7 @@ static void scan_arguments(struct launch *l, void **params, void **extra) {
       scan_bytes(l, buffer + lay->offset[i], lay->size[i], i);
 }
 
-static void scan_module_variables(struct launch *l) {
+static void scan_module_variables(struct gpu_work *l) {
   struct module_vars *mv;
   uintptr_t module = l->layout->module;
   if (!module) return;
@@ -299,8 +301,8 @@ static bool concurrent_semantics(void) {
 /* The common frame of a launch, a copy and a graph launch: the operation is
  * enqueued and judged under one hold of the model lock (begin ... finish),
  * and the stack, if anything needs it, is taken after the lock is released. */
-static bool begin(struct launch *l, const char *api, CUstream stream, bool per_thread,
-                  bool host_is_legal, struct ac_op_origin_slot *slot) {
+static bool work_begin(struct gpu_work *l, const char *api, CUstream stream, bool per_thread,
+                       bool host_is_legal, struct ac_op_origin_slot *slot) {
   l->api = api;
   l->n = l->judged_n = 0;
   l->host_is_legal = host_is_legal;
@@ -311,7 +313,7 @@ static bool begin(struct launch *l, const char *api, CUstream stream, bool per_t
   return l->stream && !l->stream->capturing && ac_model_alloc_count(ac_model) > 0;
 }
 
-static void finish(struct launch *l, const struct ac_op_origin_slot *slot) {
+static void work_finish(struct gpu_work *l, const struct ac_op_origin_slot *slot) {
   ac_guard_refresh_locked();
   ac_model_leave();
   if (!slot->turned_busy && l->n == 0) return;
@@ -328,31 +330,32 @@ static void finish(struct launch *l, const struct ac_op_origin_slot *slot) {
  * are judged (see check_order.c for the operation itself). */
 void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_thread, void **params,
                   void **extra) {
-  struct launch l;
+  struct gpu_work l;
   struct ac_op_origin_slot slot;
   bool host_is_legal = concurrent_semantics();
   l.layout = f ? layout_of(f) : NULL;
-  if (begin(&l, api, stream, per_thread, host_is_legal, &slot) && l.layout && l.layout->known) {
+  if (work_begin(&l, api, stream, per_thread, host_is_legal, &slot) && l.layout &&
+      l.layout->known) {
     double started = ac_opts.verbose ? now_seconds() : 0;
     scan_arguments(&l, params, extra);
     scan_module_variables(&l);
     if (ac_opts.verbose) stats.launches++, stats.seconds += now_seconds() - started;
   }
   if (l.layout) ac_history_note_kernel(ac_model, l.stream, slot.seq, l.layout->name);
-  finish(&l, &slot);
+  work_finish(&l, &slot);
 }
 
 /* An asynchronous copy or set: its operands are given to the stream's work. */
 void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src) {
-  struct launch l;
+  struct gpu_work l;
   struct ac_op_origin_slot slot;
   l.layout = NULL;
   /* The driver copies HOST-attached memory itself: only AC301 applies. */
-  if (begin(&l, api, stream, per_thread, true, &slot)) {
+  if (work_begin(&l, api, stream, per_thread, true, &slot)) {
     if (dst) judge_address(&l, dst, NULL, -1, 0, "copy destination");
     if (src) judge_address(&l, src, NULL, -1, 0, "copy source");
   }
-  finish(&l, &slot);
+  work_finish(&l, &slot);
 }
 
 /* ---- graphs ----
@@ -463,19 +466,19 @@ void ac_on_graph_exec_destroyed(CUgraphExec exec) {
 }
 
 void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread) {
-  struct launch l;
+  struct gpu_work l;
   struct ac_op_origin_slot slot;
   uintptr_t h = (uintptr_t)exec;
   bool host_is_legal = concurrent_semantics();
   l.layout = NULL;
-  if (begin(&l, api, stream, per_thread, host_is_legal, &slot)) {
+  if (work_begin(&l, api, stream, per_thread, host_is_legal, &slot)) {
     struct graph_exec *g;
     HASH_FIND(hh, execs, &h, sizeof h, g);
     for (size_t i = 0; g && i < g->count; i++)
       judge_address(&l, g->uses[i].addr, g->uses[i].kernel, g->uses[i].param, g->uses[i].offset,
                     "graph kernel argument");
   }
-  finish(&l, &slot);
+  work_finish(&l, &slot);
 }
 
 /* Model lock held. The handle may name another module later. */

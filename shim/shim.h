@@ -284,7 +284,7 @@ void ac_guard_drain(void);
 void ac_guard_wait_reported(int max_ms);
 /* interceptors_signal.c */
 void ac_signal_install_guard_handler(void);
-/* One line on stderr, prefixed "==attachcheck== ". */
+/* One line through the report's message route (AC_PREFIX, the log or stderr). */
 void ac_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Resets the model in a forked child (its managed memory is unmapped there). */
