@@ -30,8 +30,10 @@ fi
 # CLI: aarch64 executables must run when any process starts them, which is
 # binfmt_misc's job (the F flag opens qemu now, so it works in containers).
 binfmt=/proc/sys/fs/binfmt_misc
+# Mounted first: in a chroot with a /proc of its own, the registration the
+# host made is there only once binfmt_misc is mounted.
+[ -e "$binfmt/register" ] || mount -t binfmt_misc binfmt_misc "$binfmt" 2>/dev/null || true
 if [ ! -e "$binfmt/qemu-aarch64" ]; then
-  [ -e "$binfmt/register" ] || mount -t binfmt_misc binfmt_misc "$binfmt" 2>/dev/null || true
   if [ -w "$binfmt/register" ]; then
     cat /usr/lib/binfmt.d/qemu-aarch64.conf >"$binfmt/register"
   else
