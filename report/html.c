@@ -323,7 +323,15 @@ static void operations_list(struct page *p, const json_t *timeline) {
     putf(p, "<h5>%s stream #%lld (", strcmp(str(s, "role"), "call") == 0 ? "call's" : "busy",
          num(s, "stream"));
     esc(p, str(s, "kind"));
-    putf(p, "): %lld of %lld operations</h5><ol>", num(s, "shown"), num(s, "recorded"));
+    putf(p, "): %lld of %lld operations</h5>", num(s, "shown"), num(s, "recorded"));
+    const json_t *created = json_object_get(s, "created");
+    if (json_is_object(created)) {
+      char title[160];
+      snprintf(title, sizeof title, "Stream #%lld made by %s (thread %lld) at", num(s, "stream"),
+               str(created, "api"), num(created, "thread"));
+      stack(p, title, json_object_get(created, "stack"));
+    }
+    put(p, "<ol>");
     json_array_foreach(json_object_get(s, "operations"), j, op) {
       putf(p, "<li>@%lld ", num(op, "tick"));
       esc(p, json_object_get(op, "api") ? str(op, "api") : str(op, "kind"));

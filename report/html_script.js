@@ -7,7 +7,7 @@
 (function () {
   var SVGNS = "http://www.w3.org/2000/svg";
   var HOST_KINDS = { stream_sync: 1, context_sync: 1, event_sync: 1, allocation: 1 };
-  var LABEL_W = 220, COL_W = 66, LANE_H = 58, TOP = 26, GAP_W = 22;
+  var LABEL_W = 220, COL_W = 66, LANE_H = 64, TOP = 26, GAP_W = 22;
   var data = JSON.parse(document.getElementById("ac-data").textContent || "[]");
   var state = { rule: "", pid: "", suppressed: true, selected: -1 };
 
@@ -64,6 +64,16 @@
       return m.lanes[key];
     }
     function threadLane(t) { return lane("t" + t, "thread " + t, "host", t); }
+    /* Where a stream was made: the first frame with a source line, else the
+     * first frame, as "file:line" or "module+offset". */
+    function madeAt(created) {
+      var frames = created.stack || [], fr = frames.filter(function (x) { return x.file; })[0];
+      fr = fr || frames[0];
+      if (!fr) return created.api;
+      var where = fr.file ? fr.file.replace(/^.*\//, "") + ":" + fr.line
+                          : String(fr.module).replace(/^.*\//, "") + "+" + fr.offset;
+      return "made at " + where;
+    }
     function add(laneKey, op) {
       m.ops[laneKey + "@" + op.tick] = { lane: laneKey, op: op };
       m.ticks[op.tick] = 1;
@@ -76,6 +86,7 @@
         var sub = /^CU_STREAM|NULL/.test(s.kind) ? s.kind : s.kind.replace(/^stream made by /, "") +
                   " " + s.handle;
         var l = lane("s" + s.stream, "stream #" + s.stream, sub, 1e6 + s.stream);
+        if (s.created && !l.made) l.made = madeAt(s.created);
         l.shown = Math.max(l.shown || 0, s.shown);
         l.recorded = Math.max(l.recorded || 0, s.recorded);
         l.note = "last " + l.shown + " of " + l.recorded + " operations";
@@ -157,9 +168,11 @@
       });
       var g = el("g", { "class": "lane", "data-lane": l.key }, names);
       el("line", { "class": "axis", x1: 0, x2: width, y1: l.y, y2: l.y }, svg);
-      el("text", { "class": "lane-label", x: 10, y: l.y - 4 }, g, l.label);
-      el("text", { "class": "lane-sub", x: 10, y: l.y + 9 }, g, l.sub.slice(0, 36));
-      if (l.note) el("text", { "class": "lane-sub", x: 10, y: l.y + 21 }, g, l.note);
+      var top = l.made ? l.y - 10 : l.y - 4;
+      el("text", { "class": "lane-label", x: 10, y: top }, g, l.label);
+      el("text", { "class": "lane-sub", x: 10, y: top + 13 }, g, l.sub.slice(0, 36));
+      if (l.made) el("text", { "class": "lane-sub", x: 10, y: top + 25 }, g, l.made.slice(0, 36));
+      if (l.note) el("text", { "class": "lane-sub", x: 10, y: top + (l.made ? 37 : 25) }, g, l.note);
     });
     ticks.forEach(function (t) {
       if (t === Math.floor(t))

@@ -124,6 +124,7 @@ static json_t *history(const struct ac_history *h, const char *role) {
   json_object_set_new(o, "kind", json_string(ac_stream_kind_name(h->stream_kind)));
   json_object_set_new(o, "handle", stream_handle(h->stream_handle));
   if (h->owner_thread) json_object_set_new(o, "thread", json_integer((json_int_t)h->owner_thread));
+  if (h->created.api) json_object_set_new(o, "created", origin(&h->created));
   return o;
 }
 

@@ -107,8 +107,9 @@ struct ac_history {
   uint64_t stream_serial; /* 0 for the host */
   enum ac_stream_kind stream_kind;
   uintptr_t stream_handle;
-  uint64_t owner_thread; /* a per-thread default stream's thread */
-  uint64_t total;        /* operations ever recorded there: more than count means some were cut */
+  uint64_t owner_thread;       /* a per-thread default stream's thread */
+  struct ac_op_origin created; /* the call that made the stream; api NULL if not seen */
+  uint64_t total; /* operations ever recorded there: more than count means some were cut */
   int count;
   struct ac_op_record op[AC_HISTORY_MAX]; /* oldest first */
 };

@@ -68,6 +68,7 @@ struct ac_stream {
   uint64_t seq;                    /* operations enqueued so far */
   struct ac_clock waited;          /* what its next operation waits for (other streams) */
   struct ac_op_origin busy_origin; /* first operation the host has not seen complete */
+  struct ac_op_origin created;     /* the call that made it; api NULL when not seen */
   /* Allocations its outstanding work was given (serials), for `device`
    * semantics; cleared when it turns idle. */
   struct ac_reach *reach;
@@ -116,6 +117,9 @@ struct ac_stream_ref {
 
 struct ac_stream *ac_model_stream_created(struct ac_model *m, uintptr_t handle, unsigned flags,
                                           int priority);
+/* Records api on thread, at stack, as the call that made s. */
+void ac_model_stream_note_creation(struct ac_model *m, struct ac_stream *s, const char *api,
+                                   uint64_t thread, const struct ac_stack *stack);
 /* Marks the live stream with this handle destroyed; returns it, or NULL. */
 struct ac_stream *ac_model_stream_destroyed(struct ac_model *m, uintptr_t handle);
 /* The serial of the live stream with this handle, or 0. */

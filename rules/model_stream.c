@@ -30,6 +30,12 @@ static void retire(struct ac_model *m, struct ac_stream *s) {
   m->retired = r;
 }
 
+void ac_model_stream_note_creation(struct ac_model *m, struct ac_stream *s, const char *api,
+                                   uint64_t thread, const struct ac_stack *stack) {
+  (void)m;
+  s->created = (struct ac_op_origin){api, thread, 0, *stack};
+}
+
 struct ac_stream *ac_model_stream_created(struct ac_model *m, uintptr_t handle, unsigned flags,
                                           int priority) {
   struct ac_stream *s = calloc(1, sizeof *s);

@@ -6,9 +6,12 @@
 #include "rules_host.h"
 #include "shim.h"
 
-void ac_check_stream_created(CUstream stream, unsigned flags, int priority) {
+void ac_check_stream_created(const char *api, CUstream stream, unsigned flags, int priority) {
+  struct ac_stack stack; /* taken outside the lock: the reports draw each stream's birth */
+  ac_stack_capture(&stack);
   ac_model_enter();
-  ac_model_stream_created(ac_model, (uintptr_t)stream, flags, priority);
+  struct ac_stream *s = ac_model_stream_created(ac_model, (uintptr_t)stream, flags, priority);
+  if (s) ac_model_stream_note_creation(ac_model, s, api, ac_thread_id(), &stack);
   ac_model_leave();
 }
 

@@ -32,6 +32,7 @@ static void copy_stream(struct ac_history *h, uint64_t serial, uint64_t tick,
   h->stream_kind = s->live ? s->kind : AC_STREAM_DESTROYED;
   h->stream_handle = s->handle;
   h->owner_thread = s->owner_thread;
+  h->created = s->created;
 }
 
 /* What the timeline of a report shows around f: the operations of its call's

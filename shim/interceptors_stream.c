@@ -14,7 +14,7 @@ AC_EXPORT CUresult cuInit(unsigned int Flags) {
 AC_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   AC_START_OR_FAIL(cuStreamCreate);
   CUresult r = ac_real.cuStreamCreate(phStream, Flags);
-  if (r == CUDA_SUCCESS && phStream) ac_check_stream_created(*phStream, Flags, 0);
+  if (r == CUDA_SUCCESS && phStream) ac_check_stream_created("cuStreamCreate", *phStream, Flags, 0);
   return r;
 }
 
@@ -22,7 +22,8 @@ AC_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int f
                                               int priority) {
   AC_START_OR_FAIL(cuStreamCreateWithPriority);
   CUresult r = ac_real.cuStreamCreateWithPriority(phStream, flags, priority);
-  if (r == CUDA_SUCCESS && phStream) ac_check_stream_created(*phStream, flags, priority);
+  if (r == CUDA_SUCCESS && phStream)
+    ac_check_stream_created("cuStreamCreateWithPriority", *phStream, flags, priority);
   return r;
 }
 
@@ -82,7 +83,8 @@ AC_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCt
                                           unsigned int flags, int priority) {
   AC_START_OR_FAIL(cuGreenCtxStreamCreate);
   CUresult r = ac_real.cuGreenCtxStreamCreate(phStream, greenCtx, flags, priority);
-  if (r == CUDA_SUCCESS && phStream) ac_check_stream_created(*phStream, flags, priority);
+  if (r == CUDA_SUCCESS && phStream)
+    ac_check_stream_created("cuGreenCtxStreamCreate", *phStream, flags, priority);
   return r;
 }
 

@@ -184,7 +184,7 @@ uint64_t ac_check_before_free(CUdeviceptr base);
 void ac_check_freed(CUdeviceptr base, uint64_t serial, CUresult result);
 /* What kind of memory ptr is, asking the driver once if the model does not know. */
 enum ac_mem_kind ac_check_classify(CUdeviceptr ptr);
-void ac_check_stream_created(CUstream stream, unsigned flags, int priority);
+void ac_check_stream_created(const char *api, CUstream stream, unsigned flags, int priority);
 /* Before a destroy is forwarded: the serial of the stream the handle names. */
 uint64_t ac_check_stream_to_destroy(CUstream stream);
 void ac_check_stream_destroyed(const char *api, CUstream stream, uint64_t serial);

@@ -123,6 +123,11 @@ def test_static_page(folder):
     check("html: the AC201 section says how many operations it left out",
           "16 of 41 operations" in ac201["text"], ac201["text"])
     check("html: the CPU access is this side", "This side: the CPU access" in ac201["text"])
+    ac301 = next(a for a in arts if a["attrs"]["data-rule"] == "AC301")
+    check("html: each stream of the timeline with the stack that made it",
+          re.search(r"Stream #2 made by cuStreamCreate \(thread 1\) at.*timeline_prog\.c:\d+",
+                    ac301["text"]) and re.search(r"Stream #3 made by cuStreamCreate", ac301["text"]),
+          ac301["text"][:600])
     check("html: the busy stream's first operation not known complete is the other side",
           "Other side: cuStreamAttachMemAsync on stream #2" in ac201["text"], ac201["text"])
     check("html: no external address is loaded", external_loads(text) == [],
@@ -186,6 +191,8 @@ def test_in_chromium(folder):
                                                    "host_function", "allocation")))
     recorded = max(s["recorded"] for f in report["findings"] for s in f["timeline"]["streams"]
                    if s["stream"] == 2)
+    check("chromium: a stream's lane says where it was made",
+          len(re.findall(r"made at timeline_prog\.c:\d+", dom)) >= 2)
     check("chromium: a label says how many operations were cut",
           f"last 16 of {recorded} operations" in dom, recorded)
     selected = page.find("div", id="selected")
