@@ -33,11 +33,10 @@
 #include "report.h"
 
 enum {
-  EXIT_USAGE = 2,
-  EXIT_OUTPUT_LOST = 2, /* a report or the log could not be written */
-  EXIT_SHIM_NOT_LOADED = 3,
-  EXIT_NO_CUDA = 4,
-  EXIT_CANNOT_RUN = 127,
+#define AC_EXIT(Name, Code, Meaning) Name = Code,
+#include "exit_status.inc"
+#undef AC_EXIT
+  EXIT_OUTPUT_LOST = EXIT_USAGE, /* a report or the log could not be written */
 };
 
 static pid_t child;
@@ -494,8 +493,8 @@ int main(int argc, char **argv) {
   if (!started) return status;
 
   if (!print_summary(&o, &sum)) output_lost = true;
-  if (sum.dropped_lines)
+  if (sum.dropped_records)
     fprintf(stderr, AC_PREFIX "%d incomplete record%s dropped (a process died mid-write)\n",
-            sum.dropped_lines, sum.dropped_lines == 1 ? "" : "s");
+            sum.dropped_records, sum.dropped_records == 1 ? "" : "s");
   return run_status(&o, &sum, status, output_lost, argv[prog]);
 }

@@ -30,10 +30,9 @@ struct exit_status {
 static const struct exit_status exit_statuses[] = {
     {"the program's", "the program's own status (128+N if it died of signal N)"},
     {"N", "the value of --error-exitcode when there were error findings (not suppressed)"},
-    {"2", "a usage error: a bad option, an unwritable report, a bad suppression file"},
-    {"3", "the shim never loaded into any process (a static or setuid program): nothing checked"},
-    {"4", "no process initialised CUDA: nothing checked (--require-cuda-init no accepts it)"},
-    {"127", "the program could not be run"},
+#define AC_EXIT(Name, Code, Meaning) {#Code, Meaning},
+#include "exit_status.inc"
+#undef AC_EXIT
 };
 
 static const char *const examples[] = {

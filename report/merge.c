@@ -44,7 +44,7 @@ static void take_record(struct merge *m, json_t *r) {
   const char *type = json_string_value(json_object_get(r, "type"));
   json_int_t pid = json_integer_value(json_object_get(r, "pid"));
   if (!type) {
-    m->sum->dropped_lines++;
+    m->sum->dropped_records++;
     return;
   }
   json_t *proc = process_of(m, pid);
@@ -97,7 +97,7 @@ static void read_stream(struct merge *m, const char *path) {
     if (json_is_object(r))
       take_record(m, r);
     else
-      m->sum->dropped_lines++;
+      m->sum->dropped_records++;
     json_decref(r);
   }
   free(line);
@@ -147,8 +147,8 @@ json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum
       "schema_version", AC_SCHEMA_VERSION, "tool", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION,
       "process", first, "processes", processes, "summary", "errors", sum->errors, "warnings",
       sum->warnings, "notes", sum->notes, "suppressed", sum->suppressed, "processes",
-      sum->processes, "cuda_processes", sum->cuda_processes, "dropped_records", sum->dropped_lines,
-      "output_errors", sum->output_errors, "findings", findings);
+      sum->processes, "cuda_processes", sum->cuda_processes, "dropped_records",
+      sum->dropped_records, "output_errors", sum->output_errors, "findings", findings);
   json_decref(m.processes);
   json_decref(m.findings);
   json_decref(m.order);

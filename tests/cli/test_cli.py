@@ -122,5 +122,18 @@ with tempfile.TemporaryDirectory() as d:
     check("old driver: said once, no argument finding", p.returncode == 0 and said == 1 and rules == [],
           f"rc={p.returncode} said={said} rules={rules}")
 
+# The exit statuses are declared once (report/exit_status.inc): --help prints
+# each, and the README's table has a row for each.
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+import re  # noqa: E402
+codes = re.findall(r"^AC_EXIT\(\w+, (\d+),", open(os.path.join(ROOT, "report", "exit_status.inc")).read(),
+                   re.M)
+readme = open(os.path.join(ROOT, "README.md")).read()
+help_text = run([CLI, "--help"]).stdout
+check("exit statuses: each in --help and in the README's table",
+      codes and all(re.search(rf"^\| {c} \|", readme, re.M) and re.search(rf"^  {c} ", help_text, re.M)
+                    for c in codes), codes)
+
 print(f"cli: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
