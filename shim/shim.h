@@ -13,7 +13,8 @@
  *   check_stream.c        streams: creation, destruction, capture
  *   check_order.c         the ordering model's events: work, synchronisation, host functions
  *   kernel_args.c         what launches and copies give the GPU: AC301, AC302, reach
- *   guard.c               the page guard: protection of what the CPU may not touch
+ *   guard.c               the page guard: protection follows the model (refresh side)
+ *   guard_fault.c         the page guard: a fault or a system call judged and lifted
  *   guard_reporter.c      findings made in the signal handler, reported later
  *   ranges.c              sorted page-range lists, the guard's arithmetic
  *   interceptors_signal.c SIGSEGV shared with the program (sigaction, signal)

@@ -1,0 +1,174 @@
+/* guard_fault.c - the page guard's fault side: an access to protected memory,
+ * seen as a SIGSEGV in the faulting thread (ac_guard_on_fault) or as a buffer
+ * about to be handed to the kernel (ac_guard_check_buffer), is judged against
+ * the model as it is at that instant (AC201/AC202), the finding left for the
+ * reporter (guard_reporter.c), and the page lifted until the next transition,
+ * so the access completes. An access made by the driver itself (its
+ * instruction is in libcuda) is the driver's business, never judged as the
+ * program's. The refresh side, which decides what is protected, is guard.c.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "guard_internal.h"
+#include "rules_host.h"
+#include "shim.h"
+
+/* Set while this thread judges a fault or a buffer: libunwind checks memory
+ * with write(2) on a pipe, which must not come back into the guard. */
+static __thread bool in_guard;
+
+/* ---- the handler's side ---- */
+
+/* Whether [start, end) meets a published protected range, without the lock
+ * (async-signal-safe). With more ranges than were published, maybe. */
+static bool published_overlaps(uintptr_t start, uintptr_t end, bool *overflow) {
+  unsigned seq;
+  bool hit;
+  do {
+    seq = __atomic_load_n(&ac_guard.published_seq, __ATOMIC_ACQUIRE);
+    *overflow = ac_guard.published_overflow;
+    size_t lo = 0, hi = ac_guard.published_count; /* sorted: the first range ending after start */
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (ac_guard.published[mid].end <= start)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    hit = lo < ac_guard.published_count && ac_guard.published[lo].start < end;
+  } while ((seq & 1) || seq != __atomic_load_n(&ac_guard.published_seq, __ATOMIC_ACQUIRE));
+  return hit;
+}
+
+static bool page_lifted(uintptr_t page) {
+  for (size_t i = 0; i < ac_guard.lifted_count; i++)
+    if (ac_guard.lifted[i] == page) return true;
+  return false;
+}
+
+static void lift_page(uintptr_t addr) {
+  uintptr_t page = ac_guard_page_floor(addr);
+  mprotect((void *)page, (size_t)ac_guard.page_size, PROT_READ | PROT_WRITE);
+  if (ac_guard.lifted_count < AC_GUARD_LIFTED_MAX)
+    ac_guard.lifted[ac_guard.lifted_count++] = page;
+  else
+    ac_guard.protection_uncertain = true; /* too many to track: the next refresh redoes it all */
+}
+
+bool ac_pc_in_driver(uintptr_t pc) {
+  return pc >= ac_guard.driver_lo && pc < ac_guard.driver_hi;
+}
+
+/* The fault of a thread interrupted inside the shim with the model lock held
+ * (a signal handler of the program touched guarded memory): the lock cannot
+ * be taken and the model may be half-changed, so the page is lifted unjudged
+ * and the next transition protects again from scratch. */
+static enum ac_guard_claim lift_without_lock(uintptr_t a) {
+  static __thread uintptr_t last;
+  uintptr_t page = ac_guard_page_floor(a);
+  if (last == page) { /* lifted already and faulted again: not ours */
+    last = 0;
+    return AC_GUARD_NOT_OURS;
+  }
+  last = page;
+  syscall(SYS_mprotect, page, ac_guard.page_size, PROT_READ | PROT_WRITE);
+  __atomic_store_n(&ac_guard.lifted_unlocked, 1, __ATOMIC_RELEASE);
+  __atomic_add_fetch(&ac_guard.stats.unjudged, 1, __ATOMIC_RELAXED);
+  return AC_GUARD_HANDLED;
+}
+
+/* Judges the access at a against the model (lock held); a finding goes to the
+ * reporter's ring. */
+static void judge_fault(uintptr_t a, struct ac_alloc *alloc, bool is_write, void *ucontext) {
+  struct ac_host_access access = {{a, 0, is_write ? AC_ACCESS_WRITE : AC_ACCESS_READ, "page fault"},
+                                  ac_thread_id(),
+                                  ac_current_host_function_stream()};
+  static __thread struct ac_finding f; /* large: not on a signal stack */
+  if (!ac_judge_host_access(ac_model, alloc, &access, &f)) return;
+  ac_stack_capture_from_signal(ucontext, &f.stack);
+  struct ac_finding *slot = ac_guard_ring_slot_locked();
+  if (!slot) return;
+  *slot = f;
+  ac_guard_ring_commit_locked();
+}
+
+enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, void *ucontext) {
+  if (!ac_guard.enabled) return AC_GUARD_NOT_OURS;
+  uintptr_t a = (uintptr_t)addr;
+  if (ac_model_held) return lift_without_lock(a);
+  bool overflow;
+  bool guarded = published_overlaps(a, a + 1, &overflow);
+  int saved_errno = errno;
+  ac_model_enter();
+  struct ac_alloc *alloc = ac_model_find_alloc(ac_model, a);
+  bool managed = alloc && ac_alloc_is_managed(alloc);
+  enum ac_guard_claim claim = AC_GUARD_HANDLED;
+  if (!guarded && !overflow && !managed) {
+    claim = AC_GUARD_NOT_OURS;
+  } else if (!range_contains(&ac_guard.protected_now, a) || page_lifted(ac_guard_page_floor(a))) {
+    /* Not protected as far as the guard knows: a transition on another
+     * thread lifted it between the fault and now, or a protection made for
+     * memory freed since outlived it. Managed memory is always the CPU's to
+     * map: make sure the page is, and let the access run again. */
+    if (managed)
+      mprotect((void *)ac_guard_page_floor(a), (size_t)ac_guard.page_size, PROT_READ | PROT_WRITE);
+    claim = managed ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
+  } else {
+    in_guard = true;
+    ac_guard.stats.faults++;
+    double started = ac_opts.verbose ? ac_guard_now_seconds() : 0;
+    if (ac_pc_in_driver(pc))
+      ac_guard.stats
+          .driver_faults++; /* the driver's own access, e.g. inside a synchronous 2D copy */
+    else if (managed && !alloc->retiring)
+      judge_fault(a, alloc, is_write, ucontext);
+    if (range_contains(&ac_guard.protected_now, a)) lift_page(a);
+    in_guard = false;
+    if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_guard_now_seconds() - started;
+  }
+  ac_model_leave();
+  errno = saved_errno;
+  return claim;
+}
+
+/* ---- CPU accesses through system calls ----
+ * The kernel does not raise SIGSEGV for a protected buffer handed to read(2)
+ * or write(2): it fails with EFAULT. Protection is exact, so only a buggy
+ * program hands the kernel a protected buffer; the calls the shim sees are
+ * judged and the buffer lifted before they run, so they still succeed. */
+void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes) {
+  if (!ac_guard.enabled || !len || in_guard || ac_model_held) return;
+  uintptr_t start = (uintptr_t)buf, end = start + len;
+  bool overflow;
+  /* Without the lock first: the shim's own I/O, and every correct program's,
+   * never meets protected memory, and must not wait for the model. */
+  if (!published_overlaps(start, end, &overflow) && !overflow) return;
+  struct ac_finding f;
+  bool found = false;
+  ac_model_enter();
+  in_guard = true;
+  for (uintptr_t page = ac_guard_page_floor(start); page < end;
+       page += (uintptr_t)ac_guard.page_size) {
+    if (!range_contains(&ac_guard.protected_now, page) || page_lifted(page)) continue;
+    uintptr_t probe = page < start ? start : page;
+    struct ac_alloc *alloc = ac_model_find_alloc(ac_model, probe);
+    if (!found && alloc && ac_alloc_is_managed(alloc)) {
+      struct ac_host_access access = {
+          {probe, len, cpu_writes ? AC_ACCESS_WRITE : AC_ACCESS_READ, via},
+          ac_thread_id(),
+          ac_current_host_function_stream()};
+      found = ac_judge_host_access(ac_model, alloc, &access, &f);
+    }
+    lift_page(page);
+  }
+  in_guard = false;
+  ac_model_leave();
+  if (found) {
+    ac_stack_capture(&f.stack);
+    ac_emit_finding(&f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
+  }
+}
