@@ -36,7 +36,7 @@ void ac_doors_build_map(void) {
 #define ADD(Name)                                                                                  \
   if (ac_driver_entry[AC_ID_##Name])                                                               \
     doors[door_count++] = (struct door){ac_driver_entry[AC_ID_##Name], (void *)&Name};
-#define AC_HOOK(Name, Params, Args) ADD(Name)
+#define AC_HOOK(Name, Params) ADD(Name)
 #include "entrypoints.inc"
 #undef AC_HOOK
 #undef ADD

@@ -14,7 +14,7 @@
 /* Each row redeclared from its Params: cuda.h (with __CUDA_API_VERSION_INTERNAL)
  * declares every ABI under its exported name, so a row whose parameter types
  * differ from the driver's prototype does not compile. */
-#define AC_HOOK(Name, Params, Args) CUresult CUDAAPI Name Params;
+#define AC_HOOK(Name, Params) CUresult CUDAAPI Name Params;
 #include "entrypoints.inc"
 #undef AC_HOOK
 

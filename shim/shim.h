@@ -48,7 +48,7 @@
 
 /* The real driver's entry points, one typed field per table row. */
 struct ac_real_table {
-#define AC_HOOK(Name, Params, Args) __typeof__(&Name) Name;
+#define AC_HOOK(Name, Params) __typeof__(&Name) Name;
 #include "entrypoints.inc"
 #undef AC_HOOK
   /* Entry points the shim calls for itself and does not wrap. */
@@ -74,7 +74,7 @@ struct ac_real_table {
 };
 
 enum ac_entry_id {
-#define AC_HOOK(Name, Params, Args) AC_ID_##Name,
+#define AC_HOOK(Name, Params) AC_ID_##Name,
 #include "entrypoints.inc"
 #undef AC_HOOK
   AC_ENTRY_COUNT
