@@ -143,7 +143,7 @@ struct ac_summary {
   int suppressed;              /* distinct findings a suppression matched */
   int processes;               /* processes that loaded the shim */
   int cuda_processes;          /* processes that initialised CUDA */
-  int dropped_records;           /* unreadable (truncated) records */
+  int dropped_records;         /* unreadable (truncated) records */
   int output_errors;           /* text a process could not write (its log file) */
 };
 /* Reads the streams and builds the final report; *summary gets the counts. */

@@ -71,7 +71,7 @@ static bool resolve_driver(char *why, size_t len) {
     return false;
   }
 #define RESOLVE(Name) ac_real.Name = (__typeof__(ac_real.Name))ac_real_dlsym(driver, #Name);
-#define AC_HOOK(Name, Params)                                                                \
+#define AC_HOOK(Name, Params)                                                                      \
   ac_driver_entry[AC_ID_##Name] = ac_real_dlsym(driver, #Name);                                    \
   if (in_shim(ac_driver_entry[AC_ID_##Name])) {                                                    \
     snprintf(why, len, "the driver %s resolves %s to attachcheck itself", ac_opts.driver, #Name);  \
