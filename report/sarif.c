@@ -135,9 +135,6 @@ static json_t *flow(const char *id, const char *note) {
   return json_pack("{s:s, s:o, s:[]}", "id", id, "message", message(note), "locations");
 }
 
-/* The host's steps in program order (allocated, attached, the call or access
- * itself), then one flow per stream involved: the one the work ran on and
- * the one that was busy or owned the memory. */
 /* Appends flow to flows if it has a step; else drops it. */
 static void keep_if_any(json_t *flows, json_t *flow_) {
   if (json_array_size(json_object_get(flow_, "locations")))
@@ -157,6 +154,9 @@ static void add_stream_flow(json_t *flows, json_int_t serial, const json_t *orig
   keep_if_any(flows, stream_flow);
 }
 
+/* The host's steps in program order (allocated, attached, the call or access
+ * itself), then one flow per stream involved: the one the work ran on and
+ * the one that was busy or owned the memory. */
 static json_t *code_flows(const json_t *f, const char *call_note) {
   json_t *flows = json_array();
   const json_t *alloc = json_object_get(f, "allocation"), *busy = json_object_get(f, "busy");
