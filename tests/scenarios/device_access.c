@@ -202,14 +202,14 @@ static const struct scenario_case cases[] = {
 };
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s CASE\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: %s CASE [DOOR]\n", argv[0]);
     return 2;
   }
   const struct scenario_case *c =
       find_case(cases, sizeof cases / sizeof cases[0], argv[0], argv[1]);
   if (!c) return 2;
-  start_cuda("link");
+  start_cuda(argc == 3 ? argv[2] : "link"); /* the door: scenario.h */
   EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
   EXPECT_RC(cu.cuModuleGetFunction(&use, mod, "use"), CUDA_SUCCESS);
   EXPECT_RC(cu.cuModuleGetFunction(&use_struct, mod, "use_struct"), CUDA_SUCCESS);
