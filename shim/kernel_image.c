@@ -10,6 +10,8 @@
  *     format EIFMT_SVAL: a 16-bit length, then 12 bytes) holds a u32 index,
  *     u16 ordinal, u16 offset and a u32 whose bits 18..31 are the size in
  *     bytes (bits 12..16 the constant bank). Checked against nvcc's cubins.
+ *   fatbin (what nvcc embeds in programs, alone or behind the runtime's
+ *     wrapper): its first uncompressed cubin or PTX entry.
  */
 #include "kernel_image.h"
 
@@ -221,15 +223,60 @@ static int cubin_kernels(const unsigned char *e, ac_image_kernel_fn fn, void *ct
   return found;
 }
 
-int ac_image_kernels(const void *image, ac_image_kernel_fn fn, void *ctx) {
-  const unsigned char *b = image;
-  if (!b) return -1;
-  if (b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F') return cubin_kernels(b, fn, ctx);
-  uint32_t magic =
-      (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-  if (magic == 0xBA55ED50u || magic == 0x466243B1u) return -1; /* a fatbin, or its wrapper */
+/* ---- fatbin ---- */
+
+#define FATBIN_MAGIC 0xBA55ED50u
+#define FATBIN_WRAPPER_MAGIC 0x466243B1u
+#define FATBIN_KIND_PTX 1
+#define FATBIN_KIND_ELF 2
+
+static int image_kernels(const unsigned char *b, ac_image_kernel_fn fn, void *ctx, int depth);
+
+static bool is_elf(const unsigned char *b) {
+  return b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F';
+}
+
+/* A fatbin: a 16-byte header (magic, version, header size, size of the
+ * entries) and entries, each a header (kind, header size, payload size at
+ * 0, 4, 8) and a payload. The first entry read wins: every entry of one
+ * fatbin is the same source for another architecture, with the same
+ * parameter layout. Compressed payloads (nvcc compresses PTX by default,
+ * cubins when that pays) are not read: they do not start as an image does. */
+static int fatbin_kernels(const unsigned char *b, ac_image_kernel_fn fn, void *ctx, int depth) {
+  const unsigned char *e = b + u16(b + 6), *end = e + u64(b + 8);
+  while (e + 16 <= end) {
+    uint16_t kind = u16(e);
+    const unsigned char *payload = e + u32(e + 4);
+    uint64_t size = u64(e + 8);
+    if (payload < e + 16 || payload + size > end) return -1;
+    bool readable = kind == FATBIN_KIND_ELF ? size >= 0x40 && is_elf(payload)
+                                            : kind == FATBIN_KIND_PTX && memchr(payload, 0, size);
+    if (readable) {
+      int found = image_kernels(payload, fn, ctx, depth + 1);
+      if (found >= 0) return found;
+    }
+    e = payload + size;
+  }
+  return -1;
+}
+
+static int image_kernels(const unsigned char *b, ac_image_kernel_fn fn, void *ctx, int depth) {
+  if (!b || depth > 2) return -1;
+  if (is_elf(b)) return cubin_kernels(b, fn, ctx);
+  uint32_t magic = u32(b);
+  if (magic == FATBIN_MAGIC) return fatbin_kernels(b, fn, ctx, depth);
+  /* The runtime's wrapper: magic, version, then a pointer to the fatbin. */
+  if (magic == FATBIN_WRAPPER_MAGIC) {
+    const unsigned char *fatbin;
+    memcpy(&fatbin, b + 8, sizeof fatbin);
+    return image_kernels(fatbin, fn, ctx, depth + 1);
+  }
   /* PTX is text that says its version and target. */
-  const char *text = image;
+  const char *text = (const char *)b;
   if (!strstr(text, ".version") || !strstr(text, ".target")) return -1;
   return ptx_kernels(text, fn, ctx);
+}
+
+int ac_image_kernels(const void *image, ac_image_kernel_fn fn, void *ctx) {
+  return image_kernels(image, fn, ctx, 0);
 }

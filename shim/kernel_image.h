@@ -22,8 +22,10 @@ typedef void (*ac_image_kernel_fn)(void *ctx, const struct ac_image_kernel *k);
 
 /* Reads the kernels of image: PTX text (each .entry's parameter list, laid
  * out as the driver does: each at its alignment) or an ELF cubin (each
- * .nv.info.NAME section's EIATTR_KPARAM_INFO records). Returns how many
- * kernels were found, or -1 when the image is neither (a fatbin, say). */
+ * .nv.info.NAME section's EIATTR_KPARAM_INFO records), or a fatbin (or the
+ * runtime's wrapper of one) holding either uncompressed. Returns how many
+ * kernels were found, or -1 when none of these could be read (a fatbin
+ * whose entries are all compressed, say). */
 int ac_image_kernels(const void *image, ac_image_kernel_fn fn, void *ctx);
 
 #endif

@@ -3,8 +3,8 @@
  * cuKernelGetParamInfo: every driver before 12.4, so JetPack 5 and 6).
  *
  * Only over such a driver: each image given to cuModuleLoadData(Ex) or
- * cuLibraryLoadData is read once (kernel_image.c: PTX text or an ELF cubin;
- * a fatbin is not read) into its kernels' layouts, kept per module; the
+ * cuLibraryLoadData is read once (kernel_image.c: PTX text, an ELF cubin, or
+ * a fatbin's first uncompressed one of those) into its kernels' layouts, kept per module; the
  * handle cuModuleGetFunction or cuLibraryGetKernel gives is tied to its
  * module and name. kernel_args.c asks here when it learns a layout. With the
  * parameter-info API present nothing is kept: the driver's answer is exact
@@ -85,8 +85,8 @@ void ac_image_loaded(uintptr_t module, const void *image) {
   if (ac_image_kernels(image, keep_kernel, m) < 0) {
     static int told;
     if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-      ac_log("a module image is neither PTX nor a cubin (a fatbin?): its kernels' parameter "
-             "layouts are not known");
+      ac_log("a module image holds no PTX or cubin that can be read (a compressed fatbin?): "
+             "its kernels' parameter layouts are not known");
   }
   pthread_mutex_lock(&image_lock);
   drop_module_locked(module); /* the handle may have named an unloaded module */

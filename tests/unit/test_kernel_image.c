@@ -1,7 +1,7 @@
 /* test_kernel_image.c - kernel parameter layouts read from module images
- * (shim/kernel_image.c): PTX text and an sm_90 cubin built by nvcc from
- * data/params.cu, which must agree with each other and with the layout the
- * compiler chose (offsets 0, 8, 16, 40, 42 for tiny's five parameters). */
+ * (shim/kernel_image.c): PTX text, an sm_90 cubin and a fatbin built by nvcc
+ * from data/params.cu, which must agree with each other and with the layout
+ * the compiler chose (offsets 0, 8, 16, 40, 42 for tiny's five parameters). */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +81,21 @@ static void test_handwritten_ptx(void) {
   CHECK(!kernel(&f, "commented") && !kernel(&f, "block") && !kernel(&f, "helper"));
 }
 
+/* The runtime hands the driver its wrapper of the fatbin nvcc embedded. */
+static void check_wrapped_fatbin(const char *fatbin) {
+  struct {
+    int magic, version;
+    const void *data, *unused;
+  } wrapper = {0x466243b1, 1, fatbin, NULL};
+  check_params_cu(fatbin ? (const char *)&wrapper : NULL);
+}
+
+/* Only a compressed PTX: nothing can be read, and that is said (-1). */
+static void check_compressed_only(const char *fatbin) {
+  struct found f = {0};
+  CHECK(fatbin && ac_image_kernels(fatbin, collect, &f) == -1 && f.n == 0);
+}
+
 static void test_not_an_image(void) {
   static const unsigned char fatbin[16] = {0x50, 0xed, 0x55, 0xba, 1, 0, 0x10, 0};
   struct found f = {0};
@@ -93,11 +108,17 @@ static void test_not_an_image(void) {
 int main(int argc, char **argv) {
   const char *dir = argc > 1 ? argv[1] : "data";
   char *ptx = slurp(dir, "params.ptx"), *cubin = slurp(dir, "params_sm90.cubin");
+  char *fatbin = slurp(dir, "params_sm90.fatbin"), *ptx_only = slurp(dir, "params_ptx_only.fatbin");
   check_params_cu(ptx);
   check_params_cu(cubin);
+  check_params_cu(fatbin);
+  check_wrapped_fatbin(fatbin);
+  check_compressed_only(ptx_only);
   test_handwritten_ptx();
   test_not_an_image();
   free(ptx);
   free(cubin);
+  free(fatbin);
+  free(ptx_only);
   return TEST_SUMMARY("test_kernel_image");
 }
