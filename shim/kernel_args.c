@@ -125,7 +125,7 @@ static const struct layout *layout_of(CUfunction f) {
    * the lock (a loop launches the same kernel again and again). */
   static __thread const struct layout *last;
   uintptr_t h = (uintptr_t)f;
-  if (last && last->handle == h) return last;
+  if (last && __atomic_load_n(&last->handle, __ATOMIC_ACQUIRE) == h) return last;
   struct layout *l;
   pthread_mutex_lock(&layout_lock);
   HASH_FIND(hh, layouts, &h, sizeof h, l);
@@ -499,9 +499,25 @@ void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool
   work_finish(&l, &slot);
 }
 
+/* The module's kernels end: the driver may give their handles again for
+ * other kernels, whose layouts must be learned anew. A retired layout leaves
+ * the table and answers no handle, but is not freed: a thread's last-used
+ * pointer may still see it (about a kilobyte per kernel per unload). */
+static void retire_layouts(uintptr_t module) {
+  struct layout *l, *tmp;
+  pthread_mutex_lock(&layout_lock);
+  HASH_ITER(hh, layouts, l, tmp) {
+    if (l->module != module) continue;
+    HASH_DEL(layouts, l);
+    __atomic_store_n(&l->handle, 0, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&layout_lock);
+}
+
 /* Model lock held. The handle may name another module later. */
 void ac_kernel_args_forget_module(uintptr_t module) {
   ac_image_module_unloaded(module);
+  retire_layouts(module);
   struct module_vars *mv;
   HASH_FIND(hh, modules, &module, sizeof module, mv);
   if (!mv) return;
