@@ -67,6 +67,7 @@ static uint32_t scalar_size(const char *t) {
 /* One `.param ...` declaration, from p to the ',' or ')' that ends it. */
 static const char *ptx_param(const char *p, uint32_t *size, uint32_t *align, bool *ok) {
   uint32_t elem = 0, count = 1;
+  bool pointee = false; /* after .ptr, .align is the pointee's, not the parameter's */
   *size = *align = 0;
   *ok = false;
   while (*(p = skip_space(p)) && *p != ',' && *p != ')') {
@@ -79,11 +80,13 @@ static const char *ptx_param(const char *p, uint32_t *size, uint32_t *align, boo
       continue;
     }
     const char *next = token(p, tok, sizeof tok);
-    if (next == p) return p + 1; /* not PTX we know: stop at anything else */
+    if (next == p) return p + 1; /* not PTX we know: the kernel's layout is not known */
     p = next;
-    if (!strcmp(tok, ".align")) {
+    if (!strcmp(tok, ".ptr")) {
+      pointee = true;
+    } else if (!strcmp(tok, ".align")) {
       p = skip_space(p);
-      *align = (uint32_t)strtoul(p, NULL, 10);
+      if (!pointee) *align = (uint32_t)strtoul(p, NULL, 10);
       while (isdigit((unsigned char)*p))
         p++;
     } else if (scalar_size(tok)) {
@@ -98,14 +101,18 @@ static const char *ptx_param(const char *p, uint32_t *size, uint32_t *align, boo
   return p;
 }
 
-/* The parameter list after `.entry NAME`; p at '('. */
+/* The parameter list after `.entry NAME`; p at '('. A parameter that cannot
+ * be read leaves the whole layout unknown (count -1): a layout with one
+ * parameter missing would misplace every one after it. */
 static const char *ptx_params(const char *p, struct ac_image_kernel *k) {
   uint32_t offset = 0;
+  bool unreadable = false;
   p++;
   while (*(p = skip_space(p)) && *p != ')') {
     uint32_t size, align;
     bool ok;
     p = ptx_param(p, &size, &align, &ok);
+    unreadable |= !ok;
     if (ok && k->count < AC_IMAGE_MAX_PARAMS) {
       if (align) offset = (offset + align - 1) / align * align;
       k->offset[k->count] = offset;
@@ -114,6 +121,7 @@ static const char *ptx_params(const char *p, struct ac_image_kernel *k) {
     }
     if (*p == ',') p++;
   }
+  if (unreadable) k->count = -1;
   return *p ? p + 1 : p;
 }
 

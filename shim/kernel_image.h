@@ -13,7 +13,7 @@
 
 struct ac_image_kernel {
   char name[AC_IMAGE_MAX_NAME];
-  int count; /* parameters */
+  int count; /* parameters; -1 when the image names the kernel but its layout cannot be read */
   uint32_t offset[AC_IMAGE_MAX_PARAMS], size[AC_IMAGE_MAX_PARAMS];
 };
 

@@ -45,6 +45,7 @@ bool ac_images_wanted(void) {
 
 static void keep_kernel(void *ctx, const struct ac_image_kernel *k) {
   struct image_module *m = ctx;
+  if (k->count < 0) return; /* unreadable: unknown, never guessed */
   struct image_kernel *ik = malloc(sizeof *ik);
   if (!ik) return;
   ik->k = *k;

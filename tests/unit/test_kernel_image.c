@@ -71,13 +71,18 @@ static void test_handwritten_ptx(void) {
                     "  .param .u32 k_a,\n"
                     "  .param .u64 .ptr .global .align 8 k_p,\n"
                     "  .param .align 16 .b8 k_s[20],\n"
-                    "  .param .u8 k_c\n"
+                    "  .param .u8 k_c,\n"
+                    "  .param .u32 .ptr .global .align 16 k_q\n"
                     ")\n{\n  .reg .b32 %r<2>;\n  ret;\n}\n"
+                    ".visible .entry odd(.param .u64 a, .param <what> b, .param .u64 c)\n{\n}\n"
                     ".func (.param .u32 r) helper(.param .u64 q)\n{\n  ret;\n}\n";
-  static const uint32_t off[] = {0, 8, 16, 36}, size[] = {4, 8, 20, 1};
+  /* k_q's .align 16 is its pointee's: the parameter itself sits at 40. */
+  static const uint32_t off[] = {0, 8, 16, 36, 40}, size[] = {4, 8, 20, 1, 4};
   struct found f = {0};
-  CHECK(ac_image_kernels(ptx, collect, &f) == 1);
-  CHECK(has_layout(kernel(&f, "k"), 4, off, size));
+  CHECK(ac_image_kernels(ptx, collect, &f) == 2);
+  CHECK(has_layout(kernel(&f, "k"), 5, off, size));
+  /* A parameter that cannot be read: no layout rather than a shifted one. */
+  CHECK(kernel(&f, "odd") && kernel(&f, "odd")->count == -1);
   CHECK(!kernel(&f, "commented") && !kernel(&f, "block") && !kernel(&f, "helper"));
 }
 

@@ -13,5 +13,7 @@ struct S {
 extern "C" __global__ void tiny(int *p, size_t n, S s, char c, short h) {
   if (n) p[0] = s.a + c + h;
 }
-extern "C" __global__ void other(float *q) { q[0] = 1; }
+extern "C" __global__ void other(float *q) {
+  q[0] = 1;
+}
 extern "C" __global__ void none() {}
