@@ -206,3 +206,38 @@ AC_EXPORT CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
   if (r == CUDA_SUCCESS) ac_on_graph_instantiated(hGraphExec, hGraph);
   return r;
 }
+
+/* ---- code loading: over a driver without cuFuncGetParamInfo (before 12.4)
+ * the image is read for its kernels' parameter layouts (module_images.c);
+ * otherwise these only forward ---- */
+#define LOAD(Name, Params, Args, Handle, Image)                                                    \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name Args;                                                                \
+    if (r == CUDA_SUCCESS && (Handle)) ac_image_loaded((uintptr_t) * (Handle), Image);             \
+    return r;                                                                                      \
+  }
+LOAD(cuModuleLoadData, (CUmodule * module, const void *image), (module, image), module, image)
+LOAD(cuModuleLoadDataEx,
+     (CUmodule * module, const void *image, unsigned int numOptions, CUjit_option *options,
+      void **optionValues),
+     (module, image, numOptions, options, optionValues), module, image)
+LOAD(cuModuleLoadFatBinary, (CUmodule * module, const void *fatCubin), (module, fatCubin), module,
+     fatCubin)
+LOAD(cuLibraryLoadData,
+     (CUlibrary * library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues,
+      unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,
+      unsigned int numLibraryOptions),
+     (library, code, jitOptions, jitOptionsValues, numJitOptions, libraryOptions,
+      libraryOptionValues, numLibraryOptions),
+     library, code)
+
+#define FIND_FUNCTION(Name, Handle, Module)                                                        \
+  AC_EXPORT CUresult Name(Handle *out, Module m, const char *name) {                               \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name(out, m, name);                                                       \
+    if (r == CUDA_SUCCESS && out) ac_image_function_found((uintptr_t)*out, (uintptr_t)m, name);    \
+    return r;                                                                                      \
+  }
+FIND_FUNCTION(cuModuleGetFunction, CUfunction, CUmodule)
+FIND_FUNCTION(cuLibraryGetKernel, CUkernel, CUlibrary)

@@ -8,8 +8,10 @@
  * so the kernel API is never handed a plain CUfunction. Every pointer-sized,
  * aligned word of every parameter is looked up in the allocation map, so
  * pointers inside structs count; the module's __managed__ variables count as
- * given to each of its kernels. A driver without the parameter-info API is
- * said once and the analysis skipped - never guessed.
+ * given to each of its kernels. Without the parameter-info API (drivers
+ * before 12.4) the layout is the one read from the module image the program
+ * loaded (module_images.c: PTX or cubin); without either, that is said once
+ * and the analysis skipped - never guessed.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +20,7 @@
 #include <uthash.h>
 
 #include "grow.h"
+#include "kernel_image.h"
 #include "rules_device.h"
 #include "shim.h"
 
@@ -78,6 +81,20 @@ static bool ask_layout(struct layout *l, bool as_kernel) {
   return true;
 }
 
+/* A driver before 12.4: the layout the loaded image gave (module_images.c). */
+static bool learn_from_image(struct layout *l) {
+  struct ac_image_kernel k;
+  uintptr_t module;
+  if (!ac_image_layout(l->handle, &k, &module)) return false;
+  l->known = true;
+  l->count = k.count < MAX_PARAMS ? k.count : MAX_PARAMS;
+  memcpy(l->offset, k.offset, sizeof l->offset[0] * (size_t)l->count);
+  memcpy(l->size, k.size, sizeof l->size[0] * (size_t)l->count);
+  l->module = module;
+  snprintf(l->name, sizeof l->name, "%s", k.name);
+  return true;
+}
+
 static void learn(struct layout *l) {
   const char *name = NULL;
   CUmodule mod = NULL;
@@ -92,12 +109,13 @@ static void learn(struct layout *l) {
     if (ac_real.cuKernelGetName) ac_real.cuKernelGetName(&name, (CUkernel)l->handle);
     if (ac_real.cuKernelGetLibrary && ac_real.cuKernelGetLibrary(&lib, (CUkernel)l->handle) == 0)
       l->module = (uintptr_t)lib;
+  } else if (learn_from_image(l)) {
+    return;
   } else {
     static int told;
     if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-      ac_log(
-          "the driver does not tell kernel parameter layouts (cuFuncGetParamInfo, driver 12.4+): "
-          "kernel arguments are not checked (AC301, AC302)");
+      ac_log("the driver does not tell kernel parameter layouts (cuFuncGetParamInfo, driver 12.4+) "
+             "and the module image did not: kernel arguments are not checked (AC301, AC302)");
   }
   if (name) snprintf(l->name, sizeof l->name, "%s", name);
 }
@@ -107,7 +125,7 @@ static const struct layout *layout_of(CUfunction f) {
    * the lock (a loop launches the same kernel again and again). */
   static __thread const struct layout *last;
   uintptr_t h = (uintptr_t)f;
-  if (last && last->handle == h) return last;
+  if (last && __atomic_load_n(&last->handle, __ATOMIC_ACQUIRE) == h) return last;
   struct layout *l;
   pthread_mutex_lock(&layout_lock);
   HASH_FIND(hh, layouts, &h, sizeof h, l);
@@ -481,8 +499,25 @@ void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool
   work_finish(&l, &slot);
 }
 
+/* The module's kernels end: the driver may give their handles again for
+ * other kernels, whose layouts must be learned anew. A retired layout leaves
+ * the table and answers no handle, but is not freed: a thread's last-used
+ * pointer may still see it (about a kilobyte per kernel per unload). */
+static void retire_layouts(uintptr_t module) {
+  struct layout *l, *tmp;
+  pthread_mutex_lock(&layout_lock);
+  HASH_ITER(hh, layouts, l, tmp) {
+    if (l->module != module) continue;
+    HASH_DEL(layouts, l);
+    __atomic_store_n(&l->handle, 0, __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&layout_lock);
+}
+
 /* Model lock held. The handle may name another module later. */
 void ac_kernel_args_forget_module(uintptr_t module) {
+  ac_image_module_unloaded(module);
+  retire_layouts(module);
   struct module_vars *mv;
   HASH_FIND(hh, modules, &module, sizeof module, mv);
   if (!mv) return;

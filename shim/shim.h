@@ -114,6 +114,7 @@ void *ac_real_dlsym(void *handle, const char *name);
  *   ac_model_lock              the model and the guard's state
  *   disposition_lock           the program's SIGSEGV disposition
  *   layout_lock (kernel_args)  cached kernel layouts
+ *   image_lock (module_images) layouts read from module images
  *   the report's sink lock     report/sink.c: findings, streams, files
  *   symbolize_lock             report/symbolize.c
  * The report's code never calls back into the shim, and the shim's own I/O
@@ -229,6 +230,19 @@ void ac_kernel_args_print_stats(void);
 void ac_kernel_args_note_variable(uintptr_t module, uintptr_t base);
 /* The module is unloaded (model lock held): its variables are no longer given. */
 void ac_kernel_args_forget_module(uintptr_t module);
+
+/* ---- module_images.c: layouts read from module images (drivers before 12.4) ---- */
+struct ac_image_kernel;
+/* Whether the driver lacks the parameter-info API, so images are read. */
+bool ac_images_wanted(void);
+/* A module or library was loaded from image: its kernels' layouts are kept. */
+void ac_image_loaded(uintptr_t module, const void *image);
+/* cuModuleGetFunction / cuLibraryGetKernel gave handle for name of module. */
+void ac_image_function_found(uintptr_t handle, uintptr_t module, const char *name);
+/* The layout of handle's kernel as its image says, and its module. */
+bool ac_image_layout(uintptr_t handle, struct ac_image_kernel *out, uintptr_t *module);
+/* The module or library is unloaded: its layouts and handles are dropped. */
+void ac_image_module_unloaded(uintptr_t module);
 /* Graphs: the kernel nodes' arguments are read at instantiation and judged
  * against the stream of each launch. */
 void ac_on_graph_instantiated(CUgraphExec exec, CUgraph graph);

@@ -109,7 +109,9 @@ with tempfile.TemporaryDirectory() as d:
     check("non-UTF-8 program path keeps the finding", p.returncode == 0 and rules == ["AC101"],
           str(rules))
 
-# A driver older than the parameter-info API: said once, arguments not judged, no guess.
+# A driver that has the parameter-info API but refuses it (FAKECUDA_NO_PARAM_INFO): images
+# are read only when the API is missing (module_images.c), so no layout is known: said
+# once, arguments not judged, no guess.
 DEVICE = os.path.join(BUILD, "tests", "scenarios", "device_access")
 with tempfile.TemporaryDirectory() as d:
     report = os.path.join(d, "r.json")
@@ -119,8 +121,23 @@ with tempfile.TemporaryDirectory() as d:
     except (OSError, ValueError, KeyError):
         rules = None
     said = p.stderr.count("does not tell kernel parameter layouts")
-    check("old driver: said once, no argument finding", p.returncode == 0 and said == 1 and rules == [],
+    check("param info refused, no image read: said once, no argument finding", p.returncode == 0 and said == 1 and rules == [],
           f"rc={p.returncode} said={said} rules={rules}")
+
+# A driver before 12.4 (the stand-in built as 11.4): no parameter-info API, so the layout
+# comes from the PTX the program loaded and the argument is judged; nothing is said.
+OLD_DRIVER = os.path.join(BUILD, "tests", "fakecuda", "driver-11040")
+with tempfile.TemporaryDirectory() as d:
+    report = os.path.join(d, "r.json")
+    p = run([CLI, "--json", report, DEVICE, "plain_arg_foreign"],
+            dict(ENV, LD_LIBRARY_PATH=OLD_DRIVER))
+    try:
+        rules = [f["rule"] for f in json.load(open(report))["findings"]]
+    except (OSError, ValueError, KeyError):
+        rules = None
+    said = p.stderr.count("does not tell kernel parameter layouts")
+    check("11.4 driver: layouts read from the PTX, argument judged", p.returncode == 0 and said == 0
+          and rules == ["AC301"], f"rc={p.returncode} said={said} rules={rules}")
 
 # The exit statuses are declared once (report/exit_status.inc): --help prints
 # each, and the README's table has a row for each.

@@ -18,6 +18,12 @@
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
 
+/* The driver version played: 13000 for libcuda.so.1 itself; the old-driver
+ * variants (CMakeLists.txt, since.txt) are built with an older one. */
+#ifndef FAKECUDA_DRIVER_VERSION
+#define FAKECUDA_DRIVER_VERSION 13000
+#endif
+
 extern pthread_mutex_t fake_lock;
 extern bool fake_initialized;
 

@@ -34,7 +34,7 @@ FAKE_EXPORT CUresult cuInit(unsigned int flags) {
 
 FAKE_EXPORT CUresult cuDriverGetVersion(int *version) {
   if (!version) return CUDA_ERROR_INVALID_VALUE;
-  *version = 13000;
+  *version = FAKECUDA_DRIVER_VERSION;
   return CUDA_SUCCESS;
 }
 

@@ -78,7 +78,9 @@ static void *resolve(const char *symbol, int version, cuuint64_t flags) {
   char name[160];
   snprintf(name, sizeof name, "%s", symbol);
   for (size_t i = 0; i < sizeof versioned / sizeof versioned[0]; i++)
-    if (strcmp(symbol, versioned[i].name) == 0 && version >= versioned[i].since)
+    /* A driver older than the suffixed ABI does not know it either. */
+    if (strcmp(symbol, versioned[i].name) == 0 && version >= versioned[i].since &&
+        versioned[i].since <= FAKECUDA_DRIVER_VERSION)
       snprintf(name, sizeof name, "%s%s", symbol, versioned[i].suffix);
   void *fn = NULL;
   if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {

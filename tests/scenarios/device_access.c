@@ -137,6 +137,29 @@ static void graph_foreign(void) {
   EXPECT_RC(cuGraphExecDestroy(exec), CUDA_SUCCESS);
 }
 
+/* A handle the driver gives again after an unload names another kernel: its
+ * layout is learned anew, so the second pointer (the foreign one) is seen. */
+static const char ptx_one[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                              ".visible .entry first(.param .u64 p)\n{\n  ret;\n}\n";
+static const char ptx_two[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry second(.param .u64 a, .param .u64 b)\n{\n  ret;\n}\n";
+static void reloaded_module(void) {
+  CUmodule one, two;
+  CUfunction first, second;
+  EXPECT_RC(cu.cuModuleLoadData(&one, ptx_one), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&first, one, "first"), CUDA_SUCCESS);
+  launch_with_pointer(first, t, g); /* its layout learned: one pointer */
+  EXPECT_RC(cuModuleUnload(one), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleLoadData(&two, ptx_two), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&second, two, "second"), CUDA_SUCCESS);
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  CUdeviceptr a = g, b = m;
+  void *args[] = {&a, &b};
+  launch(second, t, args); /* AC301: b belongs to s */
+  EXPECT_RC(cuModuleUnload(two), CUDA_SUCCESS);
+}
+
 /* ---- right ---- */
 static void graph_same_stream(void) {
   attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
@@ -193,6 +216,7 @@ static const struct scenario_case cases[] = {
     {"batch_same_stream", batch_same_stream},
     {"host_attached", host_attached},
     {"graph_foreign", graph_foreign},
+    {"reloaded_module", reloaded_module},
     {"graph_same_stream", graph_same_stream},
     {"same_stream", same_stream},
     {"global_memory", global_memory},
@@ -202,14 +226,14 @@ static const struct scenario_case cases[] = {
 };
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s CASE\n", argv[0]);
+  if (argc != 2 && argc != 3) {
+    fprintf(stderr, "usage: %s CASE [DOOR]\n", argv[0]);
     return 2;
   }
   const struct scenario_case *c =
       find_case(cases, sizeof cases / sizeof cases[0], argv[0], argv[1]);
   if (!c) return 2;
-  start_cuda("link");
+  start_cuda(argc == 3 ? argv[2] : "link"); /* the door: scenario.h */
   EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
   EXPECT_RC(cu.cuModuleGetFunction(&use, mod, "use"), CUDA_SUCCESS);
   EXPECT_RC(cu.cuModuleGetFunction(&use_struct, mod, "use_struct"), CUDA_SUCCESS);

@@ -94,6 +94,8 @@ def run_case(case, build, driver, verbose):
     env.update(case["env"])
     if driver == "fake":
         fake = os.path.join(build, "tests", "fakecuda")
+        if "FAKECUDA_DRIVER_VERSION" in case["env"]:  # an older driver's variant
+            fake = os.path.join(fake, "driver-" + case["env"]["FAKECUDA_DRIVER_VERSION"])
         env["LD_LIBRARY_PATH"] = fake + ((":" + env["LD_LIBRARY_PATH"]) if env.get("LD_LIBRARY_PATH") else "")
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "report.json")
