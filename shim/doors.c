@@ -82,7 +82,8 @@ static void substitute(const char *symbol, void **pfn, int version, cuuint64_t f
 AC_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
                                        cuuint64_t flags,
                                        CUdriverProcAddressQueryResult *symbolStatus) {
-  if (!ac_start() || !ac_real.cuGetProcAddress_v2) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ac_start()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ac_real.cuGetProcAddress_v2) return CUDA_ERROR_NOT_FOUND; /* a driver before 12.0 */
   CUresult r = ac_real.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
   if (r == CUDA_SUCCESS && symbol && pfn && *pfn) substitute(symbol, pfn, cudaVersion, flags);
   return r;
@@ -90,7 +91,8 @@ AC_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaV
 
 AC_EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                     cuuint64_t flags) {
-  if (!ac_start() || !ac_real.cuGetProcAddress) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ac_start()) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ac_real.cuGetProcAddress) return CUDA_ERROR_NOT_FOUND;
   CUresult r = ac_real.cuGetProcAddress(symbol, pfn, cudaVersion, flags);
   if (r == CUDA_SUCCESS && symbol && pfn && *pfn) substitute(symbol, pfn, cudaVersion, flags);
   return r;

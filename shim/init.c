@@ -94,6 +94,7 @@ static bool resolve_driver(char *why, size_t len) {
   RESOLVE(cuGraphGetNodes)
   RESOLVE(cuGraphNodeGetType)
   RESOLVE(cuGraphKernelNodeGetParams_v2)
+  RESOLVE(cuGraphKernelNodeGetParams)
   RESOLVE(cuGraphChildGraphNodeGetGraph)
   RESOLVE(cuDriverGetVersion)
   RESOLVE(cuDeviceGetCount)

@@ -428,6 +428,23 @@ static void read_kernel_node(struct graph_exec *g, const struct layout *lay, voi
     add_use(g, mv->base[i], lay, -1, 0);
 }
 
+/* A kernel node's function and arguments: through the 12.0 ABI, else the
+ * CUDA 10 one that older drivers offer alone. */
+static bool kernel_node(CUgraphNode node, CUfunction *func, void ***params) {
+  if (ac_real.cuGraphKernelNodeGetParams_v2) {
+    CUDA_KERNEL_NODE_PARAMS_v2 kp;
+    if (ac_real.cuGraphKernelNodeGetParams_v2(node, &kp) != CUDA_SUCCESS) return false;
+    *func = kp.func ? kp.func : (CUfunction)kp.kern, *params = kp.kernelParams;
+    return true;
+  }
+  CUDA_KERNEL_NODE_PARAMS_v1 kp;
+  if (!ac_real.cuGraphKernelNodeGetParams ||
+      ac_real.cuGraphKernelNodeGetParams(node, &kp) != CUDA_SUCCESS)
+    return false;
+  *func = kp.func, *params = kp.kernelParams;
+  return true;
+}
+
 static void read_graph(struct graph_exec *g, CUgraph graph, int depth) {
   size_t n = 0;
   if (depth > 8 || !ac_real.cuGraphGetNodes || ac_real.cuGraphGetNodes(graph, NULL, &n) != 0 || !n)
@@ -443,14 +460,13 @@ static void read_graph(struct graph_exec *g, CUgraph graph, int depth) {
         read_graph(g, child, depth + 1);
       continue;
     }
-    CUDA_KERNEL_NODE_PARAMS_v2 kp;
-    if (type != CU_GRAPH_NODE_TYPE_KERNEL || !ac_real.cuGraphKernelNodeGetParams_v2 ||
-        ac_real.cuGraphKernelNodeGetParams_v2(nodes[i], &kp) != CUDA_SUCCESS)
-      continue;
-    const struct layout *lay = layout_of(kp.func ? kp.func : (CUfunction)kp.kern);
+    CUfunction func;
+    void **params;
+    if (type != CU_GRAPH_NODE_TYPE_KERNEL || !kernel_node(nodes[i], &func, &params)) continue;
+    const struct layout *lay = layout_of(func);
     if (!lay || !lay->known) continue;
     ac_model_enter();
-    read_kernel_node(g, lay, kp.kernelParams);
+    read_kernel_node(g, lay, params);
     ac_model_leave();
   }
   free(nodes);

@@ -66,6 +66,7 @@ struct ac_real_table {
   __typeof__(&cuGraphGetNodes) cuGraphGetNodes;
   __typeof__(&cuGraphNodeGetType) cuGraphNodeGetType;
   __typeof__(&cuGraphKernelNodeGetParams_v2) cuGraphKernelNodeGetParams_v2;
+  __typeof__(&cuGraphKernelNodeGetParams) cuGraphKernelNodeGetParams; /* before 12.0 */
   __typeof__(&cuGraphChildGraphNodeGetGraph) cuGraphChildGraphNodeGetGraph;
   __typeof__(&cuDriverGetVersion) cuDriverGetVersion;
   __typeof__(&cuDeviceGetCount) cuDeviceGetCount;

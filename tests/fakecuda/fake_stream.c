@@ -488,6 +488,16 @@ FAKE_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node,
   return CUDA_SUCCESS;
 }
 
+/* The CUDA 10 ABI, which drivers before 12.0 offer alone. */
+FAKE_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+  struct fake_graph_node *n = (struct fake_graph_node *)node;
+  if (!n || !p) return CUDA_ERROR_INVALID_VALUE;
+  memset(p, 0, sizeof *p);
+  p->func = n->func;
+  p->kernelParams = n->params;
+  return CUDA_SUCCESS;
+}
+
 /* An executable graph is the graph itself: nothing runs. */
 static CUresult instantiate(CUgraphExec *exec, CUgraph g) {
   if (!exec || !g) return CUDA_ERROR_INVALID_VALUE;
