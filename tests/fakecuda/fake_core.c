@@ -23,6 +23,17 @@ _Noreturn void fake_crash_like_the_driver(void) {
 
 FAKE_EXPORT CUresult cuInit(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  /* An older driver is another build of this library (it must not export the
+   * newer names): asking this one to play it is refused, with the folder of
+   * the one that does, rather than answered as a newer driver would. */
+  const char *wanted = getenv("FAKECUDA_DRIVER_VERSION");
+  if (wanted && *wanted && atoi(wanted) != FAKECUDA_DRIVER_VERSION) {
+    fprintf(stderr,
+            "fakecuda: this libcuda.so.1 plays driver %d; for FAKECUDA_DRIVER_VERSION=%s use "
+            "the one in build/tests/fakecuda/driver-%s/ (LD_LIBRARY_PATH)\n",
+            FAKECUDA_DRIVER_VERSION, wanted, wanted);
+    return CUDA_ERROR_NO_DEVICE;
+  }
   if (fake_profile() == FAKE_PROFILE_UNKNOWN) {
     fprintf(stderr, "fakecuda: FAKECUDA_PROFILE=%s: no such device (h100, tegra, grace)\n",
             getenv("FAKECUDA_PROFILE"));
