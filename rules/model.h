@@ -102,6 +102,11 @@ struct ac_alloc *ac_model_find_alloc_plain(const struct ac_model *m, uintptr_t a
 bool ac_model_may_need_judging(const struct ac_model *m, uintptr_t addr);
 /* The allocation starting exactly at base, or NULL. */
 struct ac_alloc *ac_model_find_alloc_at(const struct ac_model *m, uintptr_t base);
+/* Forgets every record that overlaps [base, base + size): the driver has just
+ * handed that range out, so they are stale (freed on another thread whose
+ * record has not gone yet, or freed by a call the model did not see).
+ * Returns how many. */
+size_t ac_model_forget_overlapping(struct ac_model *m, uintptr_t base, size_t size);
 /* Marks an allocation as being freed (see ac_alloc.retiring). */
 void ac_model_retire_alloc(struct ac_model *m, struct ac_alloc *a);
 /* Forgets one allocation record (the pointer becomes invalid). */

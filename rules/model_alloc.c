@@ -179,6 +179,26 @@ struct ac_alloc *ac_model_find_alloc_at(const struct ac_model *m, uintptr_t base
   return a && a->base == base ? a : NULL;
 }
 
+/* One record of granule key that overlaps [base, end), or NULL. */
+static struct ac_alloc *overlapping_in(const struct ac_model *m, uint64_t key, uintptr_t base,
+                                       uintptr_t end) {
+  struct granule *g;
+  HASH_FIND(hh, m->granules, &key, sizeof key, g);
+  for (size_t i = 0; g && i < g->count; i++)
+    if (g->e[i].base < end && base < g->e[i].end) return g->e[i].alloc;
+  return NULL;
+}
+
+size_t ac_model_forget_overlapping(struct ac_model *m, uintptr_t base, size_t size) {
+  size_t forgotten = 0;
+  if (!size) return 0;
+  uintptr_t end = base + size;
+  for (uint64_t k = granule_of(base); k <= granule_of(end - 1); k++)
+    for (struct ac_alloc *a; (a = overlapping_in(m, k, base, end)) != NULL; forgotten++)
+      ac_model_remove_alloc(m, a);
+  return forgotten;
+}
+
 void ac_model_retire_alloc(struct ac_model *m, struct ac_alloc *a) {
   a->retiring = true;
   m->layout++; /* the guard's classes change */

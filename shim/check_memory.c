@@ -30,7 +30,14 @@ static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdevic
     ac_stack_capture(&a.origin_stack);
   }
   ac_model_enter();
-  if (!ac_model_find_alloc_at(ac_model, a.base)) ac_model_add_alloc(ac_model, &a);
+  /* The same live record again (a __managed__ variable looked up twice) is
+   * kept with its state; any other record over this range is stale: the
+   * driver has just handed the range out. */
+  struct ac_alloc *known = ac_model_find_alloc_at(ac_model, a.base);
+  if (!known || known->size != a.size || known->kind != kind || known->retiring) {
+    ac_model_forget_overlapping(ac_model, a.base, a.size);
+    ac_model_add_alloc(ac_model, &a);
+  }
   if (kind == AC_MEM_MANAGED_VAR) ac_kernel_args_note_variable(module, a.base);
   ac_guard_refresh_locked(); /* a page it shares with forbidden memory is the CPU's again */
   ac_model_leave();
