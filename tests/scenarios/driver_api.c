@@ -333,12 +333,7 @@ static bool starts_itself(void (*run)(void)) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s CASE\n", argv[0]);
-    return 2;
-  }
-  const struct scenario_case *c =
-      find_case(cases, sizeof cases / sizeof cases[0], argv[0], argv[1]);
+  const struct scenario_case *c = CASE_FROM_ARGS(cases, argc, argv);
   if (!c) return 2;
   if (!starts_itself(c->run)) start_primary();
   c->run();

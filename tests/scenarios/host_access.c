@@ -326,12 +326,7 @@ static const struct scenario_case cases[] = {
 
 int main(int argc, char **argv) {
   CUmodule mod;
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s CASE\n", argv[0]);
-    return 2;
-  }
-  const struct scenario_case *c =
-      find_case(cases, sizeof cases / sizeof cases[0], argv[0], argv[1]);
+  const struct scenario_case *c = CASE_FROM_ARGS(cases, argc, argv);
   if (!c) return 2;
   start_cuda("link");
   EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);

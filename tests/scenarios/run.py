@@ -122,6 +122,40 @@ def run_case(case, build, driver, verbose):
         return problems
 
 
+def only(cases, name, what):
+    """The cases to run: all, or the one called name (exits when there is none)."""
+    if not name:
+        return cases
+    chosen = [c for c in cases if c["name"] == name]
+    if not chosen:
+        sys.exit(f"no {what} named {name}")
+    return chosen
+
+
+def run_all(cases, label, run_one, skip_reason):
+    """Runs each case that skip_reason (a case -> None, or why it is skipped)
+    lets through with run_one (a case -> its problems), a line each, then the
+    summary line; returns the exit status."""
+    passed = failed = skipped = 0
+    for case in cases:
+        why = skip_reason(case)
+        if why is not None:
+            skipped += 1
+            print(f"skip {case['name']}" + (f": {why}" if why else ""))
+            continue
+        problems = run_one(case)
+        if problems:
+            failed += 1
+            print(f"FAIL {case['name']}")
+            for p in problems:
+                print(f"     {p}")
+        else:
+            passed += 1
+            print(f"ok   {case['name']}")
+    print(f"{label}: {passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
+    return 1 if failed else 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build", required=True)
@@ -132,30 +166,15 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    cases = parse_expectations(args.expectations)
-    if args.only:
-        cases = [c for c in cases if c["name"] == args.only]
-        if not cases:
-            sys.exit(f"no scenario named {args.only}")
-    passed = failed = 0
-    skipped = 0
-    for case in cases:
-        if args.driver == "real" and any(k.startswith("FAKECUDA_") for k in case["env"]):
-            skipped += 1  # a device the stand-in driver plays, not this one
-            print(f"skip {case['name']}")
-            continue
-        problems = run_case(case, build, args.driver, args.verbose)
-        if problems:
-            failed += 1
-            print(f"FAIL {case['name']}")
-            for p in problems:
-                print(f"     {p}")
-        else:
-            passed += 1
-            print(f"ok   {case['name']}")
-    print(f"{os.path.basename(args.expectations)}: {passed} passed, {failed} failed"
-          + (f", {skipped} skipped" if skipped else ""))
-    return 1 if failed else 0
+    cases = only(parse_expectations(args.expectations), args.only, "scenario")
+
+    def skip_reason(case):
+        # a device or driver the stand-in plays, not the real one
+        return "" if args.driver == "real" and any(k.startswith("FAKECUDA_")
+                                                   for k in case["env"]) else None
+
+    return run_all(cases, os.path.basename(args.expectations),
+                   lambda case: run_case(case, build, args.driver, args.verbose), skip_reason)
 
 
 if __name__ == "__main__":

@@ -181,6 +181,19 @@ find_case(const struct scenario_case *cases, size_t n, const char *prog, const c
   return NULL;
 }
 
+/* The case named by the only argument of a program run as PROG CASE, or NULL
+ * after saying why. */
+static __attribute__((unused)) const struct scenario_case *
+case_from_args(const struct scenario_case *cases, size_t n, int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s CASE\n", argv[0]);
+    return NULL;
+  }
+  return find_case(cases, n, argv[0], argv[1]);
+}
+#define CASE_FROM_ARGS(Cases, Argc, Argv)                                                          \
+  case_from_args(Cases, sizeof Cases / sizeof Cases[0], Argc, Argv)
+
 static int finish(void) {
   if (failures) fprintf(stderr, "scenario: %d unexpected result(s)\n", failures);
   return failures ? 1 : 0;

@@ -175,28 +175,19 @@ def main():
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    cases = parse_cases(args.cases)
-    if args.only:
-        cases = [c for c in cases if c["name"] == args.only]
-        if not cases:
-            sys.exit(f"no case named {args.only}")
-    failed = skipped = 0
-    for case in cases:
+    cases = SCENARIOS.only(parse_cases(args.cases), args.only, "case")
+
+    def skip_reason(case):
+        # The GPU machine has no package registry: a case that runs a tool it
+        # lacks is skipped there, and said. CI installs every tool.
         tool = case["command"][0]
         if args.driver == "real" and ":" not in tool and "/" not in tool and not shutil.which(tool):
-            # The GPU machine has no package registry: a case that runs a tool
-            # it lacks is skipped there, and said. CI installs every tool.
-            print(f"skip {case['name']}: {tool} is not installed here")
-            skipped += 1
-            continue
-        problems = run_case(case, build, args.driver, args.verbose)
-        failed += bool(problems)
-        print(("FAIL " if problems else "ok   ") + case["name"])
-        for p in problems:
-            print(f"     {p}")
-    print(f"transparency: {len(cases) - failed - skipped} passed, {failed} failed, "
-          f"{skipped} skipped")
-    return 1 if failed else 0
+            return f"{tool} is not installed here"
+        return None
+
+    return SCENARIOS.run_all(cases, "transparency",
+                             lambda case: run_case(case, build, args.driver, args.verbose),
+                             skip_reason)
 
 
 if __name__ == "__main__":
