@@ -478,25 +478,19 @@ FAKE_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)
   return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode node,
-                                                   CUDA_KERNEL_NODE_PARAMS_v2 *p) {
-  struct fake_graph_node *n = (struct fake_graph_node *)node;
-  if (!n || !p) return CUDA_ERROR_INVALID_VALUE;
-  memset(p, 0, sizeof *p);
-  p->func = n->func;
-  p->kernelParams = n->params;
-  return CUDA_SUCCESS;
-}
-
-/* The CUDA 10 ABI, which drivers before 12.0 offer alone. */
-FAKE_EXPORT CUresult cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v1 *p) {
-  struct fake_graph_node *n = (struct fake_graph_node *)node;
-  if (!n || !p) return CUDA_ERROR_INVALID_VALUE;
-  memset(p, 0, sizeof *p);
-  p->func = n->func;
-  p->kernelParams = n->params;
-  return CUDA_SUCCESS;
-}
+/* A kernel node's function and arguments, into either ABI's struct (the
+ * CUDA 10 one is what drivers before 12.0 offer alone). */
+#define KERNEL_NODE_PARAMS(Name, Params)                                                           \
+  FAKE_EXPORT CUresult Name(CUgraphNode node, Params *p) {                                         \
+    struct fake_graph_node *n = (struct fake_graph_node *)node;                                    \
+    if (!n || !p) return CUDA_ERROR_INVALID_VALUE;                                                 \
+    memset(p, 0, sizeof *p);                                                                       \
+    p->func = n->func;                                                                             \
+    p->kernelParams = n->params;                                                                   \
+    return CUDA_SUCCESS;                                                                           \
+  }
+KERNEL_NODE_PARAMS(cuGraphKernelNodeGetParams_v2, CUDA_KERNEL_NODE_PARAMS_v2)
+KERNEL_NODE_PARAMS(cuGraphKernelNodeGetParams, CUDA_KERNEL_NODE_PARAMS_v1)
 
 /* An executable graph is the graph itself: nothing runs. */
 static CUresult instantiate(CUgraphExec *exec, CUgraph g) {
@@ -514,15 +508,14 @@ FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
   return exec ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-FAKE_EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream h) {
-  if (!exec) return CUDA_ERROR_INVALID_VALUE;
-  return fake_enqueue_work(h, false);
-}
-
-FAKE_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec exec, CUstream h) {
-  if (!exec) return CUDA_ERROR_INVALID_VALUE;
-  return fake_enqueue_work(h, true);
-}
+/* Launching or uploading an executable graph is an operation of the stream. */
+#define GRAPH_WORK(Name, PerThread)                                                                \
+  FAKE_EXPORT CUresult Name(CUgraphExec exec, CUstream h) {                                        \
+    if (!exec) return CUDA_ERROR_INVALID_VALUE;                                                    \
+    return fake_enqueue_work(h, PerThread);                                                        \
+  }
+GRAPH_WORK(cuGraphLaunch, false)
+GRAPH_WORK(cuGraphLaunch_ptsz, true)
 
 /* ---- attach ---- */
 
@@ -672,15 +665,8 @@ FAKE_EXPORT CUresult cuStreamBatchMemOp_v2_ptsz(CUstream h, unsigned int count,
 
 /* ---- more work on a stream ---- */
 
-/* Uploading an executable graph is an operation of the stream. */
-FAKE_EXPORT CUresult cuGraphUpload(CUgraphExec exec, CUstream h) {
-  if (!exec) return CUDA_ERROR_INVALID_VALUE;
-  return fake_enqueue_work(h, false);
-}
-FAKE_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec exec, CUstream h) {
-  if (!exec) return CUDA_ERROR_INVALID_VALUE;
-  return fake_enqueue_work(h, true);
-}
+GRAPH_WORK(cuGraphUpload, false)
+GRAPH_WORK(cuGraphUpload_ptsz, true)
 
 /* A batch of prefetches: one operation of the stream (nothing migrates here). */
 static CUresult prefetch_batch(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUstream h,
