@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "model_internal.h"
 
 static uint64_t granule_of(uintptr_t addr) {
@@ -36,13 +37,7 @@ static struct granule *granule_get(struct ac_model *m, uint64_t key) {
 
 /* Inserted in order of base, then serial (the newest last). */
 static bool granule_insert(struct granule *g, struct ac_alloc *a) {
-  if (g->count == g->capacity) {
-    size_t cap = g->capacity ? g->capacity * 2 : 4;
-    struct granule_entry *grown = realloc(g->e, cap * sizeof *grown);
-    if (!grown) return false;
-    g->e = grown;
-    g->capacity = cap;
-  }
+  if (!AC_GROW(g->e, g->count, g->capacity, 4)) return false;
   size_t i = g->count;
   while (i > 0 && (g->e[i - 1].base > a->base ||
                    (g->e[i - 1].base == a->base && g->e[i - 1].alloc->serial > a->serial)))

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "shim.h"
 
 static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdeviceptr base,
@@ -124,14 +125,7 @@ struct doomed {
 static void collect_doomed(struct ac_alloc *a, void *ctx) {
   struct doomed *d = ctx;
   if (d->module && !(a->kind == AC_MEM_MANAGED_VAR && a->module == d->module)) return;
-  if (d->n == d->cap) {
-    size_t cap = d->cap ? d->cap * 2 : 16;
-    struct ac_alloc **grown = realloc(d->a, cap * sizeof *grown);
-    if (!grown) return;
-    d->a = grown;
-    d->cap = cap;
-  }
-  d->a[d->n++] = a;
+  if (AC_GROW(d->a, d->n, d->cap, 16)) d->a[d->n++] = a;
 }
 
 /* Model lock held: retires (before the call) or forgets (after) the
