@@ -10,7 +10,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "guard_internal.h"
@@ -75,7 +74,7 @@ static enum ac_guard_claim lift_without_lock(uintptr_t a) {
     return AC_GUARD_NOT_OURS;
   }
   last = page;
-  syscall(SYS_mprotect, page, ac_guard.page_size, PROT_READ | PROT_WRITE);
+  mprotect((void *)page, (size_t)ac_guard.page_size, PROT_READ | PROT_WRITE);
   __atomic_store_n(&ac_guard.lifted_unlocked, 1, __ATOMIC_RELEASE);
   __atomic_add_fetch(&ac_guard.stats.unjudged, 1, __ATOMIC_RELAXED);
   return AC_GUARD_HANDLED;

@@ -10,15 +10,14 @@
  * its read/write interceptors must never see them.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "shim.h"
+#include "sys.h"
 
 #define RING_SIZE 256
 /* How long a handler waits for room in a full ring while the reporter makes
@@ -34,12 +33,12 @@ static int wake_pipe[2] = {-1, -1};
 
 static void wake_reporter(void) {
   char byte = 1;
-  if (wake_pipe[1] >= 0) syscall(SYS_write, wake_pipe[1], &byte, 1); /* full: one is pending */
+  if (wake_pipe[1] >= 0) ac_sys_write(wake_pipe[1], &byte, 1); /* full: one is pending */
 }
 
 static void sleep_one_ms(void) {
   struct timespec ms = {0, 1000000};
-  syscall(SYS_nanosleep, &ms, NULL);
+  nanosleep(&ms, NULL);
 }
 
 /* Model lock held; may release and retake it while the ring is full. */
@@ -112,9 +111,7 @@ static void *reporter(void *unused) {
   (void)unused;
   char buf[64];
   for (;;) {
-    long n = syscall(SYS_read, wake_pipe[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return NULL;
+    if (ac_sys_read(wake_pipe[0], buf, sizeof buf) <= 0) return NULL;
     ac_guard_drain();
   }
 }
