@@ -44,18 +44,11 @@ static void warn_line(const char *line) {
   fprintf(stderr, AC_PREFIX "warning: %s\n", line);
 }
 
-/* Whether p lies in the shim itself (a driver name that resolves back here). */
-static bool in_shim(const void *p) {
-  Dl_info self, other;
-  return p && dladdr((const void *)in_shim, &self) && dladdr(p, &other) &&
-         self.dli_fbase == other.dli_fbase;
-}
-
 /* The next definition of a table row after the shim, when it is neither the
  * driver's nor the shim's: a wrapper library of the program's own. */
 static void *next_definition(const char *name, void *driver_entry) {
   void *next = ac_real_dlsym(RTLD_NEXT, name);
-  if (!next || next == driver_entry || in_shim(next)) return driver_entry;
+  if (!next || next == driver_entry || ac_pc_in_shim(next)) return driver_entry;
   if (ac_opts.verbose) {
     Dl_info where;
     ac_log("%s: forwarding to %s, which stands before the driver", name,
@@ -64,7 +57,10 @@ static void *next_definition(const char *name, void *driver_entry) {
   return next;
 }
 
+/* Resolves every table row in the driver; a row that resolves to the shim
+ * itself (the driver option names it) is refused. */
 static bool resolve_driver(char *why, size_t len) {
+  ac_stack_locate_shim(); /* for ac_pc_in_shim */
   void *driver = dlopen(ac_opts.driver, RTLD_LAZY | RTLD_LOCAL);
   if (!driver) {
     snprintf(why, len, "cannot load the driver %s: %s", ac_opts.driver, dlerror());
@@ -73,7 +69,7 @@ static bool resolve_driver(char *why, size_t len) {
 #define RESOLVE(Name) ac_real.Name = (__typeof__(ac_real.Name))ac_real_dlsym(driver, #Name);
 #define AC_HOOK(Name, Params)                                                                      \
   ac_driver_entry[AC_ID_##Name] = ac_real_dlsym(driver, #Name);                                    \
-  if (in_shim(ac_driver_entry[AC_ID_##Name])) {                                                    \
+  if (ac_pc_in_shim(ac_driver_entry[AC_ID_##Name])) {                                              \
     snprintf(why, len, "the driver %s resolves %s to attachcheck itself", ac_opts.driver, #Name);  \
     return false;                                                                                  \
   }                                                                                                \

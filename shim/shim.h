@@ -159,6 +159,8 @@ static inline void ac_model_leave(void) {
 uint64_t ac_thread_id(void);
 
 /* ---- stack.c ---- */
+/* Finds where the shim itself is mapped (for ac_pc_in_shim); idempotent. */
+void ac_stack_locate_shim(void);
 /* Loads the unwinder; part of start-up. */
 void ac_stack_start(void);
 /* Captures the caller's stack, leaving out the shim's own frames. */

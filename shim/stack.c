@@ -66,11 +66,18 @@ static int find_shim_segments(struct dl_phdr_info *info, size_t size, void *unus
   return 1;
 }
 
+void ac_stack_locate_shim(void) {
+  Dl_info info;
+  if (shim_hi || !dladdr((const void *)ac_stack_locate_shim, &info)) return;
+  shim_base = info.dli_fbase;
+  dl_iterate_phdr(find_shim_segments, NULL);
+}
+
 void ac_stack_start(void) {
   Dl_info info;
   char dir[PATH_MAX] = "";
+  ac_stack_locate_shim();
   if (dladdr((const void *)ac_stack_start, &info)) {
-    shim_base = info.dli_fbase;
     snprintf(dir, sizeof dir, "%s", info.dli_fname);
     char *slash = strrchr(dir, '/');
     if (slash)
@@ -78,7 +85,6 @@ void ac_stack_start(void) {
     else
       dir[0] = 0;
   }
-  dl_iterate_phdr(find_shim_segments, NULL);
   open_beside_shim(dir[0] ? dir : NULL, "liblzma.so.5"); /* libunwind's one dependency */
   void *h = open_beside_shim(dir[0] ? dir : NULL, "libunwind.so.8");
   if (h) {
