@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # bench/run.sh BUILD [ROUNDS [IDS]] - runs each benchmark (B1 launch, B2 the guide's
 # pattern with the page guard, B3 10,000 GLOBAL allocations, strict and with
-# --semantics device, B4 kernels with 8 pointer arguments) with and without the shim,
+# --semantics device, B4 kernels with 8 pointer arguments, B5 B3's loop on 8
+# threads; the -mprotect rows force that page-guard backend where the default
+# would take protection keys) with and without the shim,
 # alternating (so drift in the machine hits both alike), and prints the median
 # time of each and their ratio. B3-floor-fault and B3-floor-oracle are B3's loop
 # without the shim, protecting pages by hand (bench/guard_floor.cu): the least
@@ -39,12 +41,16 @@ compare() {
 
 selected() { [ -z "$only" ] || [[ $1 =~ ^($only)$ ]]; }
 
-for spec in "B1 launch" "B2 guide" "B3 global_touch" "B3-device global_touch ATTACHCHECK_SEMANTICS=device" "B4 args"; do
+for spec in "B1 launch" "B2 guide" "B2-mprotect guide ATTACHCHECK_GUARD_PAGES=mprotect" \
+  "B3 global_touch" "B3-mprotect global_touch ATTACHCHECK_GUARD_PAGES=mprotect" \
+  "B3-device global_touch ATTACHCHECK_SEMANTICS=device" "B4 args" "B5 threads_touch" \
+  "B5-mprotect threads_touch ATTACHCHECK_GUARD_PAGES=mprotect" \
+  "B5-device threads_touch ATTACHCHECK_SEMANTICS=device"; do
   set -- $spec
   id=$1 bench=$2 options=${3:-}
   selected "$id" || continue
   run_pin="${pin[*]}"
-  [ "$id" = B2 ] && run_pin="" # eight host threads: not on one core
+  [[ $id == B2* || $id == B5* ]] && run_pin="" # eight host threads: not on one core
   exe="$build/bench/bench_$bench"
   compare "$id $bench" "$run_pin $exe" \
     "env LD_PRELOAD=$shim ATTACHCHECK_PRINT_STDERR=off $options $run_pin $exe"

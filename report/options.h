@@ -18,6 +18,10 @@
  * start-up) and the Metavar that parsing, --help and the man page use. */
 #define AC_SEMANTICS_CHOICES(AC_CHOICE)                                                            \
   AC_CHOICE(AC_SEMANTICS_STRICT, "strict") AC_CHOICE(AC_SEMANTICS_DEVICE, "device")
+#define AC_GUARD_PAGES_CHOICES(AC_CHOICE)                                                          \
+  AC_CHOICE(AC_GUARD_AUTO, "auto")                                                                 \
+  AC_CHOICE(AC_GUARD_PKEYS, "pkeys")                                                               \
+  AC_CHOICE(AC_GUARD_MPROTECT, "mprotect") AC_CHOICE(AC_GUARD_OFF, "off")
 #define AC_TARGET_PROCESSES_CHOICES(AC_CHOICE)                                                     \
   AC_CHOICE(AC_TARGET_ALL, "all") AC_CHOICE(AC_TARGET_APPLICATION_ONLY, "application-only")
 
@@ -27,6 +31,7 @@
 #define AC_CHOICES(List) (&(List(AC_CHOICE_TEXT))[1])
 enum ac_semantics { AC_SEMANTICS_CHOICES(AC_CHOICE_ENUM) };
 enum ac_target_processes { AC_TARGET_PROCESSES_CHOICES(AC_CHOICE_ENUM) };
+enum ac_guard_pages { AC_GUARD_PAGES_CHOICES(AC_CHOICE_ENUM) };
 
 struct ac_options {
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc) AC_OPT_TYPE_##Type Name;

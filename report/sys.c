@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 ssize_t ac_sys_read(int fd, void *buf, size_t n) {
@@ -57,6 +58,12 @@ int ac_sys_open(const char *path, int flags, mode_t mode) {
 /* close is not retried: on Linux the descriptor is gone even after EINTR. */
 int ac_sys_close(int fd) {
   return (int)syscall(SYS_close, fd);
+}
+
+/* One sleep, not resumed after a signal: callers poll what they wait for. */
+void ac_sys_sleep_ms(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  syscall(SYS_nanosleep, &ts, NULL);
 }
 
 int ac_sys_fstat(int fd, struct stat *st) {

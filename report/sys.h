@@ -25,6 +25,7 @@ ssize_t ac_sys_pwrite(int fd, const void *buf, size_t n, off_t offset);
 int ac_sys_open(const char *path, int flags, mode_t mode);
 int ac_sys_close(int fd);
 int ac_sys_fstat(int fd, struct stat *st);
+void ac_sys_sleep_ms(int ms);
 int ac_sys_unlink(const char *path);
 /* fcntl(fd, F_DUPFD_CLOEXEC, min). */
 int ac_sys_dup_at_least(int fd, int min);

@@ -57,6 +57,8 @@ static size_t pending_count, pending_cap;
 
 static struct range_list wanted_now; /* what the CPU may not touch now (pages) */
 
+static void install_handler_once(void);
+
 static int guard_mprotect(uintptr_t start, uintptr_t end, int prot) {
   ac_guard.stats.mprotects++;
   return mprotect((void *)start, end - start, prot);
@@ -99,6 +101,23 @@ static void classify(struct ac_alloc *a, void *ctx) {
   } /* HOST: the CPU may always touch it */
 }
 
+/* The classes that may get protection keys: each stream's, and GLOBAL's
+ * where all of it is off-limits at once (strict semantics). */
+static void key_classes(void) {
+  if (!ac_guard_keys_active()) return;
+  ac_guard_keys_layout_begin();
+  if (!ac_model_reach_semantics(ac_model))
+    ac_guard_keys_layout_class(&ac_guard_global_class, &global_ranges);
+  for (size_t i = 0; i < single_count; i++)
+    ac_guard_keys_layout_class(single_ranges[i].stream, &single_ranges[i].ranges);
+  ac_guard_keys_layout_end(&all_managed);
+  install_handler_once();
+}
+
+static bool class_forbidden(const void *id) {
+  return id == &ac_guard_global_class || ac_order_stream_busy(ac_model, id);
+}
+
 static void rebuild_classes(void) {
   all_managed.n = global_ranges.n = 0;
   for (size_t i = 0; i < single_count; i++)
@@ -111,6 +130,7 @@ static void rebuild_classes(void) {
   for (size_t i = 0; i < single_count; i++)
     range_normalise(&single_ranges[i].ranges);
   ac_guard.stats.rebuilds++;
+  key_classes();
 }
 
 /* Under `device` semantics, globally attached memory is off-limits only while
@@ -149,11 +169,11 @@ static void forbidden_bytes(struct range_list *forbidden) {
     range_normalise(&extra);
     join(forbidden, &extra);
   } else {
-    join(forbidden, &global_ranges);
+    join(forbidden, ac_guard_keys_unkeyed(&ac_guard_global_class, &global_ranges));
   }
   for (size_t i = 0; i < single_count; i++)
     if (ac_order_stream_busy(ac_model, single_ranges[i].stream))
-      join(forbidden, &single_ranges[i].ranges);
+      join(forbidden, ac_guard_keys_unkeyed(single_ranges[i].stream, &single_ranges[i].ranges));
   extra.n = 0;
   for (size_t i = 0; i < pending_count; i++) {
     struct ac_stream *blocker;
@@ -175,7 +195,7 @@ static void desired_pages(struct range_list *want, bool any_busy) {
   if (!any_busy) return;
   forbidden_bytes(&forbidden);
   if (!forbidden.n) return;
-  range_subtract(&allowed, &all_managed, &forbidden);
+  range_subtract(&allowed, ac_guard_keys_unkeyed_managed(&all_managed), &forbidden);
   range_round_out(&forbidden_pages, &forbidden, (uintptr_t)ac_guard.page_size);
   range_round_out(&allowed_pages, &allowed, (uintptr_t)ac_guard.page_size);
   range_subtract(want, &forbidden_pages, &allowed_pages);
@@ -217,8 +237,6 @@ static void settle_actual_protection(void) {
   ac_guard.protection_uncertain = false;
 }
 
-static void install_handler_once(void);
-
 /* Makes the protected pages exactly wanted_now. */
 static void apply_wanted(void) {
   static struct range_list change;
@@ -251,7 +269,7 @@ void ac_guard_refresh_locked(void) {
   if (!ac_guard.enabled) return;
   uint64_t generation = ac_order_generation(ac_model), layout = ac_model_layout(ac_model);
   if (nothing_to_do(generation, layout)) return;
-  double started = ac_guard_now_seconds();
+  double started = ac_opts.verbose ? ac_guard_now_seconds() : 0; /* a clock read costs */
   ac_guard.stats.refreshes++;
   bool any_busy = ac_order_any_busy(ac_model, NULL) != NULL;
   if (any_busy && (layout != classes_layout || pending_count)) {
@@ -265,7 +283,8 @@ void ac_guard_refresh_locked(void) {
   if (wanted_now.n) install_handler_once();
   settle_actual_protection();
   apply_wanted();
-  ac_guard.stats.seconds += ac_guard_now_seconds() - started;
+  ac_guard_keys_transition(class_forbidden, any_busy);
+  if (ac_opts.verbose) ac_guard.stats.seconds += ac_guard_now_seconds() - started;
 }
 
 /* Before memory goes back to the driver: it leaves the classes, and no
@@ -273,6 +292,7 @@ void ac_guard_refresh_locked(void) {
 void ac_guard_retire_locked(struct ac_alloc *a) {
   AC_ASSERT_MODEL_HELD();
   ac_model_retire_alloc(ac_model, a);
+  ac_guard_keys_forget(a->base, a->base + a->size);
   ac_guard_refresh_locked();
 }
 
@@ -296,6 +316,11 @@ void ac_guard_print_stats(void) {
          ac_guard.stats.faults, ac_guard.stats.driver_faults, ac_guard.stats.unjudged,
          ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
          ac_guard.stats.handler_seconds * 1e3);
+  if (ac_guard_keys_count())
+    ac_log("page guard: protection keys: %lu ranges tagged, %lu faults on keyed memory, %lu "
+           "threads signalled to drop a key (%lu did not answer in time)",
+           ac_guard.stats.tags, ac_guard.stats.key_faults, ac_guard.stats.revocations,
+           ac_guard.stats.unconfirmed);
   ac_model_leave();
 }
 
@@ -314,9 +339,31 @@ static int find_driver_code(struct dl_phdr_info *info, size_t size, void *entry)
   return 1;
 }
 
+/* The backend: protection keys where asked for (auto, pkeys) and there are
+ * some, else mprotect. Said with --verbose, and always when keys were asked
+ * for by name and cannot be had. */
+static void choose_backend(void) {
+  const char *why = NULL;
+  if (ac_opts.guard_pages == AC_GUARD_AUTO || ac_opts.guard_pages == AC_GUARD_PKEYS) {
+    if (ac_guard_keys_start(&why)) {
+      if (ac_opts.verbose)
+        ac_log("page guard: protection keys (%d keys), mprotect where pages are shared",
+               ac_guard_keys_count());
+      return;
+    }
+    if (ac_opts.guard_pages == AC_GUARD_PKEYS) {
+      ac_log("warning: --guard-pages pkeys: %s; using mprotect", why);
+      return;
+    }
+  }
+  if (ac_opts.verbose && why) ac_log("page guard: mprotect (no protection keys: %s)", why);
+  if (ac_opts.verbose && !why) ac_log("page guard: mprotect");
+}
+
 void ac_guard_start(void) {
   ac_guard.page_size = sysconf(_SC_PAGESIZE);
-  ac_guard.enabled = ac_opts.guard_pages;
+  ac_guard.enabled = ac_opts.guard_pages != AC_GUARD_OFF;
+  if (ac_guard.enabled) choose_backend();
   void *entry = ac_driver_entry[AC_ID_cuInit];
   if (entry) dl_iterate_phdr(find_driver_code, entry);
 }
@@ -328,5 +375,6 @@ void ac_guard_after_fork_child(void) {
   ac_guard.lifted_count = 0;
   seen_generation = seen_layout = classes_layout = UINT64_MAX;
   ac_guard.published_count = 0;
+  ac_guard_keys_after_fork_child();
   ac_guard_reporter_after_fork_child();
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "guard_internal.h"
+#include "pkeys.h"
 #include "rules_host.h"
 #include "shim.h"
 
@@ -95,13 +96,49 @@ static void judge_fault(uintptr_t a, struct ac_alloc *alloc, bool is_write, void
   ac_guard_ring_commit_locked();
 }
 
-enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, void *ucontext) {
+/* A fault on a page tagged with one of the guard's keys: judged as any
+ * other, then the key is enabled in the PKRU the thread gets back (and kept
+ * while the model allows that memory). */
+static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, uintptr_t pc,
+                                        void *ucontext) {
+  if (ac_model_held) {
+    __atomic_add_fetch(&ac_guard.stats.unjudged, 1, __ATOMIC_RELAXED);
+    return ac_guard_keys_let_through(slot, ucontext) ? AC_GUARD_HANDLED : AC_GUARD_NOT_OURS;
+  }
+  int saved_errno = errno;
+  ac_guard_keys_handler_waits(true, NULL);
+  ac_model_enter();
+  in_guard = true;
+  ac_guard.stats.faults++;
+  ac_guard.stats.key_faults++;
+  double started = ac_opts.verbose ? ac_guard_now_seconds() : 0;
+  struct ac_alloc *alloc = ac_model_find_alloc(ac_model, a);
+  if (ac_pc_in_driver(pc))
+    ac_guard.stats.driver_faults++;
+  else if (alloc && ac_alloc_is_managed(alloc) && !alloc->retiring)
+    judge_fault(a, alloc, is_write, ucontext);
+  ac_guard_keys_enable(slot, !ac_guard_keys_slot_forbidden(slot), ucontext, a);
+  in_guard = false;
+  if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_guard_now_seconds() - started;
+  ac_model_leave();
+  ac_guard_keys_handler_waits(false, NULL);
+  errno = saved_errno;
+  return AC_GUARD_HANDLED;
+}
+
+enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
+                                      void *ucontext) {
   if (!ac_guard.enabled) return AC_GUARD_NOT_OURS;
   uintptr_t a = (uintptr_t)addr;
+  if (pkey >= 0) { /* a protection-key fault: one of ours, or the program's own */
+    int slot = ac_guard_keys_slot_of(pkey);
+    return slot < 0 ? AC_GUARD_NOT_OURS : on_key_fault(a, slot, is_write, pc, ucontext);
+  }
   if (ac_model_held) return lift_without_lock(a);
   bool overflow;
   bool guarded = published_overlaps(a, a + 1, &overflow);
   int saved_errno = errno;
+  ac_guard_keys_handler_waits(true, NULL);
   ac_model_enter();
   struct ac_alloc *alloc = ac_model_find_alloc(ac_model, a);
   bool managed = alloc && ac_alloc_is_managed(alloc);
@@ -130,6 +167,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, v
     if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_guard_now_seconds() - started;
   }
   ac_model_leave();
+  ac_guard_keys_handler_waits(false, ucontext);
   errno = saved_errno;
   return claim;
 }
@@ -139,9 +177,43 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, v
  * or write(2): it fails with EFAULT. Protection is exact, so only a buggy
  * program hands the kernel a protected buffer; the calls the shim sees are
  * judged and the buffer lifted before they run, so they still succeed. */
+
+/* Judges a buffer on keyed pages whose key this thread has disabled, and
+ * enables each such key here, so the call succeeds. */
+static void check_keyed_buffer(const char *via, uintptr_t start, uintptr_t end, bool cpu_writes) {
+  uintptr_t page;
+  bool maybe;
+  int slot = ac_guard_keys_disabled_in(start, end, &page, &maybe);
+  if (slot < 0 && !maybe) return;
+  struct ac_finding f;
+  bool found = false;
+  ac_model_enter();
+  in_guard = true;
+  for (int rounds = 0; rounds < AC_PKEYS_HW_MAX && slot >= 0; rounds++) {
+    struct ac_alloc *alloc = ac_model_find_alloc(ac_model, page < start ? start : page);
+    bool allowed = !ac_guard_keys_slot_forbidden(slot);
+    if (!found && !allowed && alloc && ac_alloc_is_managed(alloc)) {
+      struct ac_host_access access = {{page < start ? start : page, end - start,
+                                       cpu_writes ? AC_ACCESS_WRITE : AC_ACCESS_READ, via},
+                                      ac_thread_id(),
+                                      ac_current_host_function_stream()};
+      found = ac_judge_host_access(ac_model, alloc, &access, &f);
+    }
+    ac_guard_keys_enable(slot, allowed, NULL, page);
+    slot = ac_guard_keys_disabled_in(start, end, &page, &maybe);
+  }
+  in_guard = false;
+  ac_model_leave();
+  if (found) {
+    ac_stack_capture(&f.stack);
+    ac_emit_finding(&f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
+  }
+}
+
 void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes) {
   if (!ac_guard.enabled || !len || in_guard || ac_model_held) return;
   uintptr_t start = (uintptr_t)buf, end = start + len;
+  check_keyed_buffer(via, start, end, cpu_writes);
   bool overflow;
   /* Without the lock first: the shim's own I/O, and every correct program's,
    * never meets protected memory, and must not wait for the model. */

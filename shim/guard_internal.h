@@ -38,6 +38,7 @@ struct ac_guard_shared {
   /* What the guard cost, for --verbose. */
   struct {
     unsigned long refreshes, rebuilds, mprotects, faults, driver_faults, unjudged, largest;
+    unsigned long tags, key_faults, revocations, unconfirmed;
     double seconds, handler_seconds;
   } stats;
 };
@@ -48,5 +49,30 @@ static inline uintptr_t ac_guard_page_floor(uintptr_t a) {
 }
 
 double ac_guard_now_seconds(void);
+
+/* ---- guard_keys.c: the protection-keys side (see there) ---- */
+extern const char ac_guard_global_class; /* the GLOBAL class's identity */
+bool ac_guard_keys_start(const char **why);
+bool ac_guard_keys_active(void);
+int ac_guard_keys_count(void);
+/* At a change of layout: each class's bytes (normalised), then every managed
+ * byte; the classes with pages of their own get keys and are tagged. */
+void ac_guard_keys_layout_begin(void);
+void ac_guard_keys_layout_class(const void *id, const struct range_list *bytes);
+void ac_guard_keys_layout_end(const struct range_list *all_managed);
+/* What of a class, or of all managed memory, no key covers: mprotect's. */
+const struct range_list *ac_guard_keys_unkeyed(const void *id, const struct range_list *bytes);
+const struct range_list *ac_guard_keys_unkeyed_managed(const struct range_list *all_managed);
+/* At a transition: the keys of the forbidden classes disabled, in this
+ * thread and every other that holds them, before it returns. */
+void ac_guard_keys_transition(bool (*forbidden)(const void *id), bool any_busy);
+void ac_guard_keys_forget(uintptr_t start, uintptr_t end);
+int ac_guard_keys_slot_of(int pkey);
+bool ac_guard_keys_slot_forbidden(int slot);
+bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr);
+bool ac_guard_keys_let_through(int slot, void *ucontext);
+void ac_guard_keys_handler_waits(bool waiting, void *ucontext);
+int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, bool *maybe);
+void ac_guard_keys_after_fork_child(void);
 
 #endif

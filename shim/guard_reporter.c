@@ -37,8 +37,7 @@ static void wake_reporter(void) {
 }
 
 static void sleep_one_ms(void) {
-  struct timespec ms = {0, 1000000};
-  nanosleep(&ms, NULL);
+  ac_sys_sleep_ms(1); /* not through the shim's own nanosleep */
 }
 
 /* Model lock held; may release and retake it while the ring is full. */

@@ -77,7 +77,12 @@ static void judge(void *arg) {
   bool is_write = true; /* not told: judged as the stricter of the two */
   uintptr_t pc = 0;
 #endif
-  f->claim = ac_guard_on_fault(f->info->si_addr, is_write, pc, f->uc);
+#ifdef SEGV_PKUERR
+  int pkey = f->info->si_code == SEGV_PKUERR ? (int)f->info->si_pkey : -1;
+#else
+  int pkey = -1;
+#endif
+  f->claim = ac_guard_on_fault(f->info->si_addr, is_write, pc, pkey, f->uc);
   /* Managed memory that faults again once the guard let it go is refused by
    * the driver itself (a Jetson's GPU owns it while work is pending): the
    * retries may end in the genuine crash, so what was found goes out first. */
@@ -180,6 +185,8 @@ static void on_segv(int sig, siginfo_t *info, void *context) {
   static __thread void *last_retry;
   static __thread int retries;
   ucontext_t *uc = context;
+  if (info->si_code == SI_TKILL && info->si_pid == getpid() && ac_guard_keys_on_revocation(uc))
+    return;
   if (info->si_code > 0) { /* a real fault, not a signal sent by kill/raise */
     struct fault f = {info, uc, AC_GUARD_NOT_OURS};
     run_on_private_stack(judge, &f);

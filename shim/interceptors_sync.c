@@ -7,7 +7,9 @@
 #define STREAM_SYNC(Name, PerThread)                                                               \
   AC_EXPORT CUresult Name(CUstream hStream) {                                                      \
     AC_START_OR_FAIL(Name);                                                                        \
+    ac_guard_park();                                                                               \
     CUresult r = ac_real.Name(hStream);                                                            \
+    ac_guard_unpark();                                                                             \
     if (r == CUDA_SUCCESS) ac_on_stream_sync(hStream, PerThread);                                  \
     return r;                                                                                      \
   }
@@ -18,14 +20,18 @@ STREAM_SYNC(cuStreamQuery_ptsz, true)
 
 AC_EXPORT CUresult cuCtxSynchronize(void) {
   AC_START_OR_FAIL(cuCtxSynchronize);
+  ac_guard_park();
   CUresult r = ac_real.cuCtxSynchronize();
+  ac_guard_unpark();
   if (r == CUDA_SUCCESS) ac_on_ctx_sync();
   return r;
 }
 
 AC_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   AC_START_OR_FAIL(cuCtxSynchronize_v2);
+  ac_guard_park();
   CUresult r = ac_real.cuCtxSynchronize_v2(ctx);
+  ac_guard_unpark();
   if (r == CUDA_SUCCESS) ac_on_ctx_sync();
   return r;
 }
@@ -34,7 +40,9 @@ AC_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
 #define EVENT_SYNC(Name)                                                                           \
   AC_EXPORT CUresult Name(CUevent hEvent) {                                                        \
     AC_START_OR_FAIL(Name);                                                                        \
+    ac_guard_park();                                                                               \
     CUresult r = ac_real.Name(hEvent);                                                             \
+    ac_guard_unpark();                                                                             \
     if (r == CUDA_SUCCESS) ac_on_event_sync(hEvent);                                               \
     return r;                                                                                      \
   }

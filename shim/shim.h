@@ -277,8 +277,16 @@ void ac_guard_refresh_locked(void);
 void ac_guard_retire_locked(struct ac_alloc *a);
 enum ac_guard_claim { AC_GUARD_NOT_OURS, AC_GUARD_HANDLED, AC_GUARD_RETRY };
 /* From the SIGSEGV handler: judges a fault on guarded memory and lifts it.
- * pc is the faulting instruction. */
-enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, void *ucontext);
+ * pc is the faulting instruction; pkey the key of a protection-key fault, or -1. */
+enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
+                                      void *ucontext);
+/* From the SIGSEGV handler: a signal sent by the guard to make this thread
+ * drop protection keys (guard_keys.c); false if it was not one. */
+bool ac_guard_keys_on_revocation(void *ucontext);
+/* Around a call a signal would cut short (a sleep, a poll, a wait): the
+ * guard does not signal a parked thread; it catches up on unpark. */
+void ac_guard_park(void);
+void ac_guard_unpark(void);
 /* Whether pc is in the driver's code. */
 bool ac_pc_in_driver(uintptr_t pc);
 /* A system call is about to read (cpu_writes false) or fill a buffer. */

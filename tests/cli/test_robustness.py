@@ -90,7 +90,10 @@ def no_raw_io_in_report_code(d):
                                text=True).stdout
     exported = {"read", "write", "pread", "pread64", "pwrite", "pwrite64", "readv", "writev",
                 "recv", "recvfrom", "send", "sendto", "open", "open64", "close", "fstat",
-                "sigaction", "signal", "json_dumpfd", "json_dump_file", "json_loadfd"}
+                "sigaction", "signal", "json_dumpfd", "json_dump_file", "json_loadfd",
+                "nanosleep", "clock_nanosleep", "usleep", "sleep", "poll", "ppoll", "select",
+                "pselect", "epoll_wait", "epoll_pwait", "pause", "sigsuspend", "sigwaitinfo",
+                "sigtimedwait"}
     bad = [l for l in undefined.splitlines() if l.split()[-1] in exported]
     check("the report code inside the shim calls no exported I/O wrapper, only raw calls",
           undefined and not bad and "syscall" in undefined, bad)
@@ -304,6 +307,33 @@ def sanitized_program(d):
           "LeakSanitizer" not in p.stderr, p.stderr[-400:])
 
 
+def guard_backend_said(d):
+    # The page guard's backend: protection keys where the CPU has them, else
+    # mprotect - said once with --verbose, and always when keys were asked for
+    # by name and are missing; the findings do not depend on it.
+    has_keys = " pku " in " " + open("/proc/cpuinfo").read().replace("\n", " ") + " "
+    counts = {}
+    for backend in ["auto", "pkeys", "mprotect"]:
+        p = run([CLI, "--json", f"{d}/{backend}.json", "--verbose", "1", "--guard-pages", backend,
+                 DEMO])
+        lines = [l for l in shim_lines(p.stderr) if "page guard:" in l and "refreshes" not in l]
+        counts[backend] = sorted(f["rule"] for f in load(f"{d}/{backend}.json").get("findings", []))
+        if backend == "mprotect" or not has_keys:
+            said = len(lines) == 1 and "page guard: mprotect" in lines[0]
+            if backend == "pkeys" and not has_keys:
+                warned = [l for l in shim_lines(p.stderr) if "--guard-pages pkeys:" in l]
+                said = said or (len(warned) == 1 and "using mprotect" in warned[0])
+        else:
+            said = len(lines) >= 1 and "protection keys" in lines[0]
+        check(f"--guard-pages {backend}: the backend is said once", said, "\n".join(lines))
+    p = run([CLI, "--guard-pages", "pkeys", DEMO])
+    warned = [l for l in shim_lines(p.stderr) if "--guard-pages pkeys:" in l]
+    check("--guard-pages pkeys without keys: one warning, even without --verbose",
+          has_keys or (len(warned) == 1 and "using mprotect" in warned[0]), p.stderr[-300:])
+    check("the findings are the same under every backend",
+          counts["auto"] == counts["pkeys"] == counts["mprotect"] and counts["auto"], str(counts))
+
+
 def never_loaded(d):
     static = os.path.join(os.path.dirname(PROG), "static_prog")
     p = run([CLI, static])
@@ -319,7 +349,7 @@ def never_loaded(d):
 
 for case in [no_raw_io_in_report_code, fork_while_protected, wrapper_script, long_names, unwritable_log, unbounded_inputs,
              driver_is_shim, messages_follow_the_log, reused_descriptors, relative_paths,
-             forwarded_signals, sanitized_program, never_loaded]:
+             forwarded_signals, sanitized_program, never_loaded, guard_backend_said]:
     with tempfile.TemporaryDirectory() as folder:
         case(folder)
 

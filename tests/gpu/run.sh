@@ -15,15 +15,29 @@ status=0
   echo "== driver conformance (real driver, then through the shim)"
   "$build/tests/fakecuda/driver_conformance" || status=1
   LD_PRELOAD="$build/lib/libattachcheck.so" "$build/tests/fakecuda/driver_conformance" || status=1
-  echo "== scenarios (real driver)"
-  python3 "$here/tests/scenarios/run.py" --build "$build" --driver real || status=1
-  echo "== transparency: each case bare and under attachcheck (real driver)"
-  python3 "$here/tests/transparency/run.py" --build "$build" --driver real || status=1
-  echo "== examples (real driver)"
-  python3 "$here/tests/scenarios/run.py" --build "$build" --driver real \
-    --expectations "$here/tests/gpu/examples.txt" || status=1
-  echo "== Python clients: cuda.bindings and CuPy (real driver)"
-  python3 "$here/tests/python/run.py" "$build" --driver real --cupy || status=1
+  # The suite under each page-guard backend: protection keys where the CPU
+  # has them (the run says so, or fails when it was asked for and is absent),
+  # then mprotect.
+  for backend in ${GUARD_BACKENDS:-pkeys mprotect}; do
+    export ATTACHCHECK_GUARD_PAGES=$backend
+    echo "== page guard: $backend"
+    "$build/bin/attachcheck" --verbose 1 "$build/examples/attach_mistakes" 2>&1 \
+      | grep 'page guard:' | head -2
+    if [ "$backend" = pkeys ] && ! grep -qw pku /proc/cpuinfo; then
+      echo "no protection keys on this CPU: the pkeys backend is not run"
+      continue
+    fi
+    echo "== scenarios (real driver, $backend)"
+    python3 "$here/tests/scenarios/run.py" --build "$build" --driver real || status=1
+    echo "== transparency: each case bare and under attachcheck (real driver, $backend)"
+    python3 "$here/tests/transparency/run.py" --build "$build" --driver real || status=1
+    echo "== examples (real driver, $backend)"
+    python3 "$here/tests/scenarios/run.py" --build "$build" --driver real \
+      --expectations "$here/tests/gpu/examples.txt" || status=1
+    echo "== Python clients: cuda.bindings and CuPy (real driver, $backend)"
+    python3 "$here/tests/python/run.py" "$build" --driver real --cupy || status=1
+  done
+  unset ATTACHCHECK_GUARD_PAGES
   echo "== demo output"
   "$build/bin/attachcheck" "$build/examples/attach_mistakes" 2>&1 | head -60
   if [ "${SKIP_BENCH:-0}" != 1 ]; then

@@ -8,6 +8,8 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -45,7 +47,37 @@ static void setup_single(void) {
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
 }
 
+/* Another thread touches m once while it is idle (a guard may then count
+ * that thread as one that uses it), then again when told: step 1 and 2. */
+static sem_t go[2], done_step[2];
+static void *other_thread(void *arg) {
+  (void)arg;
+  for (int step = 0; step < 2; step++) {
+    sem_wait(&go[step]);
+    cpu_read(m);
+    sem_post(&done_step[step]);
+  }
+  return NULL;
+}
+static pthread_t other;
+static void other_thread_step(int step) {
+  if (step == 0) {
+    for (int i = 0; i < 2; i++)
+      sem_init(&go[i], 0, 0), sem_init(&done_step[i], 0, 0);
+    pthread_create(&other, NULL, other_thread, NULL);
+  }
+  sem_post(&go[step]);
+  sem_wait(&done_step[step]);
+  if (step == 1) pthread_join(other, NULL);
+}
+
 /* ---- wrong ---- */
+static void other_thread_touch_busy(void) {
+  other_thread_step(0);
+  launch(s, m);
+  other_thread_step(1); /* AC202: this thread's launch is the other thread's business too */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
 static void global_touch_busy(void) {
   launch(s, m);
   cpu_read(m); /* AC202: the GPU owns globally attached memory while any stream works */
@@ -133,6 +165,12 @@ static void real_crash(void) {
 }
 
 /* ---- right ---- */
+static void other_thread_touch_after_sync(void) {
+  other_thread_step(0);
+  launch(s, m);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  other_thread_step(1);
+}
 static void touch_after_sync(void) {
   launch(s, m);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
@@ -297,6 +335,8 @@ static void program_handler(void) {
 
 static const struct scenario_case cases[] = {
     {"global_touch_busy", global_touch_busy},
+    {"other_thread_touch_busy", other_thread_touch_busy},
+    {"other_thread_touch_after_sync", other_thread_touch_after_sync},
     {"single_touch_busy", single_touch_busy},
     {"event_before_work", event_before_work},
     {"sync_copy_nonblocking", sync_copy_nonblocking},

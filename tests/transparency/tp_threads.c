@@ -4,12 +4,24 @@
  * an address crashes or reports here. Correct; no finding.
  *
  *   tp_threads loop THREADS SECONDS
+ *   tp_threads sleepers
+ *
+ * sleepers: threads that used managed memory sleep in nanosleep, poll and
+ * sigtimedwait while the main thread makes its memory busy and idle again
+ * many times; each call must run its whole time and return as it would
+ * without a checker (a guard that signals threads must not cut them short).
  *
  * Each thread runs at least 4 rounds and until SECONDS have passed, so the
  * work is bounded in time; the output does not depend on how many rounds ran.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "tp.h"
@@ -60,6 +72,50 @@ static void loop(void) {
   printf("%d threads done, %d rounds read back wrong\n", n, wrong);
 }
 
-static const struct scenario_case cases[] = {{"loop", loop}};
+static CUdeviceptr shared_memory;
+static sem_t touched;
+
+static void *sleeper(void *arg) {
+  int kind = (int)(intptr_t)arg;
+  ((volatile char *)shared_memory)[kind] = 1; /* it uses the memory: a guard may track it */
+  sem_post(&touched);
+  double started = now();
+  int r = 0;
+  if (kind == 0) {
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    r = nanosleep(&ts, &ts);
+  } else if (kind == 1) {
+    r = poll(NULL, 0, 300);
+  } else {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGUSR2);
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    r = sigtimedwait(&set, NULL, &ts) < 0 && errno == EAGAIN ? 0 : -1;
+  }
+  bool whole = now() - started >= 0.29;
+  static const char *names[] = {"nanosleep", "poll", "sigtimedwait"};
+  printf("%s returned %d after its whole time: %s\n", names[kind], r, whole ? "yes" : "no");
+  return NULL;
+}
+
+static void sleepers(void) {
+  tp_start();
+  CUstream s = tp_stream();
+  shared_memory = tp_managed(1 << 20, CU_MEM_ATTACH_GLOBAL);
+  tp_idle_after_work(s, shared_memory);
+  sem_init(&touched, 0, 0);
+  for (int kind = 0; kind < 3; kind++) { /* one at a time: the output keeps its order */
+    pthread_t t;
+    pthread_create(&t, NULL, sleeper, (void *)(intptr_t)kind);
+    sem_wait(&touched); /* touched while the memory was idle: no finding */
+    double started = now();
+    while (now() - started < 0.3)
+      tp_idle_after_work(s, shared_memory);
+    pthread_join(t, NULL);
+  }
+}
+
+static const struct scenario_case cases[] = {{"loop", loop}, {"sleepers", sleepers}};
 
 TP_MAIN(cases)

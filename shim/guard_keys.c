@@ -1,0 +1,580 @@
+/* guard_keys.c - the page guard on protection keys (pkeys.h).
+ *
+ * A protection class (globally attached memory under strict semantics, the
+ * memory single-attached to one stream) that holds pages alone gets a key,
+ * and its pages are tagged with it once per change of layout. A transition
+ * then costs a register write instead of page-table changes: the class's key
+ * is disabled in PKRU exactly while the model forbids the CPU its memory.
+ * What has no key (classes beyond the keys there are, pages shared between
+ * classes, pending attaches, globally attached memory under device
+ * semantics) stays with mprotect (guard.c); the two never cover one page.
+ *
+ * PKRU is per thread, so the guard keeps, per thread that uses keyed memory:
+ *   wants    the keys whose memory it touched while allowed: it is given them
+ *            back whenever they are allowed at its next step in the shim;
+ *   holding  the keys enabled in its PKRU now.
+ * A thread enables a key lazily: its first touch faults (SEGV_PKUERR), is
+ * judged as under mprotect, and the key is enabled in the PKRU its signal
+ * frame gives back. A transition that forbids a key disables it in the
+ * calling thread and, before the call returns, in every other thread that
+ * holds it: a SIGSEGV sent with tgkill, whose handler edits the PKRU of the
+ * frame; the caller waits for each. A thread parked in a call that a signal
+ * would cut short (nanosleep, poll, a stream synchronisation: the program
+ * and the shim wrap them) is not signalled; it catches up when the call
+ * returns. Threads that never touch keyed memory hold nothing and are never
+ * signalled. Everything here is under ac_model_lock unless said otherwise.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "grow.h"
+#include "guard_internal.h"
+#include "pkeys.h"
+#include "shim.h"
+
+/* The keys the guard takes: half the hardware's, so a program that allocates
+ * keys of its own still gets several. */
+#define KEYS_WANTED 8
+/* Threads that ever held a key at once, at most (one more holds none). */
+#define KEY_THREADS_MAX 1024
+/* How long a transition waits for a signalled thread to drop a key. */
+#define REVOKE_WAIT_NS 50000000L
+
+const char ac_guard_global_class = 'G'; /* the GLOBAL class's identity */
+
+static int keys[AC_PKEYS_HW_MAX], key_count;
+static uint32_t our_bits;     /* the PKRU bits of every key of ours */
+static uint32_t disabled_now; /* atomic: slots whose memory is forbidden now */
+static bool keys_broken;      /* a frame without PKRU was met: keys given up */
+
+/* ---- threads ---- */
+
+enum { RUNNING, PARKED, SIGNALLED };
+
+struct key_thread {
+  pid_t tid;
+  int used;         /* atomic */
+  uint32_t wants;   /* slots; written by its thread */
+  uint32_t holding; /* atomic: slots enabled in its PKRU; written by its thread */
+  int state;        /* atomic: RUNNING, PARKED or SIGNALLED */
+  unsigned sent;    /* atomic: revocations sent to it */
+  unsigned seen;    /* atomic: revocations its handler ran */
+};
+
+static struct key_thread threads[KEY_THREADS_MAX];
+static __thread struct key_thread *self;
+static pthread_key_t exit_key;
+static size_t threads_high; /* slots ever used: the scan's end */
+
+static void thread_exits(void *slot) {
+  struct key_thread *t = slot;
+  __atomic_store_n(&t->holding, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&t->used, 0, __ATOMIC_RELEASE);
+  self = NULL;
+}
+
+/* The calling thread's record, made on first need (model lock held). */
+static struct key_thread *this_thread(void) {
+  if (self) return self;
+  for (size_t i = 0; i < KEY_THREADS_MAX; i++) {
+    if (__atomic_load_n(&threads[i].used, __ATOMIC_ACQUIRE)) continue;
+    /* A thread starts with what its PKRU holds: a new thread inherits its
+     * creator's, keys enabled included. */
+    uint32_t pkru = ac_pkru_read(), holding = 0;
+    for (int s = 0; s < key_count; s++)
+      if (!(pkru & ac_pkru_disable_bits(keys[s]))) holding |= 1u << s;
+    threads[i] = (struct key_thread){
+        .tid = (pid_t)syscall(SYS_gettid), .wants = holding, .holding = holding, .state = RUNNING};
+    __atomic_store_n(&threads[i].used, 1, __ATOMIC_RELEASE);
+    if (i >= threads_high) threads_high = i + 1;
+    self = &threads[i];
+    pthread_setspecific(exit_key, self); /* the record is freed when the thread ends */
+    return self;
+  }
+  return NULL;
+}
+
+static uint32_t pkru_of(uint32_t pkru, uint32_t holding) {
+  uint32_t enabled = ac_pkru_bits_of(holding, keys, key_count);
+  return ac_pkru_merge(pkru, our_bits, our_bits & ~enabled);
+}
+
+/* The calling thread's PKRU to its holding (normal context). */
+static void write_holding(struct key_thread *t, uint32_t holding) {
+  __atomic_store_n(&t->holding, holding, __ATOMIC_RELEASE);
+  uint32_t now = ac_pkru_read(), want = pkru_of(now, holding);
+  if (want != now) ac_pkru_write(want);
+}
+
+/* The calling thread catches up with the model: it holds what it wants and
+ * is allowed. Lock not needed: its own record, and disabled_now atomic. */
+static void catch_up(void) {
+  struct key_thread *t = self;
+  if (!t) return;
+  write_holding(t, t->wants & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST));
+}
+
+/* ---- revocation ---- */
+
+static long elapsed_ns(const struct timespec *since) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (now.tv_sec - since->tv_sec) * 1000000000L + (now.tv_nsec - since->tv_nsec);
+}
+
+/* Signals every other running thread that holds a slot of `slots`; waits
+ * until each has dropped it, is parked, or is gone. */
+static void revoke_others(uint32_t slots) {
+  static unsigned tickets[KEY_THREADS_MAX];
+  bool any = false;
+  for (size_t i = 0; i < threads_high; i++) {
+    struct key_thread *t = &threads[i];
+    tickets[i] = 0;
+    if (t == self || !__atomic_load_n(&t->used, __ATOMIC_ACQUIRE) ||
+        !(__atomic_load_n(&t->holding, __ATOMIC_ACQUIRE) & slots))
+      continue;
+    int expected = RUNNING;
+    if (!__atomic_compare_exchange_n(&t->state, &expected, SIGNALLED, false, __ATOMIC_SEQ_CST,
+                                     __ATOMIC_SEQ_CST) &&
+        expected == PARKED)
+      continue; /* catches up when its call returns */
+    tickets[i] = __atomic_add_fetch(&t->sent, 1, __ATOMIC_SEQ_CST);
+    if (syscall(SYS_tgkill, getpid(), t->tid, SIGSEGV) != 0) {
+      tickets[i] = 0; /* gone */
+      continue;
+    }
+    ac_guard.stats.revocations++;
+    any = true;
+  }
+  if (!any) return;
+  struct timespec started;
+  clock_gettime(CLOCK_MONOTONIC, &started);
+  for (size_t i = 0; i < threads_high; i++) {
+    struct key_thread *t = &threads[i];
+    while (tickets[i] && __atomic_load_n(&t->used, __ATOMIC_ACQUIRE) &&
+           (int)(__atomic_load_n(&t->seen, __ATOMIC_ACQUIRE) - tickets[i]) < 0 &&
+           __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != PARKED) {
+      if (elapsed_ns(&started) > REVOKE_WAIT_NS) {
+        ac_guard.stats.unconfirmed++; /* its touches may go unseen until it enters the shim */
+        break;
+      }
+      sched_yield();
+    }
+  }
+}
+
+/* From the SIGSEGV handler: a revocation sent by revoke_others. Disables
+ * in the interrupted PKRU the slots forbidden now. Async-signal-safe. */
+bool ac_guard_keys_on_revocation(void *ucontext) {
+  struct key_thread *t = self;
+  if (!t) return false;
+  unsigned sent = __atomic_load_n(&t->sent, __ATOMIC_ACQUIRE);
+  if (__atomic_load_n(&t->seen, __ATOMIC_ACQUIRE) == sent) return false; /* not ours */
+  uint32_t holding = t->holding & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
+  uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
+  if (pkru) *pkru = pkru_of(*pkru, holding);
+  __atomic_store_n(&t->holding, holding, __ATOMIC_RELEASE);
+  int expected = SIGNALLED;
+  __atomic_compare_exchange_n(&t->state, &expected, RUNNING, false, __ATOMIC_SEQ_CST,
+                              __ATOMIC_SEQ_CST);
+  __atomic_store_n(&t->seen, sent, __ATOMIC_RELEASE); /* coalesced signals: all seen */
+  return true;
+}
+
+/* ---- parking: calls a signal would cut short ---- */
+
+void ac_guard_park(void) {
+  struct key_thread *t = self;
+  if (!t) return;
+  struct timespec started;
+  clock_gettime(CLOCK_MONOTONIC, &started);
+  for (;;) {
+    int expected = RUNNING;
+    if (__atomic_compare_exchange_n(&t->state, &expected, PARKED, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST) ||
+        expected == PARKED)
+      return;
+    /* A revocation is on its way: take it here, not inside the call. */
+    if (elapsed_ns(&started) > REVOKE_WAIT_NS / 10) return;
+    sched_yield();
+  }
+}
+
+void ac_guard_unpark(void) {
+  struct key_thread *t = self;
+  if (!t) return;
+  int expected = PARKED;
+  __atomic_compare_exchange_n(&t->state, &expected, RUNNING, false, __ATOMIC_SEQ_CST,
+                              __ATOMIC_SEQ_CST);
+  catch_up();
+}
+
+/* ---- classes and tags ---- */
+
+struct keyed_class {
+  const void *id;
+  int slot;
+  struct range_list pages;    /* its pages alone: tagged with its key when it has one */
+  struct range_list residual; /* its bytes outside them: for mprotect */
+};
+static struct keyed_class *classes;
+static size_t class_count, class_cap;
+static const void *slot_owner[AC_PKEYS_HW_MAX]; /* the class each slot went to */
+static struct range_list tagged[AC_PKEYS_HW_MAX];
+static struct range_list managed_residual; /* managed bytes on pages without a key */
+
+/* The tagged pages as the handler and the system-call check read them
+ * without the lock: sorted, with their slot; a seqlock'd copy. */
+struct keyed_range {
+  uintptr_t start, end;
+  int slot;
+};
+static struct keyed_range published[AC_GUARD_PUBLISHED_MAX];
+static size_t published_count;
+static unsigned published_seq;
+static bool published_overflow;
+
+bool ac_guard_keys_active(void) {
+  return key_count > 0 && !keys_broken;
+}
+
+void ac_guard_keys_layout_begin(void) {
+  for (size_t i = 0; i < class_count; i++) {
+    range_free(&classes[i].pages);
+    range_free(&classes[i].residual);
+  }
+  class_count = 0;
+}
+
+void ac_guard_keys_layout_class(const void *id, const struct range_list *bytes) {
+  if (!ac_guard_keys_active() || !bytes->n) return;
+  if (!AC_GROW(classes, class_count, class_cap, 8)) return;
+  struct keyed_class *c = &classes[class_count++];
+  *c = (struct keyed_class){.id = id, .slot = -1};
+  range_append_list(&c->residual, bytes); /* the bytes, until the pages are known */
+}
+
+static int by_start(const void *a, const void *b) {
+  const struct keyed_range *x = a, *y = b;
+  return (x->start > y->start) - (x->start < y->start);
+}
+
+/* The pages that hold bytes of more than one owner (a class, or managed
+ * memory of no class): sorted by address, neighbours sharing a page with
+ * another owner mark it. */
+static void mixed_pages(struct range_list *mixed, const struct range_list *all_managed) {
+  static struct range_list classed, unclassed;
+  static struct keyed_range *entries;
+  static size_t entry_cap;
+  size_t n = 0;
+  uintptr_t page = (uintptr_t)ac_guard.page_size;
+  classed.n = mixed->n = 0;
+  for (size_t i = 0; i < class_count; i++)
+    range_append_list(&classed, &classes[i].residual);
+  range_normalise(&classed);
+  range_subtract(&unclassed, all_managed, &classed);
+  size_t total = unclassed.n;
+  for (size_t i = 0; i < class_count; i++)
+    total += classes[i].residual.n;
+  if (total > entry_cap) {
+    struct keyed_range *grown = realloc(entries, total * sizeof *entries);
+    if (!grown) return;
+    entries = grown, entry_cap = total;
+  }
+  for (size_t i = 0; i < class_count; i++)
+    for (size_t j = 0; j < classes[i].residual.n; j++)
+      entries[n++] = (struct keyed_range){classes[i].residual.r[j].start,
+                                          classes[i].residual.r[j].end, (int)i};
+  for (size_t j = 0; j < unclassed.n; j++)
+    entries[n++] = (struct keyed_range){unclassed.r[j].start, unclassed.r[j].end, -1};
+  qsort(entries, n, sizeof *entries, by_start);
+  for (size_t i = 1; i < n; i++) {
+    uintptr_t last = (entries[i - 1].end - 1) & ~(page - 1);
+    if (entries[i].slot != entries[i - 1].slot && (entries[i].start & ~(page - 1)) == last)
+      range_push(mixed, last, last + page);
+  }
+  range_normalise(mixed);
+}
+
+static void publish_tags(void) {
+  __atomic_add_fetch(&published_seq, 1, __ATOMIC_RELEASE);
+  size_t n = 0;
+  published_overflow = false;
+  for (int s = 0; s < key_count; s++)
+    for (size_t j = 0; j < tagged[s].n; j++) {
+      if (n == AC_GUARD_PUBLISHED_MAX) {
+        published_overflow = true;
+        break;
+      }
+      published[n++] = (struct keyed_range){tagged[s].r[j].start, tagged[s].r[j].end, s};
+    }
+  qsort(published, n, sizeof published[0], by_start);
+  published_count = n;
+  __atomic_add_fetch(&published_seq, 1, __ATOMIC_RELEASE);
+}
+
+/* Tags slot s's pages with its key, and gives key 0 back to those that left
+ * every slot (all: the union of the new tags). */
+static void retag(struct range_list *next, const struct range_list *all) {
+  static struct range_list change;
+  for (int s = 0; s < key_count; s++) {
+    range_subtract(&change, &tagged[s], all);
+    for (size_t i = 0; i < change.n; i++)
+      ac_pkeys_tag(change.r[i].start, change.r[i].end, 0);
+    range_subtract(&change, &next[s], &tagged[s]);
+    for (size_t i = 0; i < change.n; i++)
+      ac_pkeys_tag(change.r[i].start, change.r[i].end, keys[s]);
+    ac_guard.stats.tags += change.n;
+  }
+  for (int s = 0; s < key_count; s++) {
+    struct range_list swap = tagged[s];
+    tagged[s] = next[s];
+    next[s] = swap;
+  }
+  publish_tags();
+}
+
+void ac_guard_keys_layout_end(const struct range_list *all_managed) {
+  static struct range_list mixed, pages, next[AC_PKEYS_HW_MAX], all_tagged, swap;
+  static struct ac_key_class *wanted;
+  static size_t wanted_cap;
+  if (!ac_guard_keys_active()) return;
+  mixed_pages(&mixed, all_managed);
+  if (class_count > wanted_cap) {
+    struct ac_key_class *grown = realloc(wanted, class_count * sizeof *wanted);
+    if (!grown) return;
+    wanted = grown, wanted_cap = class_count;
+  }
+  for (size_t i = 0; i < class_count; i++) {
+    struct keyed_class *c = &classes[i];
+    range_round_out(&pages, &c->residual, (uintptr_t)ac_guard.page_size);
+    range_subtract(&c->pages, &pages, &mixed);
+    size_t count = 0;
+    for (size_t j = 0; j < c->pages.n; j++)
+      count += (c->pages.r[j].end - c->pages.r[j].start) / (uintptr_t)ac_guard.page_size;
+    int had = -1;
+    for (int s = 0; s < key_count; s++)
+      if (slot_owner[s] == c->id) had = s;
+    wanted[i] = (struct ac_key_class){c->id, count, had};
+  }
+  ac_pkeys_assign(wanted, class_count, key_count);
+  for (int s = 0; s < key_count; s++) {
+    slot_owner[s] = NULL;
+    next[s].n = 0;
+  }
+  all_tagged.n = 0;
+  for (size_t i = 0; i < class_count; i++) {
+    struct keyed_class *c = &classes[i];
+    c->slot = wanted[i].slot;
+    if (c->slot < 0) {
+      c->pages.n = 0;
+      continue;
+    }
+    slot_owner[c->slot] = c->id;
+    range_append_list(&next[c->slot], &c->pages);
+    range_union(&swap, &all_tagged, &c->pages);
+    range_subtract(&pages, &c->residual, &c->pages);
+    struct range_list t = c->residual;
+    c->residual = pages;
+    pages = t;
+    t = all_tagged, all_tagged = swap, swap = t;
+  }
+  retag(next, &all_tagged);
+  range_subtract(&managed_residual, all_managed, &all_tagged);
+}
+
+/* The bytes of class id that mprotect must protect when it is forbidden. */
+const struct range_list *ac_guard_keys_unkeyed(const void *id, const struct range_list *bytes) {
+  if (!ac_guard_keys_active()) return bytes;
+  for (size_t i = 0; i < class_count; i++)
+    if (classes[i].id == id && classes[i].slot >= 0) return &classes[i].residual;
+  return bytes;
+}
+
+const struct range_list *ac_guard_keys_unkeyed_managed(const struct range_list *all_managed) {
+  return ac_guard_keys_active() ? &managed_residual : all_managed;
+}
+
+/* ---- transitions ---- */
+
+void ac_guard_keys_transition(bool (*forbidden)(const void *id), bool any_busy) {
+  AC_ASSERT_MODEL_HELD();
+  if (!ac_guard_keys_active()) return;
+  uint32_t disabled = 0;
+  for (size_t i = 0; any_busy && i < class_count; i++)
+    if (classes[i].slot >= 0 && forbidden(classes[i].id)) disabled |= 1u << classes[i].slot;
+  uint32_t before = __atomic_exchange_n(&disabled_now, disabled, __ATOMIC_SEQ_CST);
+  /* The calling thread keeps the keys it turned either way: the memory it
+   * just gave to work or took back is what it goes on to touch. */
+  struct key_thread *t = this_thread();
+  if (t) t->wants |= disabled ^ before;
+  catch_up();
+  if (disabled & ~before) revoke_others(disabled);
+}
+
+/* Memory about to go back to the driver keeps no key. */
+void ac_guard_keys_forget(uintptr_t start, uintptr_t end) {
+  static struct range_list pages, gone, rest;
+  if (!ac_guard_keys_active() || start >= end) return;
+  pages.n = 0;
+  range_push(&pages, ac_guard_page_floor(start),
+             ac_guard_page_floor(end - 1) + (uintptr_t)ac_guard.page_size);
+  bool changed = false;
+  for (int s = 0; s < key_count; s++) {
+    range_subtract(&rest, &tagged[s], &pages);
+    if (rest.n == tagged[s].n && !range_contains(&tagged[s], pages.r[0].start)) continue;
+    range_subtract(&gone, &tagged[s], &rest);
+    for (size_t i = 0; i < gone.n; i++)
+      ac_pkeys_tag(gone.r[i].start, gone.r[i].end, 0);
+    struct range_list t = tagged[s];
+    tagged[s] = rest, rest = t;
+    changed = true;
+  }
+  if (changed) publish_tags();
+}
+
+/* ---- the fault side ---- */
+
+/* A fault of a thread interrupted inside the shim (lock held, model maybe
+ * half-changed): let through unjudged, in the frame only. */
+bool ac_guard_keys_let_through(int slot, void *ucontext) {
+  uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
+  if (!pkru) return false;
+  *pkru &= ~ac_pkru_disable_bits(keys[slot]);
+  return true;
+}
+
+/* The slot of hardware key pkey, or -1 when it is not ours. */
+int ac_guard_keys_slot_of(int pkey) {
+  for (int s = 0; s < key_count; s++)
+    if (keys[s] == pkey) return s;
+  return -1;
+}
+
+bool ac_guard_keys_slot_forbidden(int slot) {
+  return (__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST) >> slot) & 1;
+}
+
+/* The calling thread gets slot enabled: in the PKRU of its signal frame
+ * (ucontext) or, without one, in its PKRU. allowed: the model lets it touch
+ * that memory now, so it keeps the key at its later steps. False when the
+ * frame has no PKRU to edit: the keys are given up, the access let through. */
+bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr) {
+  AC_ASSERT_MODEL_HELD();
+  struct key_thread *t = this_thread();
+  uint32_t bit = 1u << slot, holding = bit;
+  if (t) {
+    if (allowed) t->wants |= bit;
+    /* What it holds of what is forbidden now goes: this is also where a
+     * revocation waiting behind this handler is taken. */
+    holding = (t->holding & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST)) | bit;
+  }
+  uint32_t *pkru = ucontext ? ac_pkeys_frame_pkru(ucontext) : NULL;
+  if (ucontext && !pkru) {
+    /* No PKRU in the frame: the access cannot be let through by key. */
+    keys_broken = true;
+    uintptr_t page = ac_guard_page_floor(addr);
+    ac_pkeys_tag(page, page + (uintptr_t)ac_guard.page_size, 0);
+    return false;
+  }
+  if (t) __atomic_store_n(&t->holding, holding, __ATOMIC_RELEASE);
+  if (pkru)
+    *pkru = t ? pkru_of(*pkru, holding) : *pkru & ~ac_pkru_disable_bits(keys[slot]);
+  else if (t)
+    write_holding(t, holding);
+  else
+    ac_pkru_write(ac_pkru_read() & ~ac_pkru_disable_bits(keys[slot]));
+  return true;
+}
+
+/* Around the wait for the model lock in the SIGSEGV handler, where SIGSEGV
+ * is blocked: a transition holding the lock must not wait for this thread
+ * to take a revocation it cannot take before the lock is free. On the way
+ * out, with the frame (ucontext), what was revoked meanwhile is dropped. */
+void ac_guard_keys_handler_waits(bool waiting, void *ucontext) {
+  struct key_thread *t = self;
+  if (!t) return;
+  if (!waiting && ucontext) { /* a revocation skipped while it waited is taken here */
+    uint32_t holding = t->holding & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
+    uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
+    if (pkru) *pkru = pkru_of(*pkru, holding);
+    __atomic_store_n(&t->holding, holding, __ATOMIC_RELEASE);
+  }
+  __atomic_store_n(&t->state, waiting ? PARKED : RUNNING, __ATOMIC_SEQ_CST);
+}
+
+/* The first keyed page of [start, end) whose key the calling thread has
+ * disabled, and its slot; -1 if none. Without the lock; when more ranges
+ * were tagged than published, *maybe says the caller must look under it. */
+int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, bool *maybe) {
+  *maybe = false;
+  if (!ac_guard_keys_active()) return -1;
+  uint32_t pkru = ac_pkru_read();
+  if (!(pkru & our_bits)) return -1; /* every key of ours enabled here */
+  unsigned seq;
+  int found;
+  do {
+    seq = __atomic_load_n(&published_seq, __ATOMIC_ACQUIRE);
+    found = -1;
+    *maybe = published_overflow;
+    size_t lo = 0, hi = published_count;
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (published[mid].end <= start)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    for (size_t i = lo; i < published_count && published[i].start < end; i++) {
+      int s = published[i].slot;
+      if (pkru & ac_pkru_disable_bits(keys[s])) {
+        found = s;
+        *page = published[i].start > start ? published[i].start : ac_guard_page_floor(start);
+        break;
+      }
+    }
+  } while ((seq & 1) || seq != __atomic_load_n(&published_seq, __ATOMIC_ACQUIRE));
+  return found;
+}
+
+/* ---- start-up and fork ---- */
+
+bool ac_guard_keys_start(const char **why) {
+  if (!ac_pkeys_supported(why)) return false;
+  if (pthread_key_create(&exit_key, thread_exits) != 0) return *why = "no thread key", false;
+  while (key_count < KEYS_WANTED) {
+    int k = ac_pkeys_alloc();
+    if (k < 0) break;
+    keys[key_count++] = k;
+    our_bits |= ac_pkru_disable_bits(k);
+  }
+  if (!key_count) return *why = "no protection key is free (pkey_alloc failed)", false;
+  return true;
+}
+
+int ac_guard_keys_count(void) {
+  return key_count;
+}
+
+/* In a forked child only the calling thread lives on, and its managed
+ * memory is unmapped: it holds every key, and the keys protect nothing. */
+void ac_guard_keys_after_fork_child(void) {
+  memset(threads, 0, sizeof threads);
+  threads_high = 0;
+  self = NULL;
+  __atomic_store_n(&disabled_now, 0, __ATOMIC_RELAXED);
+  for (int s = 0; s < key_count; s++)
+    tagged[s].n = 0;
+  published_count = 0;
+  class_count = 0;
+  if (key_count) ac_pkru_write(ac_pkru_read() & ~our_bits);
+  keys_broken = true;
+}
