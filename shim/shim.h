@@ -15,10 +15,13 @@
  *   kernel_args.c         what launches and copies give the GPU: AC301, AC302, reach
  *   guard.c               the page guard: protection follows the model (refresh side)
  *   guard_fault.c         the page guard: a fault or a system call judged and lifted
+ *   guard_keys.c          the page guard on protection keys: classes, threads' PKRU
+ *   pkeys.c               protection keys: detection, PKRU, signal frames, key choice
  *   guard_reporter.c      findings made in the signal handler, reported later
  *   ranges.c              sorted page-range lists, the guard's arithmetic
  *   interceptors_signal.c SIGSEGV shared with the program (sigaction, signal)
  *   interceptors_io.c     system calls handed guarded buffers (read, write, ...)
+ *   interceptors_block.c  calls a signal would cut short: the thread parked for the keys
  *   stack.c               call stacks with libunwind
  *   findings.c            hands findings to report/ with the process's details
  */
