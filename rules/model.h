@@ -169,6 +169,12 @@ void ac_order_host_syncs_stream(struct ac_model *m, struct ac_stream *s);
 void ac_order_host_syncs_all(struct ac_model *m);
 void ac_order_host_observes(struct ac_model *m, const struct ac_clock *c);
 void ac_order_event_recorded(struct ac_model *m, uintptr_t event, struct ac_stream *s);
+/* One record over the n streams of s (a green context's): the event covers what
+ * each of them has enqueued. With n 0 it covers nothing: synchronising on it
+ * tells the host nothing (an event that fires before the work it follows is
+ * known complete). */
+void ac_order_event_recorded_over(struct ac_model *m, uintptr_t event, struct ac_stream *const *s,
+                                  size_t n);
 /* false if the event was never recorded (then it synchronises nothing). */
 bool ac_order_host_syncs_event(struct ac_model *m, uintptr_t event);
 void ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintptr_t event);

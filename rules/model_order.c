@@ -142,11 +142,19 @@ static struct event_slot *event_get(struct ac_model *m, uintptr_t handle, bool c
 }
 
 void ac_order_event_recorded(struct ac_model *m, uintptr_t event, struct ac_stream *s) {
+  ac_order_event_recorded_over(m, event, &s, 1);
+}
+
+void ac_order_event_recorded_over(struct ac_model *m, uintptr_t event, struct ac_stream *const *s,
+                                  size_t n) {
   struct event_slot *e = event_get(m, event, true);
   if (!e) return;
-  apply_legacy_semantics(m, s);
-  ac_clock_copy(&e->snapshot, &s->waited);
-  ac_clock_raise(&e->snapshot, s->serial, s->seq);
+  e->snapshot.n = 0; /* a new record replaces what the last one covered */
+  for (size_t i = 0; i < n; i++) {
+    apply_legacy_semantics(m, s[i]);
+    ac_clock_join(&e->snapshot, &s[i]->waited);
+    ac_clock_raise(&e->snapshot, s[i]->serial, s[i]->seq);
+  }
   e->recorded = true;
 }
 

@@ -85,6 +85,24 @@ static void test_events(void) {
   ac_model_destroy(m);
 }
 
+/* An event recorded over several streams covers each one's work before the
+ * record; over none it covers nothing, and a new record replaces the old. */
+static void test_event_over_streams(void) {
+  m = ac_model_create();
+  struct ac_stream *a = stream(0x100, NON_BLOCKING), *b = stream(0x200, NON_BLOCKING);
+  struct ac_stream *both[] = {a, b};
+  op(a), op(b);
+  ac_order_event_recorded_over(m, 0xe1, both, 2);
+  op(b);
+  CHECK(ac_order_host_syncs_event(m, 0xe1));
+  CHECK(!ac_order_stream_busy(m, a) && ac_order_outstanding(m, b) == 1);
+  op(a);
+  ac_order_event_recorded(m, 0xe2, a);
+  ac_order_event_recorded_over(m, 0xe2, NULL, 0);
+  CHECK(ac_order_host_syncs_event(m, 0xe2) && ac_order_stream_busy(m, a));
+  ac_model_destroy(m);
+}
+
 static void test_destroyed_stream_stays_busy(void) {
   m = ac_model_create();
   struct ac_stream *a = stream(0x100, NON_BLOCKING);
@@ -267,6 +285,7 @@ int main(void) {
   test_sync_and_query();
   test_legacy_stream();
   test_events();
+  test_event_over_streams();
   test_destroyed_stream_stays_busy();
   test_host_function_start();
   test_attach_binds_until_complete();
