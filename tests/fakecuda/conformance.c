@@ -186,6 +186,87 @@ static void test_copies(void) {
   CHECK(cuMemFree(m) == CUDA_SUCCESS);
 }
 
+/* The first byte one side of a graph's copy node touches, by its memory type
+ * (as the shim reads it). */
+static uintptr_t node_side(CUmemorytype type, const void *host, CUdeviceptr device, size_t x) {
+  if (type == CU_MEMORYTYPE_HOST) return (uintptr_t)host + x;
+  if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED) return device + x;
+  return 0;
+}
+
+/* A copy and a set captured from a stream are memcpy and memset nodes whose
+ * parameters name the memory the calls named; a child graph node hands back
+ * its graph; an executable's copy and set nodes take new parameters, a node of
+ * another type does not, and an update needs a graph of the same shape. */
+static void test_graphs(CUfunction kernel) {
+  CUdeviceptr m, d;
+  CUstream s;
+  CUgraph captured, outer, other;
+  CUgraphNode nodes[4], child_node, set_node;
+  CUgraphNodeType type;
+  CUgraphExec exec;
+  size_t n = 4;
+  CHECK(cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS);
+  CHECK(cuMemAlloc(&d, 1 << 20) == CUDA_SUCCESS);
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  CHECK(cuMemcpyAsync(m + 64, d, 256, s) == CUDA_SUCCESS);
+  CHECK(cuMemsetD32Async(m + 4096, 7, 16, s) == CUDA_SUCCESS);
+  CHECK(cuStreamEndCapture(s, &captured) == CUDA_SUCCESS);
+  CHECK(cuGraphGetNodes(captured, nodes, &n) == CUDA_SUCCESS && n == 2);
+  CUDA_MEMCPY3D copy;
+  CUDA_MEMSET_NODE_PARAMS set;
+  CHECK(cuGraphNodeGetType(nodes[0], &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_MEMCPY);
+  CHECK(cuGraphMemcpyNodeGetParams(nodes[0], &copy) == CUDA_SUCCESS);
+  CHECK(node_side(copy.dstMemoryType, copy.dstHost, copy.dstDevice, copy.dstXInBytes) == m + 64);
+  CHECK(node_side(copy.srcMemoryType, copy.srcHost, copy.srcDevice, copy.srcXInBytes) == d);
+  CHECK(cuGraphNodeGetType(nodes[1], &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_MEMSET);
+  CHECK(cuGraphMemsetNodeGetParams(nodes[1], &set) == CUDA_SUCCESS);
+  CHECK(set.dst == m + 4096 && set.elementSize == 4 && set.width == 16);
+
+  CHECK(cuGraphCreate(&outer, 0) == CUDA_SUCCESS);
+  CHECK(cuGraphAddChildGraphNode(&child_node, outer, NULL, 0, captured) == CUDA_SUCCESS);
+  set = (CUDA_MEMSET_NODE_PARAMS){m, 0, 1, 1, 64, 1};
+  CHECK(cuGraphAddMemsetNode(&set_node, outer, NULL, 0, &set, NULL) == CUDA_SUCCESS);
+  CUgraph child;
+  n = 4;
+  CHECK(cuGraphChildGraphNodeGetGraph(child_node, &child) == CUDA_SUCCESS);
+  CHECK(cuGraphGetNodes(child, nodes, &n) == CUDA_SUCCESS && n == 2);
+  CHECK(cuGraphNodeGetType(nodes[1], &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_MEMSET);
+
+  CHECK(cuGraphInstantiateWithFlags(&exec, outer, 0) == CUDA_SUCCESS);
+  set.dst = d;
+  CHECK(cuGraphExecMemsetNodeSetParams(exec, set_node, &set, NULL) == CUDA_SUCCESS);
+  CHECK(cuGraphExecMemcpyNodeSetParams(exec, set_node, &copy, NULL) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuGraphExecChildGraphNodeSetParams(exec, child_node, captured) == CUDA_SUCCESS);
+  CUgraphNodeParams params;
+  memset(&params, 0, sizeof params);
+  params.type = CU_GRAPH_NODE_TYPE_MEMSET;
+  params.memset = (CUDA_MEMSET_NODE_PARAMS_v2){m, 0, 2, 1, 64, 1, NULL};
+  CHECK(cuGraphExecNodeSetParams(exec, set_node, &params) == CUDA_SUCCESS);
+  CUDA_KERNEL_NODE_PARAMS kp;
+  memset(&kp, 0, sizeof kp);
+  kp.func = kernel;
+  kp.gridDimX = kp.gridDimY = kp.gridDimZ = kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
+  CHECK(cuGraphExecKernelNodeSetParams(exec, set_node, &kp) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuGraphLaunch(exec, s) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS);
+
+  CUgraphExecUpdateResultInfo info;
+  CHECK(cuGraphCreate(&other, 0) == CUDA_SUCCESS);
+  CHECK(cuGraphAddChildGraphNode(&child_node, other, NULL, 0, captured) == CUDA_SUCCESS);
+  CHECK(cuGraphAddMemsetNode(&set_node, other, NULL, 0, &set, NULL) == CUDA_SUCCESS);
+  CHECK(cuGraphExecUpdate(exec, other, &info) == CUDA_SUCCESS);
+  CHECK(info.result == CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  CHECK(cuGraphExecUpdate(exec, captured, &info) == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  CHECK(info.result != CU_GRAPH_EXEC_UPDATE_SUCCESS);
+
+  CHECK(cuGraphExecDestroy(exec) == CUDA_SUCCESS);
+  CHECK(cuGraphDestroy(other) == CUDA_SUCCESS && cuGraphDestroy(outer) == CUDA_SUCCESS);
+  CHECK(cuGraphDestroy(captured) == CUDA_SUCCESS);
+  CHECK(cuStreamDestroy(s) == CUDA_SUCCESS);
+  CHECK(cuMemFree(m) == CUDA_SUCCESS && cuMemFree(d) == CUDA_SUCCESS);
+}
+
 int main(void) {
   CUdevice dev;
   CUcontext ctx;
@@ -202,6 +283,9 @@ int main(void) {
   test_proc_address();
   test_memory();
   test_copies();
+  CUfunction none;
+  CHECK(cuModuleGetFunction(&none, mod, "none") == CUDA_SUCCESS);
+  test_graphs(none);
   printf("conformance: %d passed, %d failed\n", passed, failed);
   return failed != 0;
 }

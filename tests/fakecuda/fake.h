@@ -72,26 +72,28 @@ struct fake_stream;
 /* Resolves a stream argument; crashes on a handle that is no live stream. */
 struct fake_stream *fake_stream_checked(CUstream h, bool per_thread_entry);
 bool fake_stream_is_null(CUstream h, bool per_thread_entry);
-/* Graphs: a capture records kernel nodes with copies of their parameters. */
-#define FAKE_GRAPH_NODES 32
-#define FAKE_NODE_PARAMS 16
-struct fake_graph_node {
-  CUfunction func;
-  void *params[FAKE_NODE_PARAMS];
-  unsigned char storage[FAKE_NODE_PARAMS][64];
-};
-struct fake_graph {
-  size_t count;
-  struct fake_graph_node nodes[FAKE_GRAPH_NODES];
-};
-/* While the stream captures: records the launch as a node and returns true. */
-bool fake_capture_kernel(CUstream h, bool per_thread_entry, CUfunction f, void **params,
-                         size_t count, const size_t *sizes);
 /* Enqueues one operation that completes at once (a kernel, a copy). */
 CUresult fake_enqueue_work(CUstream h, bool per_thread_entry);
 /* One operation on the legacy (or per-thread) stream that the host waits for. */
 CUresult fake_sync_work(bool per_thread);
 /* The last context ended: every created stream is destroyed (handles recycled). */
 void fake_streams_end_all(void);
+/* The graph the stream captures into, or NULL; caller holds fake_lock. */
+struct fake_graph *fake_capture_graph_locked(CUstream h, bool per_thread_entry);
+
+/* ---- graphs (fake_graph.c) ---- */
+struct fake_graph;
+struct fake_graph *fake_graph_new(void);
+void fake_graph_free(struct fake_graph *g);
+/* While the stream captures: records the launch, copy or set as a node of its
+ * graph and returns true (the work is not enqueued). */
+bool fake_capture_kernel(CUstream h, bool per_thread_entry, CUfunction f, void **params,
+                         size_t count, const size_t *sizes);
+bool fake_capture_copy(CUstream h, bool per_thread_entry, const CUDA_MEMCPY3D *copy);
+bool fake_capture_set(CUstream h, bool per_thread_entry, const CUDA_MEMSET_NODE_PARAMS *set);
+
+/* ---- modules (fake_module.c) ---- */
+/* A function's parameter sizes; false for a handle that is no function. */
+bool fake_function_layout(CUfunction f, size_t *count, const size_t **sizes);
 
 #endif

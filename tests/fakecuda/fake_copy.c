@@ -70,24 +70,36 @@ static void copy_rows(const struct side *dst, const struct side *src, size_t wid
   SIDE(p, s, ((p)->s##Z * (p)->s##Height + (p)->s##Y) * (p)->s##Pitch + (p)->s##XInBytes)
 
 /* Checks a copy; with sync, waits for the stream first (the driver does so
- * before it touches host memory), else enqueues it; then the host's part. */
+ * before it touches host memory), else enqueues it - or, on a capturing
+ * stream, records it as node; then the host's part. */
 static CUresult run_copy(struct side dst, struct side src, size_t width, size_t height,
-                         size_t depth, bool sync, CUstream h, bool per_thread) {
+                         size_t depth, bool sync, CUstream h, bool per_thread,
+                         const CUDA_MEMCPY3D *node) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (height > 1 || depth > 1) {
     if (!side_valid(&dst, width) || !side_valid(&src, width)) return CUDA_ERROR_INVALID_VALUE;
   } else if (!side_valid(&dst, 0) || !side_valid(&src, 0)) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+  if (!sync && fake_capture_copy(h, per_thread, node)) return CUDA_SUCCESS;
   CUresult r = sync ? fake_sync_work(per_thread) : fake_enqueue_work(h, per_thread);
   if (r == CUDA_SUCCESS) copy_rows(&dst, &src, width, height, depth);
   return r;
 }
 
+/* The fields of one side of a 2D, 3D or 3D-peer copy, as a graph node's 3D copy has them. */
+#define NODE_SIDE(n, p, s)                                                                         \
+  ((n)->s##XInBytes = (p)->s##XInBytes, (n)->s##Y = (p)->s##Y,                                     \
+   (n)->s##MemoryType = (p)->s##MemoryType, (n)->s##Host = (p)->s##Host,                           \
+   (n)->s##Device = (p)->s##Device, (n)->s##Array = (p)->s##Array, (n)->s##Pitch = (p)->s##Pitch)
+
 static CUresult copy_2d(const CUDA_MEMCPY2D *p, bool sync, CUstream h, bool per_thread) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_MEMCPY3D node = {.WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = 1};
+  NODE_SIDE(&node, p, src), NODE_SIDE(&node, p, dst);
+  node.srcHeight = node.dstHeight = p->Height;
   return run_copy(SIDE_2D(p, dst), SIDE_2D(p, src), p->WidthInBytes, p->Height, 1, sync, h,
-                  per_thread);
+                  per_thread, &node);
 }
 
 /* 3D and 3D-peer descriptors share their fields' names. */
@@ -98,7 +110,12 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *p, bool sync, CUstream h, bool per_
     d.height = p->dstHeight, s.height = p->srcHeight;                                              \
     if (p->Depth > 1 && (p->dstHeight < p->Height || p->srcHeight < p->Height))                    \
       return CUDA_ERROR_INVALID_VALUE;                                                             \
-    return run_copy(d, s, p->WidthInBytes, p->Height, p->Depth, sync, h, per_thread);              \
+    CUDA_MEMCPY3D node = {                                                                         \
+        .WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = p->Depth};                  \
+    NODE_SIDE(&node, p, src), NODE_SIDE(&node, p, dst);                                            \
+    node.srcZ = p->srcZ, node.dstZ = p->dstZ;                                                      \
+    node.srcHeight = p->srcHeight, node.dstHeight = p->dstHeight;                                  \
+    return run_copy(d, s, p->WidthInBytes, p->Height, p->Depth, sync, h, per_thread, &node);       \
   }
 DEFINE_COPY_3D(copy_3d, CUDA_MEMCPY3D)
 DEFINE_COPY_3D(copy_3d_peer, CUDA_MEMCPY3D_PEER)
@@ -134,16 +151,38 @@ static CUresult device_work(bool ok, bool sync, CUstream h, bool per_thread) {
   return sync ? fake_sync_work(per_thread) : fake_enqueue_work(h, per_thread);
 }
 
+/* An asynchronous 1D copy, or its node on a capturing stream: one row of a 3D
+ * copy, each side typed as the call names it. */
+static CUresult copy_1d(bool ok, CUstream h, bool per_thread, CUmemorytype dst_type, void *dst_host,
+                        CUdeviceptr dst, CUmemorytype src_type, const void *src_host,
+                        CUdeviceptr src, size_t n) {
+  CUDA_MEMCPY3D node = {.srcMemoryType = src_type,
+                        .srcHost = src_host,
+                        .srcDevice = src,
+                        .dstMemoryType = dst_type,
+                        .dstHost = dst_host,
+                        .dstDevice = dst,
+                        .WidthInBytes = n,
+                        .Height = 1,
+                        .Depth = 1};
+  if (fake_initialized && ok && fake_capture_copy(h, per_thread, &node)) return CUDA_SUCCESS;
+  return device_work(ok, false, h, per_thread);
+}
+
+/* An asynchronous set, or its node on a capturing stream. */
+static CUresult set_async(bool ok, CUstream h, bool per_thread, CUdeviceptr dst, size_t pitch,
+                          unsigned value, unsigned element_size, size_t width, size_t height) {
+  CUDA_MEMSET_NODE_PARAMS node = {dst, pitch, value, element_size, width, height};
+  if (fake_initialized && ok && fake_capture_set(h, per_thread, &node)) return CUDA_SUCCESS;
+  return device_work(ok, false, h, per_thread);
+}
+
 /* Their sizes, contexts and values go unused: no data moves. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 #define SYNC(Name, PerThread, Params, Ok)                                                          \
   FAKE_EXPORT CUresult Name Params {                                                               \
     return device_work(Ok, true, NULL, PerThread);                                                 \
-  }
-#define ASYNC(Name, PerThread, Params, Ok)                                                         \
-  FAKE_EXPORT CUresult Name Params {                                                               \
-    return device_work(Ok, false, h, PerThread);                                                   \
   }
 SYNC(cuMemcpy, false, (CUdeviceptr d, CUdeviceptr s, size_t n), true)
 SYNC(cuMemcpy_ptds, true, (CUdeviceptr d, CUdeviceptr s, size_t n), true)
@@ -162,27 +201,37 @@ SYNC(cuMemsetD32_v2_ptds, true, (CUdeviceptr d, unsigned int v, size_t n), true)
 #define PEER (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n)
 SYNC(cuMemcpyPeer, false, PEER, d &&s)
 SYNC(cuMemcpyPeer_ptds, true, PEER, d &&s)
+#define COPY_ASYNC(Name, PerThread, Params, Ok, DstType, DstHost, Dst, SrcType, SrcHost, Src)      \
+  FAKE_EXPORT CUresult Name Params {                                                               \
+    return copy_1d(Ok, h, PerThread, DstType, DstHost, Dst, SrcType, SrcHost, Src, n);             \
+  }
+#define DEVICE CU_MEMORYTYPE_DEVICE
+#define HOST CU_MEMORYTYPE_HOST
+#define UNIFIED CU_MEMORYTYPE_UNIFIED
 #define PEER_ASYNC (CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc, size_t n, CUstream h)
-ASYNC(cuMemcpyPeerAsync, false, PEER_ASYNC, d &&s)
-ASYNC(cuMemcpyPeerAsync_ptsz, true, PEER_ASYNC, d &&s)
-ASYNC(cuMemcpyAsync, false, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h), true)
-ASYNC(cuMemcpyAsync_ptsz, true, (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h), true)
+COPY_ASYNC(cuMemcpyPeerAsync, false, PEER_ASYNC, d &&s, DEVICE, NULL, d, DEVICE, NULL, s)
+COPY_ASYNC(cuMemcpyPeerAsync_ptsz, true, PEER_ASYNC, d &&s, DEVICE, NULL, d, DEVICE, NULL, s)
+#define COPY_1D_ASYNC (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h)
+COPY_ASYNC(cuMemcpyAsync, false, COPY_1D_ASYNC, true, UNIFIED, NULL, d, UNIFIED, NULL, s)
+COPY_ASYNC(cuMemcpyAsync_ptsz, true, COPY_1D_ASYNC, true, UNIFIED, NULL, d, UNIFIED, NULL, s)
 #define HTOD_ASYNC (CUdeviceptr d, const void *s, size_t n, CUstream h)
-ASYNC(cuMemcpyHtoDAsync_v2, false, HTOD_ASYNC, d &&s)
-ASYNC(cuMemcpyHtoDAsync_v2_ptsz, true, HTOD_ASYNC, d &&s)
+COPY_ASYNC(cuMemcpyHtoDAsync_v2, false, HTOD_ASYNC, d &&s, DEVICE, NULL, d, HOST, s, 0)
+COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, true, HTOD_ASYNC, d &&s, DEVICE, NULL, d, HOST, s, 0)
 #define DTOH_ASYNC (void *d, CUdeviceptr s, size_t n, CUstream h)
-ASYNC(cuMemcpyDtoHAsync_v2, false, DTOH_ASYNC, d &&s)
-ASYNC(cuMemcpyDtoHAsync_v2_ptsz, true, DTOH_ASYNC, d &&s)
+COPY_ASYNC(cuMemcpyDtoHAsync_v2, false, DTOH_ASYNC, d &&s, HOST, d, 0, DEVICE, NULL, s)
+COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, true, DTOH_ASYNC, d &&s, HOST, d, 0, DEVICE, NULL, s)
 #define DTOD_ASYNC (CUdeviceptr d, CUdeviceptr s, size_t n, CUstream h)
-ASYNC(cuMemcpyDtoDAsync_v2, false, DTOD_ASYNC, d &&s)
-ASYNC(cuMemcpyDtoDAsync_v2_ptsz, true, DTOD_ASYNC, d &&s)
-#define SET_ASYNC(T) (CUdeviceptr d, T v, size_t n, CUstream h)
-ASYNC(cuMemsetD8Async, false, SET_ASYNC(unsigned char), d)
-ASYNC(cuMemsetD8Async_ptsz, true, SET_ASYNC(unsigned char), d)
-ASYNC(cuMemsetD16Async, false, SET_ASYNC(unsigned short), d)
-ASYNC(cuMemsetD16Async_ptsz, true, SET_ASYNC(unsigned short), d)
-ASYNC(cuMemsetD32Async, false, SET_ASYNC(unsigned int), d)
-ASYNC(cuMemsetD32Async_ptsz, true, SET_ASYNC(unsigned int), d)
+COPY_ASYNC(cuMemcpyDtoDAsync_v2, false, DTOD_ASYNC, d &&s, DEVICE, NULL, d, DEVICE, NULL, s)
+COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, true, DTOD_ASYNC, d &&s, DEVICE, NULL, d, DEVICE, NULL, s)
+#define SET_ASYNC_OF(Name, PerThread, T, Size)                                                     \
+  FAKE_EXPORT CUresult Name(CUdeviceptr d, T v, size_t n, CUstream h) {                            \
+    return set_async(d != 0, h, PerThread, d, 0, v, Size, n, 1);                                   \
+  }
+/* Each set and its _ptsz twin. */
+#define SET_ASYNC_PAIR(Of, Name, T, Size) Of(Name, false, T, Size) Of(Name##_ptsz, true, T, Size)
+SET_ASYNC_PAIR(SET_ASYNC_OF, cuMemsetD8Async, unsigned char, 1)
+SET_ASYNC_PAIR(SET_ASYNC_OF, cuMemsetD16Async, unsigned short, 2)
+SET_ASYNC_PAIR(SET_ASYNC_OF, cuMemsetD32Async, unsigned int, 4)
 #define SET2D(T) (CUdeviceptr d, size_t pitch, T v, size_t w, size_t rows)
 SYNC(cuMemsetD2D8_v2, false, SET2D(unsigned char), d &&w <= pitch)
 SYNC(cuMemsetD2D8_v2_ptds, true, SET2D(unsigned char), d &&w <= pitch)
@@ -190,13 +239,13 @@ SYNC(cuMemsetD2D16_v2, false, SET2D(unsigned short), d && 2 * w <= pitch)
 SYNC(cuMemsetD2D16_v2_ptds, true, SET2D(unsigned short), d && 2 * w <= pitch)
 SYNC(cuMemsetD2D32_v2, false, SET2D(unsigned int), d && 4 * w <= pitch)
 SYNC(cuMemsetD2D32_v2_ptds, true, SET2D(unsigned int), d && 4 * w <= pitch)
-#define SET2D_ASYNC(T) (CUdeviceptr d, size_t pitch, T v, size_t w, size_t rows, CUstream h)
-ASYNC(cuMemsetD2D8Async, false, SET2D_ASYNC(unsigned char), d &&w <= pitch)
-ASYNC(cuMemsetD2D8Async_ptsz, true, SET2D_ASYNC(unsigned char), d &&w <= pitch)
-ASYNC(cuMemsetD2D16Async, false, SET2D_ASYNC(unsigned short), d && 2 * w <= pitch)
-ASYNC(cuMemsetD2D16Async_ptsz, true, SET2D_ASYNC(unsigned short), d && 2 * w <= pitch)
-ASYNC(cuMemsetD2D32Async, false, SET2D_ASYNC(unsigned int), d && 4 * w <= pitch)
-ASYNC(cuMemsetD2D32Async_ptsz, true, SET2D_ASYNC(unsigned int), d && 4 * w <= pitch)
+#define SET2D_ASYNC_OF(Name, PerThread, T, Size)                                                   \
+  FAKE_EXPORT CUresult Name(CUdeviceptr d, size_t pitch, T v, size_t w, size_t rows, CUstream h) { \
+    return set_async(d && Size * w <= pitch, h, PerThread, d, pitch, v, Size, w, rows);            \
+  }
+SET_ASYNC_PAIR(SET2D_ASYNC_OF, cuMemsetD2D8Async, unsigned char, 1)
+SET_ASYNC_PAIR(SET2D_ASYNC_OF, cuMemsetD2D16Async, unsigned short, 2)
+SET_ASYNC_PAIR(SET2D_ASYNC_OF, cuMemsetD2D32Async, unsigned int, 4)
 #pragma GCC diagnostic pop
 
 /* ---- batches: the documented checks, then one operation on the stream ----

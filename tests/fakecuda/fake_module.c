@@ -251,6 +251,14 @@ FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t *o
   return CUDA_SUCCESS;
 }
 
+bool fake_function_layout(CUfunction f, size_t *count, const size_t **sizes) {
+  struct fake_function *fn = (struct fake_function *)f;
+  if (!fn) return false;
+  *count = fn->count;
+  *sizes = fn->size;
+  return true;
+}
+
 static CUresult launch_with(CUfunction f, CUstream h, bool pt, void **params) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!f) return CUDA_ERROR_INVALID_HANDLE;

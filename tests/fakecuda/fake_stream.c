@@ -392,7 +392,7 @@ static CUresult begin_capture(CUstream h, bool pt) {
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   else if (s->capturing)
     r = CUDA_ERROR_ILLEGAL_STATE;
-  else if (!(s->capture_graph = calloc(1, sizeof *s->capture_graph)))
+  else if (!(s->capture_graph = fake_graph_new()))
     r = CUDA_ERROR_OUT_OF_MEMORY;
   else
     s->capturing = true, s->capture_invalidated = false;
@@ -427,7 +427,7 @@ static CUresult end_capture(CUstream h, CUgraph *graph, bool pt) {
     r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   else
     *graph = (CUgraph)s->capture_graph, s->capture_graph = NULL;
-  free(s->capture_graph); /* an abandoned capture's nodes */
+  fake_graph_free(s->capture_graph); /* an abandoned capture's nodes */
   s->capture_graph = NULL;
   s->capturing = false;
   pthread_mutex_unlock(&fake_lock);
@@ -440,82 +440,10 @@ FAKE_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream h, CUgraph *g) {
   return end_capture(h, g, true);
 }
 
-bool fake_capture_kernel(CUstream h, bool pt, CUfunction f, void **params, size_t count,
-                         const size_t *sizes) {
-  pthread_mutex_lock(&fake_lock);
+struct fake_graph *fake_capture_graph_locked(CUstream h, bool pt) {
   struct fake_stream *s = fake_stream_checked(h, pt);
-  struct fake_graph *g = s->capturing ? s->capture_graph : NULL;
-  if (g && g->count < FAKE_GRAPH_NODES) {
-    struct fake_graph_node *n = &g->nodes[g->count++];
-    n->func = f;
-    for (size_t i = 0; params && i < count && i < FAKE_NODE_PARAMS; i++) {
-      memcpy(n->storage[i], params[i], sizes[i] < 64 ? sizes[i] : 64);
-      n->params[i] = n->storage[i];
-    }
-  }
-  pthread_mutex_unlock(&fake_lock);
-  return g != NULL;
+  return s->capturing ? s->capture_graph : NULL;
 }
-
-FAKE_EXPORT CUresult cuGraphDestroy(CUgraph g) {
-  free(g);
-  return CUDA_SUCCESS;
-}
-
-FAKE_EXPORT CUresult cuGraphGetNodes(CUgraph hg, CUgraphNode *nodes, size_t *n) {
-  struct fake_graph *g = (struct fake_graph *)hg;
-  if (!g || !n) return CUDA_ERROR_INVALID_VALUE;
-  if (nodes)
-    for (size_t i = 0; i < *n && i < g->count; i++)
-      nodes[i] = (CUgraphNode)&g->nodes[i];
-  *n = g->count;
-  return CUDA_SUCCESS;
-}
-
-FAKE_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type) {
-  if (!node || !type) return CUDA_ERROR_INVALID_VALUE;
-  *type = CU_GRAPH_NODE_TYPE_KERNEL; /* the only kind a capture records here */
-  return CUDA_SUCCESS;
-}
-
-/* A kernel node's function and arguments, into either ABI's struct (the
- * CUDA 10 one is what drivers before 12.0 offer alone). */
-#define KERNEL_NODE_PARAMS(Name, Params)                                                           \
-  FAKE_EXPORT CUresult Name(CUgraphNode node, Params *p) {                                         \
-    struct fake_graph_node *n = (struct fake_graph_node *)node;                                    \
-    if (!n || !p) return CUDA_ERROR_INVALID_VALUE;                                                 \
-    memset(p, 0, sizeof *p);                                                                       \
-    p->func = n->func;                                                                             \
-    p->kernelParams = n->params;                                                                   \
-    return CUDA_SUCCESS;                                                                           \
-  }
-KERNEL_NODE_PARAMS(cuGraphKernelNodeGetParams_v2, CUDA_KERNEL_NODE_PARAMS_v2)
-KERNEL_NODE_PARAMS(cuGraphKernelNodeGetParams, CUDA_KERNEL_NODE_PARAMS_v1)
-
-/* An executable graph is the graph itself: nothing runs. */
-static CUresult instantiate(CUgraphExec *exec, CUgraph g) {
-  if (!exec || !g) return CUDA_ERROR_INVALID_VALUE;
-  *exec = (CUgraphExec)g;
-  return CUDA_SUCCESS;
-}
-FAKE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g,
-                                                 unsigned long long flags) {
-  (void)flags;
-  return instantiate(exec, g);
-}
-
-FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
-  return exec ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-/* Launching or uploading an executable graph is an operation of the stream. */
-#define GRAPH_WORK(Name, PerThread)                                                                \
-  FAKE_EXPORT CUresult Name(CUgraphExec exec, CUstream h) {                                        \
-    if (!exec) return CUDA_ERROR_INVALID_VALUE;                                                    \
-    return fake_enqueue_work(h, PerThread);                                                        \
-  }
-GRAPH_WORK(cuGraphLaunch, false)
-GRAPH_WORK(cuGraphLaunch_ptsz, true)
 
 /* ---- attach ---- */
 
@@ -665,9 +593,6 @@ FAKE_EXPORT CUresult cuStreamBatchMemOp_v2_ptsz(CUstream h, unsigned int count,
 
 /* ---- more work on a stream ---- */
 
-GRAPH_WORK(cuGraphUpload, false)
-GRAPH_WORK(cuGraphUpload_ptsz, true)
-
 /* A batch of prefetches: one operation of the stream (nothing migrates here). */
 static CUresult prefetch_batch(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUstream h,
                                bool pt) {
@@ -687,19 +612,4 @@ FAKE_EXPORT CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *si
                                                   CUstream h) {
   (void)locs, (void)loc_idxs, (void)num_locs, (void)flags;
   return prefetch_batch(dptrs, sizes, count, h, true);
-}
-
-/* The instantiation ABIs of CUDA 10 and 11 (not through the exported
- * cuGraphInstantiateWithFlags: the real driver calls no export of its own). */
-FAKE_EXPORT CUresult cuGraphInstantiate_v2(CUgraphExec *exec, CUgraph g, CUgraphNode *error_node,
-                                           char *log, size_t log_size) {
-  if (error_node) *error_node = NULL;
-  if (log && log_size) log[0] = 0;
-  return instantiate(exec, g);
-}
-FAKE_EXPORT CUresult cuGraphInstantiate(CUgraphExec *exec, CUgraph g, CUgraphNode *error_node,
-                                        char *log, size_t log_size) {
-  if (error_node) *error_node = NULL;
-  if (log && log_size) log[0] = 0;
-  return instantiate(exec, g);
 }

@@ -1,0 +1,455 @@
+/* fake_graph.c - graphs: built node by node or captured from a stream,
+ * instantiated, changed after instantiation and launched (nothing runs).
+ *
+ * A node keeps what it was given - a kernel's arguments copied by the
+ * function's layout, a copy's or a set's parameters, a child graph cloned (as
+ * cuGraphAddChildGraphNode clones it) - and the getters hand it back. A copy
+ * or set captured from a stream is the node cuGraphAddMemcpyNode or
+ * cuGraphAddMemsetNode would make: a 1D copy is one row of a 3D copy, each
+ * side typed as the call named it (UNIFIED for cuMemcpyAsync's pointers).
+ *
+ * An executable graph remembers the nodes it was instantiated from, child
+ * graphs' included, depth first, and their types: its node setters refuse a
+ * node of another graph or of another type, and an update needs a graph of
+ * the same nodes in the same order. Its parameters themselves are not kept:
+ * nothing reads them back.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "fake.h"
+
+#define GRAPH_NODES 32
+#define NODE_PARAMS 16
+#define EXEC_NODES 256
+
+struct node {
+  CUgraphNodeType type;
+  CUfunction func;
+  void *params[NODE_PARAMS];
+  unsigned char storage[NODE_PARAMS][64];
+  CUDA_MEMCPY3D copy;
+  CUDA_MEMSET_NODE_PARAMS set;
+  struct fake_graph *child;
+};
+
+struct fake_graph {
+  size_t count;
+  struct node nodes[GRAPH_NODES];
+};
+
+/* The nodes of a graph, depth first; subtree: how many follow inside a child. */
+struct flat {
+  size_t count;
+  const struct node *node[EXEC_NODES];
+  CUgraphNodeType type[EXEC_NODES];
+  size_t subtree[EXEC_NODES];
+};
+
+struct fake_graph *fake_graph_new(void) {
+  return calloc(1, sizeof(struct fake_graph));
+}
+
+void fake_graph_free(struct fake_graph *g) {
+  for (size_t i = 0; g && i < g->count; i++)
+    fake_graph_free(g->nodes[i].child);
+  free(g);
+}
+
+static struct fake_graph *clone(const struct fake_graph *g) {
+  struct fake_graph *c = fake_graph_new();
+  if (!c) return NULL;
+  *c = *g;
+  for (size_t i = 0; i < c->count; i++) {
+    struct node *n = &c->nodes[i];
+    for (size_t p = 0; p < NODE_PARAMS; p++)
+      if (n->params[p]) n->params[p] = n->storage[p];
+    if (n->child && !(n->child = clone(n->child))) {
+      c->count = i; /* free what was cloned so far */
+      fake_graph_free(c);
+      return NULL;
+    }
+  }
+  return c;
+}
+
+static struct node *add_node(struct fake_graph *g, CUgraphNodeType type) {
+  if (!g || g->count == GRAPH_NODES) return NULL;
+  struct node *n = &g->nodes[g->count++];
+  memset(n, 0, sizeof *n);
+  n->type = type;
+  return n;
+}
+
+static void keep_arguments(struct node *n, CUfunction f, void **params, size_t count,
+                           const size_t *sizes) {
+  n->func = f;
+  for (size_t i = 0; params && i < count && i < NODE_PARAMS; i++) {
+    memcpy(n->storage[i], params[i], sizes[i] < 64 ? sizes[i] : 64);
+    n->params[i] = n->storage[i];
+  }
+}
+
+/* ---- capture: launches, copies and sets on a capturing stream are nodes ---- */
+
+/* A new node of the graph h captures into; *capturing says whether it does. */
+static struct node *captured_node(CUstream h, bool pt, CUgraphNodeType type, bool *capturing) {
+  pthread_mutex_lock(&fake_lock);
+  struct fake_graph *g = fake_capture_graph_locked(h, pt);
+  struct node *n = add_node(g, type);
+  pthread_mutex_unlock(&fake_lock);
+  *capturing = g != NULL;
+  return n;
+}
+
+bool fake_capture_kernel(CUstream h, bool pt, CUfunction f, void **params, size_t count,
+                         const size_t *sizes) {
+  bool capturing;
+  struct node *n = captured_node(h, pt, CU_GRAPH_NODE_TYPE_KERNEL, &capturing);
+  if (n) keep_arguments(n, f, params, count, sizes);
+  return capturing;
+}
+
+bool fake_capture_copy(CUstream h, bool pt, const CUDA_MEMCPY3D *copy) {
+  bool capturing;
+  struct node *n = captured_node(h, pt, CU_GRAPH_NODE_TYPE_MEMCPY, &capturing);
+  if (n) n->copy = *copy;
+  return capturing;
+}
+
+bool fake_capture_set(CUstream h, bool pt, const CUDA_MEMSET_NODE_PARAMS *set) {
+  bool capturing;
+  struct node *n = captured_node(h, pt, CU_GRAPH_NODE_TYPE_MEMSET, &capturing);
+  if (n) n->set = *set;
+  return capturing;
+}
+
+/* ---- building and reading ---- */
+
+FAKE_EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned int flags) {
+  if (!graph || flags) return CUDA_ERROR_INVALID_VALUE;
+  *graph = (CUgraph)fake_graph_new();
+  return *graph ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+FAKE_EXPORT CUresult cuGraphDestroy(CUgraph g) {
+  fake_graph_free((struct fake_graph *)g);
+  return CUDA_SUCCESS;
+}
+
+/* A node of type added to graph, returned through out (dependencies are not kept). */
+static struct node *added(CUgraphNode *out, CUgraph graph, CUgraphNodeType type) {
+  struct node *n = out ? add_node((struct fake_graph *)graph, type) : NULL;
+  if (n) *out = (CUgraphNode)n;
+  return n;
+}
+
+static bool set_valid(const CUDA_MEMSET_NODE_PARAMS *p) {
+  return p && p->dst && (p->elementSize == 1 || p->elementSize == 2 || p->elementSize == 4) &&
+         p->width && p->height && (p->height == 1 || p->pitch >= p->width * p->elementSize);
+}
+
+#define ADD_KERNEL_NODE(Name, Params)                                                              \
+  FAKE_EXPORT CUresult Name(CUgraphNode *out, CUgraph graph, const CUgraphNode *deps, size_t n,    \
+                            const Params *p) {                                                     \
+    (void)deps, (void)n;                                                                           \
+    size_t count;                                                                                  \
+    const size_t *sizes;                                                                           \
+    if (!p || !fake_function_layout(p->func, &count, &sizes)) return CUDA_ERROR_INVALID_VALUE;     \
+    struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_KERNEL);                              \
+    if (!node) return CUDA_ERROR_INVALID_VALUE;                                                    \
+    keep_arguments(node, p->func, p->kernelParams, count, sizes);                                  \
+    return CUDA_SUCCESS;                                                                           \
+  }
+ADD_KERNEL_NODE(cuGraphAddKernelNode_v2, CUDA_KERNEL_NODE_PARAMS_v2)
+ADD_KERNEL_NODE(cuGraphAddKernelNode, CUDA_KERNEL_NODE_PARAMS_v1)
+
+/* A side the driver refuses in a copy node: managed memory typed UNIFIED on a
+ * device without concurrent managed access (cuGraphAddMemcpyNode's documentation). */
+static bool unified_managed(CUmemorytype type, CUdeviceptr p) {
+  if (type != CU_MEMORYTYPE_UNIFIED ||
+      fake_device_attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS))
+    return false;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_alloc *a = fake_find_alloc(p);
+  bool managed = a && a->kind == FAKE_MANAGED;
+  pthread_mutex_unlock(&fake_lock);
+  return managed;
+}
+
+static bool copy_valid(const CUDA_MEMCPY3D *c) {
+  return c && c->WidthInBytes && !unified_managed(c->srcMemoryType, c->srcDevice) &&
+         !unified_managed(c->dstMemoryType, c->dstDevice);
+}
+
+FAKE_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *out, CUgraph graph, const CUgraphNode *deps,
+                                          size_t n, const CUDA_MEMCPY3D *copy, CUcontext ctx) {
+  (void)deps, (void)n, (void)ctx;
+  if (!copy_valid(copy)) return CUDA_ERROR_INVALID_VALUE;
+  struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_MEMCPY);
+  if (!node) return CUDA_ERROR_INVALID_VALUE;
+  node->copy = *copy;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *out, CUgraph graph, const CUgraphNode *deps,
+                                          size_t n, const CUDA_MEMSET_NODE_PARAMS *set,
+                                          CUcontext ctx) {
+  (void)deps, (void)n, (void)ctx;
+  if (!set_valid(set)) return CUDA_ERROR_INVALID_VALUE;
+  struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_MEMSET);
+  if (!node) return CUDA_ERROR_INVALID_VALUE;
+  node->set = *set;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph graph,
+                                              const CUgraphNode *deps, size_t n, CUgraph child) {
+  (void)deps, (void)n;
+  if (!child) return CUDA_ERROR_INVALID_VALUE;
+  struct fake_graph *copy = clone((struct fake_graph *)child);
+  struct node *node = copy ? added(out, graph, CU_GRAPH_NODE_TYPE_GRAPH) : NULL;
+  if (!node) {
+    fake_graph_free(copy);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  node->child = copy;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphGetNodes(CUgraph hg, CUgraphNode *nodes, size_t *n) {
+  struct fake_graph *g = (struct fake_graph *)hg;
+  if (!g || !n) return CUDA_ERROR_INVALID_VALUE;
+  if (nodes)
+    for (size_t i = 0; i < *n && i < g->count; i++)
+      nodes[i] = (CUgraphNode)&g->nodes[i];
+  *n = g->count;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type) {
+  if (!node || !type) return CUDA_ERROR_INVALID_VALUE;
+  *type = ((struct node *)node)->type;
+  return CUDA_SUCCESS;
+}
+
+/* The node if it is one of type, else NULL. */
+static const struct node *of_type(CUgraphNode node, CUgraphNodeType type) {
+  const struct node *n = (const struct node *)node;
+  return n && n->type == type ? n : NULL;
+}
+
+/* A kernel node's function and arguments, into either ABI's struct (the
+ * CUDA 10 one is what drivers before 12.0 offer alone). */
+#define KERNEL_NODE_PARAMS(Name, Params)                                                           \
+  FAKE_EXPORT CUresult Name(CUgraphNode node, Params *p) {                                         \
+    const struct node *n = of_type(node, CU_GRAPH_NODE_TYPE_KERNEL);                               \
+    if (!n || !p) return CUDA_ERROR_INVALID_VALUE;                                                 \
+    memset(p, 0, sizeof *p);                                                                       \
+    p->func = n->func;                                                                             \
+    p->kernelParams = (void **)n->params;                                                          \
+    return CUDA_SUCCESS;                                                                           \
+  }
+KERNEL_NODE_PARAMS(cuGraphKernelNodeGetParams_v2, CUDA_KERNEL_NODE_PARAMS_v2)
+KERNEL_NODE_PARAMS(cuGraphKernelNodeGetParams, CUDA_KERNEL_NODE_PARAMS_v1)
+
+FAKE_EXPORT CUresult cuGraphMemcpyNodeGetParams(CUgraphNode node, CUDA_MEMCPY3D *p) {
+  const struct node *n = of_type(node, CU_GRAPH_NODE_TYPE_MEMCPY);
+  if (!n || !p) return CUDA_ERROR_INVALID_VALUE;
+  *p = n->copy;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphMemsetNodeGetParams(CUgraphNode node, CUDA_MEMSET_NODE_PARAMS *p) {
+  const struct node *n = of_type(node, CU_GRAPH_NODE_TYPE_MEMSET);
+  if (!n || !p) return CUDA_ERROR_INVALID_VALUE;
+  *p = n->set;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode node, CUgraph *child) {
+  const struct node *n = of_type(node, CU_GRAPH_NODE_TYPE_GRAPH);
+  if (!n || !child) return CUDA_ERROR_INVALID_VALUE;
+  *child = (CUgraph)n->child;
+  return CUDA_SUCCESS;
+}
+
+/* ---- executable graphs ---- */
+
+/* Appends g's nodes to f, depth first; false if there are too many. */
+static bool flatten(struct flat *f, const struct fake_graph *g) {
+  for (size_t i = 0; i < g->count; i++) {
+    if (f->count == EXEC_NODES) return false;
+    size_t at = f->count++;
+    f->node[at] = &g->nodes[i];
+    f->type[at] = g->nodes[i].type;
+    if (g->nodes[i].child && !flatten(f, g->nodes[i].child)) return false;
+    f->subtree[at] = f->count - at - 1;
+  }
+  return true;
+}
+
+/* The same nodes, in the same order, from `from` on (what an update needs). */
+static bool same_shape(const struct flat *a, size_t from, size_t count, const struct flat *b) {
+  if (b->count != count) return false;
+  for (size_t i = 0; i < count; i++)
+    if (a->type[from + i] != b->type[i] || a->subtree[from + i] != b->subtree[i]) return false;
+  return true;
+}
+
+static CUresult instantiate(CUgraphExec *exec, CUgraph g) {
+  if (!exec || !g) return CUDA_ERROR_INVALID_VALUE;
+  struct flat *f = calloc(1, sizeof *f);
+  if (!f) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!flatten(f, (struct fake_graph *)g)) {
+    free(f);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *exec = (CUgraphExec)f;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph g,
+                                                 unsigned long long flags) {
+  (void)flags;
+  return instantiate(exec, g);
+}
+
+/* The instantiation ABIs of CUDA 10 and 11 (not through the exported
+ * cuGraphInstantiateWithFlags: the real driver calls no export of its own). */
+#define INSTANTIATE_OLD(Name)                                                                      \
+  FAKE_EXPORT CUresult Name(CUgraphExec *exec, CUgraph g, CUgraphNode *error_node, char *log,      \
+                            size_t log_size) {                                                     \
+    if (error_node) *error_node = NULL;                                                            \
+    if (log && log_size) log[0] = 0;                                                               \
+    return instantiate(exec, g);                                                                   \
+  }
+INSTANTIATE_OLD(cuGraphInstantiate_v2)
+INSTANTIATE_OLD(cuGraphInstantiate)
+
+FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  if (!exec) return CUDA_ERROR_INVALID_VALUE;
+  free(exec);
+  return CUDA_SUCCESS;
+}
+
+/* Launching or uploading an executable graph is an operation of the stream. */
+#define GRAPH_WORK(Name, PerThread)                                                                \
+  FAKE_EXPORT CUresult Name(CUgraphExec exec, CUstream h) {                                        \
+    if (!exec) return CUDA_ERROR_INVALID_VALUE;                                                    \
+    return fake_enqueue_work(h, PerThread);                                                        \
+  }
+GRAPH_WORK(cuGraphLaunch, false)
+GRAPH_WORK(cuGraphLaunch_ptsz, true)
+GRAPH_WORK(cuGraphUpload, false)
+GRAPH_WORK(cuGraphUpload_ptsz, true)
+
+/* Where node is among exec's nodes if it is one of type, else -1. */
+static long exec_node(CUgraphExec exec, CUgraphNode node, CUgraphNodeType type) {
+  const struct flat *f = (const struct flat *)exec;
+  for (size_t i = 0; f && node && i < f->count; i++)
+    if (f->node[i] == (const struct node *)node) return f->type[i] == type ? (long)i : -1;
+  return -1;
+}
+
+static CUresult kernel_set(CUgraphExec exec, CUgraphNode node, CUfunction func) {
+  size_t count;
+  const size_t *sizes;
+  if (exec_node(exec, node, CU_GRAPH_NODE_TYPE_KERNEL) < 0 ||
+      !fake_function_layout(func, &count, &sizes))
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+static CUresult copy_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D *copy) {
+  if (exec_node(exec, node, CU_GRAPH_NODE_TYPE_MEMCPY) < 0 || !copy_valid(copy))
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+static CUresult memset_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS *set) {
+  if (exec_node(exec, node, CU_GRAPH_NODE_TYPE_MEMSET) < 0 || !set_valid(set))
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+/* A child graph node takes a graph of the same shape as the one it holds. */
+static CUresult child_set(CUgraphExec exec, CUgraphNode node, CUgraph child) {
+  const struct flat *f = (const struct flat *)exec;
+  long at = exec_node(exec, node, CU_GRAPH_NODE_TYPE_GRAPH);
+  struct flat *c = child ? calloc(1, sizeof *c) : NULL;
+  bool ok = at >= 0 && c && flatten(c, (struct fake_graph *)child) &&
+            same_shape(f, (size_t)at + 1, f->subtree[at], c);
+  free(c);
+  return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+#define EXEC_KERNEL_SET(Name, Params)                                                              \
+  FAKE_EXPORT CUresult Name(CUgraphExec exec, CUgraphNode node, const Params *p) {                 \
+    return p ? kernel_set(exec, node, p->func) : CUDA_ERROR_INVALID_VALUE;                         \
+  }
+EXEC_KERNEL_SET(cuGraphExecKernelNodeSetParams_v2, CUDA_KERNEL_NODE_PARAMS_v2)
+EXEC_KERNEL_SET(cuGraphExecKernelNodeSetParams, CUDA_KERNEL_NODE_PARAMS_v1)
+
+FAKE_EXPORT CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                    const CUDA_MEMCPY3D *copy, CUcontext ctx) {
+  (void)ctx;
+  return copy_set(exec, node, copy);
+}
+
+FAKE_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                    const CUDA_MEMSET_NODE_PARAMS *set,
+                                                    CUcontext ctx) {
+  (void)ctx;
+  return memset_set(exec, node, set);
+}
+
+FAKE_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                        CUgraph child) {
+  return child_set(exec, node, child);
+}
+
+FAKE_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                              CUgraphNodeParams *p) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  switch (p->type) {
+  case CU_GRAPH_NODE_TYPE_KERNEL:
+    return kernel_set(exec, node, p->kernel.func);
+  case CU_GRAPH_NODE_TYPE_MEMCPY:
+    return copy_set(exec, node, &p->memcpy.copyParams);
+  case CU_GRAPH_NODE_TYPE_MEMSET: {
+    const CUDA_MEMSET_NODE_PARAMS_v2 *s = &p->memset;
+    CUDA_MEMSET_NODE_PARAMS set = {s->dst, s->pitch, s->value, s->elementSize, s->width, s->height};
+    return memset_set(exec, node, &set);
+  }
+  case CU_GRAPH_NODE_TYPE_GRAPH:
+    return child_set(exec, node, p->graph.graph);
+  default:
+    return exec_node(exec, node, p->type) < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+  }
+}
+
+/* An update needs the graph's nodes to pair with the executable's, one to one. */
+static CUresult update(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult *result) {
+  const struct flat *f = (const struct flat *)exec;
+  struct flat *g = graph ? calloc(1, sizeof *g) : NULL;
+  bool ok = f && g && flatten(g, (struct fake_graph *)graph) && same_shape(f, 0, f->count, g);
+  free(g);
+  if (result)
+    *result = ok ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+  if (!exec || !graph) return CUDA_ERROR_INVALID_VALUE;
+  return ok ? CUDA_SUCCESS : CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+}
+
+FAKE_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph,
+                                          CUgraphExecUpdateResultInfo *info) {
+  CUgraphExecUpdateResult result;
+  CUresult r = update(exec, graph, &result);
+  if (info) memset(info, 0, sizeof *info), info->result = result;
+  return r;
+}
+
+FAKE_EXPORT CUresult cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode *error_node,
+                                       CUgraphExecUpdateResult *result) {
+  if (error_node) *error_node = NULL;
+  return update(exec, graph, result);
+}
