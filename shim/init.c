@@ -92,6 +92,8 @@ static bool resolve_driver(char *why, size_t len) {
   RESOLVE(cuGraphKernelNodeGetParams_v2)
   RESOLVE(cuGraphKernelNodeGetParams)
   RESOLVE(cuGraphChildGraphNodeGetGraph)
+  RESOLVE(cuGraphMemcpyNodeGetParams)
+  RESOLVE(cuGraphMemsetNodeGetParams)
   RESOLVE(cuDriverGetVersion)
   RESOLVE(cuDeviceGetCount)
   RESOLVE(cuDeviceGet)

@@ -9,7 +9,7 @@
  * UNIFIED; every such operand is judged. Arrays are never managed memory.
  *
  * Here too the compiler checks entrypoints.inc against cuda.h. */
-#include "shim.h"
+#include "gpu_work.h"
 
 /* Each row redeclared from its Params: cuda.h (with __CUDA_API_VERSION_INTERNAL)
  * declares every ABI under its exported name, so a row whose parameter types
@@ -64,34 +64,18 @@ COPY(cuMemcpyHtoAAsync_v2_ptsz, true, HTOA_PARAMS, HTOA_ARGS, 0, HOST(srcHost))
 COPY(cuMemcpyAtoHAsync_v2, false, ATOH_PARAMS, ATOH_ARGS, HOST(dstHost), 0)
 COPY(cuMemcpyAtoHAsync_v2_ptsz, true, ATOH_PARAMS, ATOH_ARGS, HOST(dstHost), 0)
 
-/* The first byte one side of a 2D or 3D copy touches, by its memory type. */
-static uintptr_t side(CUmemorytype type, const void *host, CUdeviceptr device, size_t offset) {
-  uintptr_t base = 0;
-  if (type == CU_MEMORYTYPE_HOST)
-    base = (uintptr_t)host;
-  else if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_UNIFIED)
-    base = device; /* UNIFIED: a unified pointer, host or device */
-  return base ? base + offset : 0;
-}
-#define SIDE_2D(p, s)                                                                              \
-  side((p)->s##MemoryType, (p)->s##Host, (p)->s##Device,                                           \
-       (p)->s##Y *(p)->s##Pitch + (p)->s##XInBytes)
-#define SIDE_3D(p, s)                                                                              \
-  side((p)->s##MemoryType, (p)->s##Host, (p)->s##Device,                                           \
-       ((p)->s##Z * (p)->s##Height + (p)->s##Y) * (p)->s##Pitch + (p)->s##XInBytes)
-
 COPY(cuMemcpy2DAsync_v2, false, (const CUDA_MEMCPY2D *pCopy, CUstream hStream), (pCopy, hStream),
-     SIDE_2D(pCopy, dst), SIDE_2D(pCopy, src))
+     AC_SIDE_2D(pCopy, dst), AC_SIDE_2D(pCopy, src))
 COPY(cuMemcpy2DAsync_v2_ptsz, true, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
-     (pCopy, hStream), SIDE_2D(pCopy, dst), SIDE_2D(pCopy, src))
+     (pCopy, hStream), AC_SIDE_2D(pCopy, dst), AC_SIDE_2D(pCopy, src))
 COPY(cuMemcpy3DAsync_v2, false, (const CUDA_MEMCPY3D *pCopy, CUstream hStream), (pCopy, hStream),
-     SIDE_3D(pCopy, dst), SIDE_3D(pCopy, src))
+     AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src))
 COPY(cuMemcpy3DAsync_v2_ptsz, true, (const CUDA_MEMCPY3D *pCopy, CUstream hStream),
-     (pCopy, hStream), SIDE_3D(pCopy, dst), SIDE_3D(pCopy, src))
+     (pCopy, hStream), AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src))
 COPY(cuMemcpy3DPeerAsync, false, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream),
-     (pCopy, hStream), SIDE_3D(pCopy, dst), SIDE_3D(pCopy, src))
+     (pCopy, hStream), AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src))
 COPY(cuMemcpy3DPeerAsync_ptsz, true, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream),
-     (pCopy, hStream), SIDE_3D(pCopy, dst), SIDE_3D(pCopy, src))
+     (pCopy, hStream), AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src))
 
 #define SET_PARAMS(T) (CUdeviceptr dstDevice, T value, size_t N, CUstream hStream)
 #define SET_ARGS (dstDevice, value, N, hStream)

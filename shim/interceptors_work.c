@@ -1,7 +1,8 @@
 /* interceptors_work.c - wrappers of the work that is enqueued on a stream
  * other than copies and sets (interceptors_copy.c): kernels, graphs,
- * prefetches, host functions, stream memory operations. Thin: forward, then
- * tell check_order.c and kernel_args.c. */
+ * prefetches, host functions, stream memory operations, and graphs changed
+ * after instantiation. Thin: forward, then tell check_order.c, kernel_args.c
+ * and graph_args.c. */
 #include "shim.h"
 
 /* An operation on the stream Stream (an expression over the parameters). */
@@ -58,13 +59,17 @@ INSTANTIATE(cuGraphInstantiateWithParams, WITH_PARAMS, (phGraphExec, hGraph, ins
 INSTANTIATE(cuGraphInstantiateWithParams_ptsz, WITH_PARAMS,
             (phGraphExec, hGraph, instantiateParams))
 
-AC_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
-                                        CUgraphExecUpdateResultInfo *resultInfo) {
-  AC_START_OR_FAIL(cuGraphExecUpdate_v2);
-  CUresult r = ac_real.cuGraphExecUpdate_v2(hGraphExec, hGraph, resultInfo);
-  if (r == CUDA_SUCCESS) ac_on_graph_instantiated(hGraphExec, hGraph);
-  return r;
-}
+/* An update gives the executable the parameters of another graph of its shape. */
+#define UPDATE(Name, Params, Args)                                                                 \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name Args;                                                                \
+    if (r == CUDA_SUCCESS) ac_on_graph_updated(hGraphExec, hGraph);                                \
+    return r;                                                                                      \
+  }
+UPDATE(cuGraphExecUpdate_v2,
+       (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo),
+       (hGraphExec, hGraph, resultInfo))
 
 AC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   AC_START_OR_FAIL(cuGraphExecDestroy);
@@ -198,14 +203,42 @@ WORK(cuMemDiscardAndPrefetchBatchAsync_ptsz, true, AC_PREFETCH_BATCH_PARAMS, AC_
 INSTANTIATE(cuGraphInstantiate, AC_INSTANTIATE_OLD_PARAMS, AC_INSTANTIATE_OLD_ARGS)
 INSTANTIATE(cuGraphInstantiate_v2, AC_INSTANTIATE_OLD_PARAMS, AC_INSTANTIATE_OLD_ARGS)
 
-AC_EXPORT CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
-                                     CUgraphNode *hErrorNode_out,
-                                     CUgraphExecUpdateResult *updateResult_out) {
-  AC_START_OR_FAIL(cuGraphExecUpdate);
-  CUresult r = ac_real.cuGraphExecUpdate(hGraphExec, hGraph, hErrorNode_out, updateResult_out);
-  if (r == CUDA_SUCCESS) ac_on_graph_instantiated(hGraphExec, hGraph);
-  return r;
-}
+UPDATE(cuGraphExecUpdate,
+       (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+        CUgraphExecUpdateResult *updateResult_out),
+       (hGraphExec, hGraph, hErrorNode_out, updateResult_out))
+
+/* ---- executable graphs changed node by node: what the node gives the GPU
+ * is read again from its new parameters (graph_args.c) ---- */
+#define NODE_SET(Name, Params, Args, Given, Tell)                                                  \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name Args;                                                                \
+    if (r == CUDA_SUCCESS && (Given)) Tell;                                                        \
+    return r;                                                                                      \
+  }
+NODE_SET(cuGraphExecKernelNodeSetParams_v2,
+         (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *p),
+         (hGraphExec, hNode, p), p,
+         ac_on_graph_kernel_node_set(hGraphExec, hNode, p->func ? p->func : (CUfunction)p->kern,
+                                     p->kernelParams, p->extra))
+NODE_SET(cuGraphExecKernelNodeSetParams,
+         (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *p),
+         (hGraphExec, hNode, p), p,
+         ac_on_graph_kernel_node_set(hGraphExec, hNode, p->func, p->kernelParams, p->extra))
+NODE_SET(cuGraphExecMemcpyNodeSetParams,
+         (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *p, CUcontext ctx),
+         (hGraphExec, hNode, p, ctx), p, ac_on_graph_copy_node_set(hGraphExec, hNode, p))
+NODE_SET(cuGraphExecMemsetNodeSetParams,
+         (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *p,
+          CUcontext ctx),
+         (hGraphExec, hNode, p, ctx), p, ac_on_graph_memset_node_set(hGraphExec, hNode, p->dst))
+NODE_SET(cuGraphExecChildGraphNodeSetParams,
+         (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph child), (hGraphExec, hNode, child),
+         child, ac_on_graph_child_node_set(hGraphExec, hNode, child))
+NODE_SET(cuGraphExecNodeSetParams,
+         (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *p), (hGraphExec, hNode, p),
+         p, ac_on_graph_node_params_set(hGraphExec, hNode, p))
 
 /* ---- code loading: over a driver without cuFuncGetParamInfo (before 12.4)
  * the image is read for its kernels' parameter layouts (module_images.c);

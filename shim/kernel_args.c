@@ -11,7 +11,7 @@
  * given to each of its kernels. Without the parameter-info API (drivers
  * before 12.4) the layout is the one read from the module image the program
  * loaded (module_images.c: PTX or cubin); without either, that is said once
- * and the analysis skipped - never guessed.
+ * and the analysis skipped - never guessed. Graphs are read in graph_args.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,22 +19,10 @@
 #include <time.h>
 #include <uthash.h>
 
+#include "gpu_work.h"
 #include "grow.h"
 #include "kernel_image.h"
 #include "rules_device.h"
-#include "shim.h"
-
-#define MAX_PARAMS 128
-
-struct layout {
-  uintptr_t handle;
-  bool known;
-  int count;
-  uint32_t offset[MAX_PARAMS], size[MAX_PARAMS];
-  uintptr_t module; /* CUmodule or CUlibrary, 0 if unknown */
-  char name[96];
-  UT_hash_handle hh;
-};
 
 struct module_vars {
   uintptr_t module;
@@ -63,11 +51,11 @@ void ac_kernel_args_print_stats(void) {
            stats.launches, stats.words, stats.seconds * 1e3,
            stats.seconds * 1e9 / (double)stats.launches);
 }
-static struct layout *layouts;
+static struct ac_layout *layouts;
 static struct module_vars *modules; /* under ac_model_lock */
 
-static bool ask_layout(struct layout *l, bool as_kernel) {
-  for (l->count = 0; l->count < MAX_PARAMS; l->count++) {
+static bool ask_layout(struct ac_layout *l, bool as_kernel) {
+  for (l->count = 0; l->count < AC_MAX_PARAMS; l->count++) {
     size_t off = 0, size = 0;
     CUresult r =
         as_kernel
@@ -82,12 +70,12 @@ static bool ask_layout(struct layout *l, bool as_kernel) {
 }
 
 /* A driver before 12.4: the layout the loaded image gave (module_images.c). */
-static bool learn_from_image(struct layout *l) {
+static bool learn_from_image(struct ac_layout *l) {
   struct ac_image_kernel k;
   uintptr_t module;
   if (!ac_image_layout(l->handle, &k, &module)) return false;
   l->known = true;
-  l->count = k.count < MAX_PARAMS ? k.count : MAX_PARAMS;
+  l->count = k.count < AC_MAX_PARAMS ? k.count : AC_MAX_PARAMS;
   memcpy(l->offset, k.offset, sizeof l->offset[0] * (size_t)l->count);
   memcpy(l->size, k.size, sizeof l->size[0] * (size_t)l->count);
   l->module = module;
@@ -95,7 +83,7 @@ static bool learn_from_image(struct layout *l) {
   return true;
 }
 
-static void learn(struct layout *l) {
+static void learn(struct ac_layout *l) {
   const char *name = NULL;
   CUmodule mod = NULL;
   CUlibrary lib = NULL;
@@ -120,13 +108,13 @@ static void learn(struct layout *l) {
   if (name) snprintf(l->name, sizeof l->name, "%s", name);
 }
 
-static const struct layout *layout_of(CUfunction f) {
+const struct ac_layout *ac_layout_of(CUfunction f) {
   /* Layouts live as long as the process: a thread's last one is kept without
    * the lock (a loop launches the same kernel again and again). */
-  static __thread const struct layout *last;
+  static __thread const struct ac_layout *last;
   uintptr_t h = (uintptr_t)f;
   if (last && __atomic_load_n(&last->handle, __ATOMIC_ACQUIRE) == h) return last;
-  struct layout *l;
+  struct ac_layout *l;
   pthread_mutex_lock(&layout_lock);
   HASH_FIND(hh, layouts, &h, sizeof h, l);
   pthread_mutex_unlock(&layout_lock);
@@ -136,7 +124,7 @@ static const struct layout *layout_of(CUfunction f) {
   l->handle = h;
   learn(l);
   pthread_mutex_lock(&layout_lock);
-  struct layout *raced;
+  struct ac_layout *raced;
   HASH_FIND(hh, layouts, &h, sizeof h, raced);
   if (raced)
     free(l), l = raced;
@@ -163,25 +151,17 @@ void ac_kernel_args_note_variable(uintptr_t module, uintptr_t base) {
   if (AC_GROW(mv->base, mv->count, mv->cap, 4)) mv->base[mv->count++] = base;
 }
 
+/* Model lock held. */
+size_t ac_module_variables(uintptr_t module, const uintptr_t **bases) {
+  struct module_vars *mv = NULL;
+  if (module) HASH_FIND(hh, modules, &module, sizeof module, mv);
+  *bases = mv ? mv->base : NULL;
+  return mv ? mv->count : 0;
+}
+
 /* ---- judging ---- */
 
-#define MAX_WORK_FINDINGS 4
-
-/* One piece of GPU work being judged - a kernel launch, an asynchronous copy
- * or set, a graph launch - from work_begin to work_finish. */
-struct gpu_work {
-  const char *api;
-  struct ac_stream *stream;
-  bool host_is_legal;
-  bool records_reach; /* device semantics: what the work may touch is recorded */
-  const struct layout *layout;
-  struct ac_finding findings[MAX_WORK_FINDINGS];
-  int n;
-  uint64_t judged[MAX_WORK_FINDINGS * 2]; /* allocations already judged */
-  int judged_n;
-};
-
-static bool already_judged(struct gpu_work *l, uint64_t serial) {
+static bool already_judged(struct ac_gpu_work *l, uint64_t serial) {
   for (int i = 0; i < l->judged_n; i++)
     if (l->judged[i] == serial) return true;
   if (l->judged_n < (int)(sizeof l->judged / sizeof l->judged[0]))
@@ -189,23 +169,11 @@ static bool already_judged(struct gpu_work *l, uint64_t serial) {
   return false;
 }
 
-/* The allocation at addr if the work's use of it needs judging or recording;
- * model lock held. Never-attached GLOBAL memory breaks no device rule, and
- * under strict semantics there is no reach to record either, so its record
- * need not be read: the common case, kept small enough to inline. */
-static inline struct ac_alloc *allocation_to_judge(const struct gpu_work *l, uintptr_t addr) {
-  if (!l->records_reach && !ac_model_may_need_judging(ac_model, addr)) return NULL;
-  bool plain;
-  struct ac_alloc *a = ac_model_find_alloc_plain(ac_model, addr, &plain);
-  return !a || (plain && !l->records_reach) ? NULL : a;
-}
-
-/* The work is given a, through addr. */
-static void judge_use(struct gpu_work *l, struct ac_alloc *a, uintptr_t addr, const char *kernel,
-                      int param, size_t offset, const char *via) {
+void ac_work_judge_use(struct ac_gpu_work *l, struct ac_alloc *a, uintptr_t addr,
+                       const char *kernel, int param, size_t offset, const char *via) {
   if (!ac_alloc_is_managed(a) || already_judged(l, a->serial)) return;
   ac_order_add_reach(ac_model, l->stream, a);
-  if (l->n == MAX_WORK_FINDINGS) return;
+  if (l->n == AC_MAX_WORK_FINDINGS) return;
   struct ac_finding *f = &l->findings[l->n];
   if (!ac_judge_device_access(ac_model, a, l->stream, l->host_is_legal, f)) return;
   f->api = l->api;
@@ -215,50 +183,35 @@ static void judge_use(struct gpu_work *l, struct ac_alloc *a, uintptr_t addr, co
   l->n++;
 }
 
-/* One address the work is given; model lock held. */
-static inline void judge_address(struct gpu_work *l, uintptr_t addr, const char *kernel, int param,
-                                 size_t offset, const char *via) {
-  struct ac_alloc *a = allocation_to_judge(l, addr);
-  if (a) judge_use(l, a, addr, kernel, param, offset, via);
-}
-
-static void scan_bytes(struct gpu_work *l, const unsigned char *p, size_t size, int param) {
+static void scan_bytes(struct ac_gpu_work *l, const unsigned char *p, size_t size, int param) {
   for (size_t off = 0; off + sizeof(uintptr_t) <= size; off += sizeof(uintptr_t)) {
     uintptr_t word;
     memcpy(&word, p + off, sizeof word);
     stats.words++;
-    if (word) judge_address(l, word, l->layout->name, param, off, "kernel argument");
+    if (word) ac_work_judge_address(l, word, l->layout->name, param, off, "kernel argument");
   }
 }
 
-static void scan_arguments(struct gpu_work *l, void **params, void **extra) {
-  const struct layout *lay = l->layout;
+static void scan_arguments(struct ac_gpu_work *l, void **params, void **extra) {
+  const struct ac_layout *lay = l->layout;
   if (params) {
     for (int i = 0; i < lay->count; i++)
       if (params[i]) scan_bytes(l, params[i], lay->size[i], i);
     return;
   }
-  const unsigned char *buffer = NULL;
-  size_t buffer_size = 0;
-  for (void **e = extra; e && *e != CU_LAUNCH_PARAM_END; e += 2) {
-    if (e[0] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-      buffer = e[1];
-    else if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE && e[1])
-      buffer_size = *(size_t *)e[1];
-  }
+  size_t buffer_size;
+  const unsigned char *buffer = ac_extra_buffer(extra, &buffer_size);
   if (!buffer) return;
   for (int i = 0; i < lay->count; i++)
     if ((size_t)lay->offset[i] + lay->size[i] <= buffer_size)
       scan_bytes(l, buffer + lay->offset[i], lay->size[i], i);
 }
 
-static void scan_module_variables(struct gpu_work *l) {
-  struct module_vars *mv;
-  uintptr_t module = l->layout->module;
-  if (!module) return;
-  HASH_FIND(hh, modules, &module, sizeof module, mv);
-  for (size_t i = 0; mv && i < mv->count; i++)
-    judge_address(l, mv->base[i], l->layout->name, -1, 0, "__managed__ variable");
+static void scan_module_variables(struct ac_gpu_work *l) {
+  const uintptr_t *base;
+  size_t n = ac_module_variables(l->layout->module, &base);
+  for (size_t i = 0; i < n; i++)
+    ac_work_judge_address(l, base[i], l->layout->name, -1, 0, "__managed__ variable");
 }
 
 /* `device` semantics hold only where every device has concurrent managed
@@ -307,7 +260,7 @@ void ac_semantics_decide(void) {
 
 /* Whether HOST-attached memory may be given to kernels: `device` semantics on
  * devices with concurrent managed access. Decided when CUDA is initialised. */
-static bool concurrent_semantics(void) {
+bool ac_concurrent_semantics(void) {
   int d = __atomic_load_n(&decided_semantics, __ATOMIC_ACQUIRE);
   if (AC_UNLIKELY(!d)) { /* a launch without cuInit seen: decide now */
     ac_semantics_decide();
@@ -319,8 +272,8 @@ static bool concurrent_semantics(void) {
 /* The common frame of a launch, a copy and a graph launch: the operation is
  * enqueued and judged under one hold of the model lock (begin ... finish),
  * and the stack, if anything needs it, is taken after the lock is released. */
-static bool work_begin(struct gpu_work *l, const char *api, CUstream stream, bool per_thread,
-                       bool host_is_legal, struct ac_op_origin_slot *slot) {
+bool ac_work_begin(struct ac_gpu_work *l, const char *api, CUstream stream, bool per_thread,
+                   bool host_is_legal, struct ac_op_origin_slot *slot) {
   l->api = api;
   l->n = l->judged_n = 0;
   l->host_is_legal = host_is_legal;
@@ -331,7 +284,7 @@ static bool work_begin(struct gpu_work *l, const char *api, CUstream stream, boo
   return l->stream && !l->stream->capturing && ac_model_alloc_count(ac_model) > 0;
 }
 
-static void work_finish(struct gpu_work *l, const struct ac_op_origin_slot *slot) {
+void ac_work_finish(struct ac_gpu_work *l, const struct ac_op_origin_slot *slot) {
   ac_guard_refresh_locked();
   ac_model_leave();
   if (!slot->turned_busy && l->n == 0) return;
@@ -348,11 +301,11 @@ static void work_finish(struct gpu_work *l, const struct ac_op_origin_slot *slot
  * are judged (see check_order.c for the operation itself). */
 void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_thread, void **params,
                   void **extra) {
-  struct gpu_work l;
+  struct ac_gpu_work l;
   struct ac_op_origin_slot slot;
-  bool host_is_legal = concurrent_semantics();
-  l.layout = f ? layout_of(f) : NULL;
-  if (work_begin(&l, api, stream, per_thread, host_is_legal, &slot) && l.layout &&
+  bool host_is_legal = ac_concurrent_semantics();
+  l.layout = f ? ac_layout_of(f) : NULL;
+  if (ac_work_begin(&l, api, stream, per_thread, host_is_legal, &slot) && l.layout &&
       l.layout->known) {
     double started = ac_opts.verbose ? now_seconds() : 0;
     scan_arguments(&l, params, extra);
@@ -360,159 +313,20 @@ void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_threa
     if (ac_opts.verbose) stats.launches++, stats.seconds += now_seconds() - started;
   }
   if (l.layout) ac_history_note_kernel(ac_model, l.stream, slot.seq, l.layout->name);
-  work_finish(&l, &slot);
+  ac_work_finish(&l, &slot);
 }
 
 /* An asynchronous copy or set: its operands are given to the stream's work. */
 void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src) {
-  struct gpu_work l;
+  struct ac_gpu_work l;
   struct ac_op_origin_slot slot;
   l.layout = NULL;
   /* The driver copies HOST-attached memory itself: only AC301 applies. */
-  if (work_begin(&l, api, stream, per_thread, true, &slot)) {
-    if (dst) judge_address(&l, dst, NULL, -1, 0, "copy destination");
-    if (src) judge_address(&l, src, NULL, -1, 0, "copy source");
+  if (ac_work_begin(&l, api, stream, per_thread, true, &slot)) {
+    if (dst) ac_work_judge_address(&l, dst, NULL, -1, 0, "copy destination");
+    if (src) ac_work_judge_address(&l, src, NULL, -1, 0, "copy source");
   }
-  work_finish(&l, &slot);
-}
-
-/* ---- graphs ----
- * A graph's kernel nodes are read once, when it is instantiated (or its
- * executable updated): every argument word that is managed memory then, and
- * the nodes' modules' __managed__ variables, is kept with the executable and
- * judged against the stream of each launch. */
-
-struct graph_use {
-  uintptr_t addr;
-  int param;
-  size_t offset;
-  char kernel[96];
-};
-
-struct graph_exec {
-  uintptr_t handle;
-  size_t count, cap;
-  struct graph_use *uses;
-  UT_hash_handle hh;
-};
-
-static struct graph_exec *execs; /* under ac_model_lock */
-
-static void add_use(struct graph_exec *g, uintptr_t addr, const struct layout *lay, int param,
-                    size_t offset) {
-  for (size_t i = 0; i < g->count; i++)
-    if (g->uses[i].addr == addr && g->uses[i].param == param) return;
-  if (!AC_GROW(g->uses, g->count, g->cap, 8)) return;
-  struct graph_use *u = &g->uses[g->count++];
-  u->addr = addr;
-  u->param = param;
-  u->offset = offset;
-  snprintf(u->kernel, sizeof u->kernel, "%s", lay->name);
-}
-
-/* Model lock held: the managed memory one kernel node is given. */
-static void read_kernel_node(struct graph_exec *g, const struct layout *lay, void **params) {
-  for (int i = 0; params && i < lay->count; i++) {
-    const unsigned char *p = params[i];
-    for (size_t off = 0; p && off + sizeof(uintptr_t) <= lay->size[i]; off += sizeof(uintptr_t)) {
-      uintptr_t word;
-      memcpy(&word, p + off, sizeof word);
-      struct ac_alloc *a = word ? ac_model_find_alloc(ac_model, word) : NULL;
-      if (a && ac_alloc_is_managed(a)) add_use(g, word, lay, i, off);
-    }
-  }
-  struct module_vars *mv;
-  uintptr_t module = lay->module;
-  HASH_FIND(hh, modules, &module, sizeof module, mv);
-  for (size_t i = 0; module && mv && i < mv->count; i++)
-    add_use(g, mv->base[i], lay, -1, 0);
-}
-
-/* A kernel node's function and arguments: through the 12.0 ABI, else the
- * CUDA 10 one that older drivers offer alone. */
-static bool kernel_node(CUgraphNode node, CUfunction *func, void ***params) {
-  if (ac_real.cuGraphKernelNodeGetParams_v2) {
-    CUDA_KERNEL_NODE_PARAMS_v2 kp;
-    if (ac_real.cuGraphKernelNodeGetParams_v2(node, &kp) != CUDA_SUCCESS) return false;
-    *func = kp.func ? kp.func : (CUfunction)kp.kern, *params = kp.kernelParams;
-    return true;
-  }
-  CUDA_KERNEL_NODE_PARAMS_v1 kp;
-  if (!ac_real.cuGraphKernelNodeGetParams ||
-      ac_real.cuGraphKernelNodeGetParams(node, &kp) != CUDA_SUCCESS)
-    return false;
-  *func = kp.func, *params = kp.kernelParams;
-  return true;
-}
-
-static void read_graph(struct graph_exec *g, CUgraph graph, int depth) {
-  size_t n = 0;
-  if (depth > 8 || !ac_real.cuGraphGetNodes || ac_real.cuGraphGetNodes(graph, NULL, &n) != 0 || !n)
-    return;
-  CUgraphNode *nodes = calloc(n, sizeof *nodes);
-  if (!nodes || ac_real.cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) n = 0;
-  for (size_t i = 0; i < n; i++) {
-    CUgraphNodeType type;
-    if (ac_real.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS) continue;
-    if (type == CU_GRAPH_NODE_TYPE_GRAPH && ac_real.cuGraphChildGraphNodeGetGraph) {
-      CUgraph child;
-      if (ac_real.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
-        read_graph(g, child, depth + 1);
-      continue;
-    }
-    CUfunction func;
-    void **params;
-    if (type != CU_GRAPH_NODE_TYPE_KERNEL || !kernel_node(nodes[i], &func, &params)) continue;
-    const struct layout *lay = layout_of(func);
-    if (!lay || !lay->known) continue;
-    ac_model_enter();
-    read_kernel_node(g, lay, params);
-    ac_model_leave();
-  }
-  free(nodes);
-}
-
-void ac_on_graph_instantiated(CUgraphExec exec, CUgraph graph) {
-  struct graph_exec *g = calloc(1, sizeof *g);
-  if (!g) return;
-  g->handle = (uintptr_t)exec;
-  read_graph(g, graph, 0);
-  ac_model_enter();
-  struct graph_exec *old;
-  HASH_FIND(hh, execs, &g->handle, sizeof g->handle, old);
-  if (old) {
-    HASH_DEL(execs, old);
-    free(old->uses);
-    free(old);
-  }
-  HASH_ADD(hh, execs, handle, sizeof g->handle, g);
-  ac_model_leave();
-}
-
-void ac_on_graph_exec_destroyed(CUgraphExec exec) {
-  uintptr_t h = (uintptr_t)exec;
-  struct graph_exec *g;
-  ac_model_enter();
-  HASH_FIND(hh, execs, &h, sizeof h, g);
-  if (g) HASH_DEL(execs, g);
-  ac_model_leave();
-  if (g) free(g->uses), free(g);
-}
-
-void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread) {
-  struct gpu_work l;
-  struct ac_op_origin_slot slot;
-  uintptr_t h = (uintptr_t)exec;
-  bool host_is_legal = concurrent_semantics();
-  l.layout = NULL;
-  if (work_begin(&l, api, stream, per_thread, host_is_legal, &slot)) {
-    struct graph_exec *g;
-    HASH_FIND(hh, execs, &h, sizeof h, g);
-    for (size_t i = 0; g && i < g->count; i++)
-      judge_address(&l, g->uses[i].addr, g->uses[i].kernel, g->uses[i].param, g->uses[i].offset,
-                    "graph kernel argument");
-  }
-  work_finish(&l, &slot);
+  ac_work_finish(&l, &slot);
 }
 
 /* The module's kernels end: the driver may give their handles again for
@@ -520,7 +334,7 @@ void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool
  * the table and answers no handle, but is not freed: a thread's last-used
  * pointer may still see it (about a kilobyte per kernel per unload). */
 static void retire_layouts(uintptr_t module) {
-  struct layout *l, *tmp;
+  struct ac_layout *l, *tmp;
   pthread_mutex_lock(&layout_lock);
   HASH_ITER(hh, layouts, l, tmp) {
     if (l->module != module) continue;

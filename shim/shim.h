@@ -13,6 +13,7 @@
  *   check_stream.c        streams: creation, destruction, capture
  *   check_order.c         the ordering model's events: work, synchronisation, host functions
  *   kernel_args.c         what launches and copies give the GPU: AC301, AC302, reach
+ *   graph_args.c          what an executable graph gives the GPU, following its changes
  *   guard.c               the page guard: protection follows the model (refresh side)
  *   guard_fault.c         the page guard: a fault or a system call judged and lifted
  *   guard_keys.c          the page guard on protection keys: classes, threads' PKRU
@@ -71,6 +72,8 @@ struct ac_real_table {
   __typeof__(&cuGraphKernelNodeGetParams_v2) cuGraphKernelNodeGetParams_v2;
   __typeof__(&cuGraphKernelNodeGetParams) cuGraphKernelNodeGetParams; /* before 12.0 */
   __typeof__(&cuGraphChildGraphNodeGetGraph) cuGraphChildGraphNodeGetGraph;
+  __typeof__(&cuGraphMemcpyNodeGetParams) cuGraphMemcpyNodeGetParams;
+  __typeof__(&cuGraphMemsetNodeGetParams) cuGraphMemsetNodeGetParams;
   __typeof__(&cuDriverGetVersion) cuDriverGetVersion;
   __typeof__(&cuDeviceGetCount) cuDeviceGetCount;
   __typeof__(&cuDeviceGet) cuDeviceGet;
@@ -249,9 +252,18 @@ void ac_image_function_found(uintptr_t handle, uintptr_t module, const char *nam
 bool ac_image_layout(uintptr_t handle, struct ac_image_kernel *out, uintptr_t *module);
 /* The module or library is unloaded: its layouts and handles are dropped. */
 void ac_image_module_unloaded(uintptr_t module);
-/* Graphs: the kernel nodes' arguments are read at instantiation and judged
- * against the stream of each launch. */
+/* ---- graph_args.c: what an executable graph gives the GPU ----
+ * Its kernel, memcpy and memset nodes are read at instantiation, follow every
+ * change of the executable's parameters, and are judged against the stream of
+ * each launch. */
 void ac_on_graph_instantiated(CUgraphExec exec, CUgraph graph);
+void ac_on_graph_updated(CUgraphExec exec, CUgraph graph);
+void ac_on_graph_kernel_node_set(CUgraphExec exec, CUgraphNode node, CUfunction func, void **params,
+                                 void **extra);
+void ac_on_graph_copy_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D *copy);
+void ac_on_graph_memset_node_set(CUgraphExec exec, CUgraphNode node, CUdeviceptr dst);
+void ac_on_graph_child_node_set(CUgraphExec exec, CUgraphNode node, CUgraph child);
+void ac_on_graph_node_params_set(CUgraphExec exec, CUgraphNode node, const CUgraphNodeParams *p);
 void ac_on_graph_exec_destroyed(CUgraphExec exec);
 void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread);
 void ac_on_stream_sync(CUstream stream, bool per_thread);

@@ -1,0 +1,420 @@
+/* graph_args.c - what an executable graph gives the GPU, judged at each launch.
+ *
+ * When a graph is instantiated its nodes are read, child graphs' too: every
+ * argument word of a kernel node that is managed memory then, the kernel's
+ * module's __managed__ variables, and the operands of memcpy and memset
+ * nodes. They are kept with the executable, node by node, and judged against
+ * the stream of each cuGraphLaunch as a launch's arguments and a copy's
+ * operands are (AC301, AC302). Memory allocated after instantiation and given
+ * only through a node's parameters is thereby missed.
+ *
+ * An executable's parameters change after instantiation through
+ * cuGraphExec*NodeSetParams, cuGraphExecNodeSetParams and cuGraphExecUpdate,
+ * and what is kept changes with them: a node's uses are replaced by what its
+ * new parameters give, a child graph node's subtree by its new graph's, and an
+ * update's whole executable by the new graph's.
+ *
+ * Nodes are kept depth first, each child graph node followed by its graph's
+ * nodes, and named by the node of the graph the executable was instantiated
+ * from. An update pairs the new graph's nodes with the executable's in that
+ * order when the two have the same shape (the driver takes only topologically
+ * identical graphs), so a node of either graph names the same node after it;
+ * where the shapes differ the new graph's nodes name them. A node the shim
+ * never read gets its new uses added, never replaced.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gpu_work.h"
+#include "grow.h"
+
+struct exec_node {
+  uintptr_t key;   /* the node of the graph the executable was made from */
+  uintptr_t alias; /* its pair in the graph of the last update, or 0 */
+  size_t within;   /* 1 + the index of the child graph node it lies in; 0 at the top */
+  CUgraphNodeType type;
+};
+
+struct graph_use {
+  size_t node; /* index into nodes */
+  uintptr_t addr;
+  int param; /* -1: a __managed__ variable, or a copy's or set's operand */
+  size_t offset;
+  bool copy;       /* a copy's or set's operand: the driver moves HOST-attached memory itself */
+  const char *via; /* a static string */
+  char kernel[96];
+};
+
+struct graph_exec {
+  uintptr_t handle;
+  struct exec_node *nodes;
+  size_t node_count, node_cap;
+  struct graph_use *uses;
+  size_t count, cap;
+  UT_hash_handle hh;
+};
+
+static struct graph_exec *execs; /* under ac_model_lock */
+
+static void exec_free(struct graph_exec *g) {
+  if (!g) return;
+  free(g->nodes);
+  free(g->uses);
+  free(g);
+}
+
+/* ---- reading: into an executable no other thread sees yet ---- */
+
+/* Appends a node; its index, or SIZE_MAX when memory ran out. */
+static size_t add_node(struct graph_exec *g, uintptr_t key, size_t within, CUgraphNodeType type) {
+  if (!AC_GROW(g->nodes, g->node_count, g->node_cap, 8)) return SIZE_MAX;
+  g->nodes[g->node_count] = (struct exec_node){key, 0, within, type};
+  return g->node_count++;
+}
+
+/* Model lock held: node's use of addr, if addr is managed memory now. */
+static void add_use(struct graph_exec *g, size_t node, uintptr_t addr, int param, size_t offset,
+                    bool copy, const char *via, const char *kernel) {
+  struct ac_alloc *a = addr ? ac_model_find_alloc(ac_model, addr) : NULL;
+  if (!a || !ac_alloc_is_managed(a)) return;
+  for (size_t i = g->count; i > 0 && g->uses[i - 1].node == node; i--)
+    if (g->uses[i - 1].addr == addr && g->uses[i - 1].param == param) return;
+  if (!AC_GROW(g->uses, g->count, g->cap, 8)) return;
+  struct graph_use *u = &g->uses[g->count++];
+  *u = (struct graph_use){node, addr, param, offset, copy, via, ""};
+  if (kernel) snprintf(u->kernel, sizeof u->kernel, "%s", kernel);
+}
+
+/* A kernel node's function and arguments, whichever ABI gave them. */
+struct kernel_args {
+  CUfunction func;
+  void **params, **extra;
+};
+
+/* The managed memory a kernel node is given: its argument words, and its
+ * module's __managed__ variables. */
+static void note_kernel(struct graph_exec *g, size_t node, const struct kernel_args *k) {
+  const struct ac_layout *lay = k->func ? ac_layout_of(k->func) : NULL;
+  if (!lay || !lay->known) return;
+  size_t buffer_size = 0;
+  const unsigned char *buffer = k->params ? NULL : ac_extra_buffer(k->extra, &buffer_size);
+  ac_model_enter();
+  for (int i = 0; i < lay->count; i++) {
+    const unsigned char *p = k->params ? k->params[i] : NULL;
+    if (buffer && (size_t)lay->offset[i] + lay->size[i] <= buffer_size) p = buffer + lay->offset[i];
+    for (size_t off = 0; p && off + sizeof(uintptr_t) <= lay->size[i]; off += sizeof(uintptr_t)) {
+      uintptr_t word;
+      memcpy(&word, p + off, sizeof word);
+      add_use(g, node, word, i, off, false, "graph kernel argument", lay->name);
+    }
+  }
+  const uintptr_t *base;
+  size_t n = ac_module_variables(lay->module, &base);
+  for (size_t i = 0; i < n; i++)
+    add_use(g, node, base[i], -1, 0, false, "__managed__ variable", lay->name);
+  ac_model_leave();
+}
+
+/* The managed memory a copy or set node writes (dst) and reads (src, 0: none). */
+static void note_copy(struct graph_exec *g, size_t node, uintptr_t dst, const char *dst_via,
+                      uintptr_t src) {
+  ac_model_enter();
+  add_use(g, node, dst, -1, 0, true, dst_via, NULL);
+  add_use(g, node, src, -1, 0, true, "graph copy source", NULL);
+  ac_model_leave();
+}
+
+static void note_copy_3d(struct graph_exec *g, size_t node, const CUDA_MEMCPY3D *c) {
+  note_copy(g, node, AC_SIDE_3D(c, dst), "graph copy destination", AC_SIDE_3D(c, src));
+}
+
+/* A kernel node's parameters: through the 12.0 ABI, else the CUDA 10 one that
+ * older drivers offer alone. */
+static bool kernel_node(CUgraphNode node, struct kernel_args *k) {
+  if (ac_real.cuGraphKernelNodeGetParams_v2) {
+    CUDA_KERNEL_NODE_PARAMS_v2 kp;
+    if (ac_real.cuGraphKernelNodeGetParams_v2(node, &kp) != CUDA_SUCCESS) return false;
+    *k = (struct kernel_args){kp.func ? kp.func : (CUfunction)kp.kern, kp.kernelParams, kp.extra};
+    return true;
+  }
+  CUDA_KERNEL_NODE_PARAMS_v1 kp;
+  if (!ac_real.cuGraphKernelNodeGetParams ||
+      ac_real.cuGraphKernelNodeGetParams(node, &kp) != CUDA_SUCCESS)
+    return false;
+  *k = (struct kernel_args){kp.func, kp.kernelParams, kp.extra};
+  return true;
+}
+
+/* One node's parameters, asked of the driver (outside the model lock). */
+static void read_node(struct graph_exec *g, size_t index, CUgraphNode node, CUgraphNodeType type) {
+  struct kernel_args k;
+  CUDA_MEMCPY3D copy;
+  CUDA_MEMSET_NODE_PARAMS set;
+  if (type == CU_GRAPH_NODE_TYPE_KERNEL && kernel_node(node, &k))
+    note_kernel(g, index, &k);
+  else if (type == CU_GRAPH_NODE_TYPE_MEMCPY && ac_real.cuGraphMemcpyNodeGetParams &&
+           ac_real.cuGraphMemcpyNodeGetParams(node, &copy) == CUDA_SUCCESS)
+    note_copy_3d(g, index, &copy);
+  else if (type == CU_GRAPH_NODE_TYPE_MEMSET && ac_real.cuGraphMemsetNodeGetParams &&
+           ac_real.cuGraphMemsetNodeGetParams(node, &set) == CUDA_SUCCESS)
+    note_copy(g, index, set.dst, "graph set destination", 0);
+}
+
+/* graph's nodes, depth first, lying within `within` (1 + a child graph node's index). */
+static void read_graph(struct graph_exec *g, CUgraph graph, size_t within, int depth) {
+  size_t n = 0;
+  if (depth > 8 || !ac_real.cuGraphGetNodes || ac_real.cuGraphGetNodes(graph, NULL, &n) != 0 || !n)
+    return;
+  CUgraphNode *nodes = calloc(n, sizeof *nodes);
+  if (!nodes || ac_real.cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) n = 0;
+  for (size_t i = 0; i < n; i++) {
+    CUgraphNodeType type;
+    CUgraph child;
+    if (ac_real.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS) continue;
+    size_t index = add_node(g, (uintptr_t)nodes[i], within, type);
+    if (index == SIZE_MAX) break;
+    if (type == CU_GRAPH_NODE_TYPE_GRAPH && ac_real.cuGraphChildGraphNodeGetGraph &&
+        ac_real.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
+      read_graph(g, child, index + 1, depth + 1);
+    else
+      read_node(g, index, nodes[i], type);
+  }
+  free(nodes);
+}
+
+/* ---- the executables: model lock held ---- */
+
+static struct graph_exec *find_exec(uintptr_t handle) {
+  struct graph_exec *g;
+  HASH_FIND(hh, execs, &handle, sizeof handle, g);
+  return g;
+}
+
+/* g stands for its handle from now on. */
+static void replace_exec(struct graph_exec *g) {
+  struct graph_exec *old = find_exec(g->handle);
+  if (old) HASH_DEL(execs, old);
+  exec_free(old);
+  HASH_ADD(hh, execs, handle, sizeof g->handle, g);
+}
+
+/* The index of the node `node` names, or SIZE_MAX. */
+static size_t node_index(const struct graph_exec *g, uintptr_t node) {
+  for (size_t i = 0; node && i < g->node_count; i++)
+    if (g->nodes[i].key == node || g->nodes[i].alias == node) return i;
+  return SIZE_MAX;
+}
+
+static bool lies_within(const struct graph_exec *g, size_t j, size_t i) {
+  for (size_t w = g->nodes[j].within; w; w = g->nodes[w - 1].within)
+    if (w - 1 == i) return true;
+  return false;
+}
+
+/* How many nodes follow node i inside it (a child graph node's graph). */
+static size_t subtree(const struct graph_exec *g, size_t i) {
+  size_t end = i + 1;
+  while (end < g->node_count && lies_within(g, end, i))
+    end++;
+  return end - i - 1;
+}
+
+static bool push_node(struct graph_exec *g, struct exec_node n) {
+  if (!AC_GROW(g->nodes, g->node_count, g->node_cap, 8)) return false;
+  g->nodes[g->node_count++] = n;
+  return true;
+}
+
+static bool push_use(struct graph_exec *g, const struct graph_use *u, size_t node) {
+  if (!AC_GROW(g->uses, g->count, g->cap, 8)) return false;
+  g->uses[g->count] = *u;
+  g->uses[g->count++].node = node;
+  return true;
+}
+
+/* g's nodes [from, from + removed) and their uses replaced by part's, whose
+ * top nodes lie within `within`; false (g as it was) when memory ran out. */
+static bool splice(struct graph_exec *g, size_t from, size_t removed, const struct graph_exec *part,
+                   size_t within) {
+  struct graph_exec out = {0};
+  size_t added = part->node_count, end = from + removed;
+  bool ok = true;
+  for (size_t i = 0; ok && i < g->node_count + added - removed; i++) {
+    struct exec_node n;
+    if (i < from) {
+      n = g->nodes[i];
+    } else if (i < from + added) {
+      n = part->nodes[i - from];
+      n.within = n.within ? n.within + from : within;
+    } else {
+      n = g->nodes[i - added + removed];
+      if (n.within > end) n.within = n.within - removed + added;
+    }
+    ok = push_node(&out, n);
+  }
+  for (size_t i = 0; ok && i < g->count; i++) {
+    size_t node = g->uses[i].node;
+    if (node < from)
+      ok = push_use(&out, &g->uses[i], node);
+    else if (node >= end)
+      ok = push_use(&out, &g->uses[i], node - removed + added);
+  }
+  for (size_t i = 0; ok && i < part->count; i++)
+    ok = push_use(&out, &part->uses[i], part->uses[i].node + from);
+  if (ok) {
+    free(g->nodes), free(g->uses);
+    g->nodes = out.nodes, g->node_count = out.node_count, g->node_cap = out.node_cap;
+    g->uses = out.uses, g->count = out.count, g->cap = out.cap;
+  } else {
+    free(out.nodes), free(out.uses);
+  }
+  return ok;
+}
+
+/* The node `node` of exec now has the parameters part was read from: one
+ * node's, or (child) a child graph node's graph. */
+static void node_changed(CUgraphExec exec, CUgraphNode node, struct graph_exec *part, bool child) {
+  ac_model_enter();
+  struct graph_exec *g = find_exec((uintptr_t)exec);
+  size_t i = g ? node_index(g, (uintptr_t)node) : SIZE_MAX;
+  if (i == SIZE_MAX) {
+    if (g) splice(g, g->node_count, 0, part, 0); /* never read: added, not replaced */
+  } else if (child) {
+    splice(g, i + 1, subtree(g, i), part, i + 1);
+  } else {
+    struct exec_node same = g->nodes[i]; /* the same node, named as before */
+    part->nodes[0] = (struct exec_node){same.key, same.alias, 0, same.type};
+    splice(g, i, 1, part, same.within);
+  }
+  ac_model_leave();
+  exec_free(part);
+}
+
+/* A part holding one node of type, read by the caller. */
+static struct graph_exec *one_node(CUgraphNode node, CUgraphNodeType type) {
+  struct graph_exec *part = calloc(1, sizeof *part);
+  if (part && add_node(part, (uintptr_t)node, 0, type) == SIZE_MAX) exec_free(part), part = NULL;
+  return part;
+}
+
+/* ---- what the wrappers tell ---- */
+
+static struct graph_exec *read_executable(CUgraphExec exec, CUgraph graph) {
+  struct graph_exec *g = calloc(1, sizeof *g);
+  if (!g) return NULL;
+  g->handle = (uintptr_t)exec;
+  read_graph(g, graph, 0, 0);
+  return g;
+}
+
+void ac_on_graph_instantiated(CUgraphExec exec, CUgraph graph) {
+  struct graph_exec *g = read_executable(exec, graph);
+  if (!g) return;
+  ac_model_enter();
+  replace_exec(g);
+  ac_model_leave();
+}
+
+/* Whether two executables have the same nodes in the same order (what the
+ * driver's update pairs). */
+static bool same_shape(const struct graph_exec *a, const struct graph_exec *b) {
+  if (a->node_count != b->node_count) return false;
+  for (size_t i = 0; i < a->node_count; i++)
+    if (a->nodes[i].type != b->nodes[i].type || a->nodes[i].within != b->nodes[i].within)
+      return false;
+  return true;
+}
+
+void ac_on_graph_updated(CUgraphExec exec, CUgraph graph) {
+  struct graph_exec *g = read_executable(exec, graph);
+  if (!g) return;
+  ac_model_enter();
+  struct graph_exec *old = find_exec(g->handle);
+  for (size_t i = 0; old && same_shape(old, g) && i < g->node_count; i++) {
+    g->nodes[i].alias = g->nodes[i].key;
+    g->nodes[i].key = old->nodes[i].key;
+  }
+  replace_exec(g);
+  ac_model_leave();
+}
+
+void ac_on_graph_kernel_node_set(CUgraphExec exec, CUgraphNode node, CUfunction func, void **params,
+                                 void **extra) {
+  struct graph_exec *part = one_node(node, CU_GRAPH_NODE_TYPE_KERNEL);
+  if (!part) return;
+  struct kernel_args k = {func, params, extra};
+  note_kernel(part, 0, &k);
+  node_changed(exec, node, part, false);
+}
+
+void ac_on_graph_copy_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D *copy) {
+  struct graph_exec *part = one_node(node, CU_GRAPH_NODE_TYPE_MEMCPY);
+  if (!part) return;
+  if (copy) note_copy_3d(part, 0, copy);
+  node_changed(exec, node, part, false);
+}
+
+void ac_on_graph_memset_node_set(CUgraphExec exec, CUgraphNode node, CUdeviceptr dst) {
+  struct graph_exec *part = one_node(node, CU_GRAPH_NODE_TYPE_MEMSET);
+  if (!part) return;
+  note_copy(part, 0, dst, "graph set destination", 0);
+  node_changed(exec, node, part, false);
+}
+
+void ac_on_graph_child_node_set(CUgraphExec exec, CUgraphNode node, CUgraph child) {
+  struct graph_exec *part = calloc(1, sizeof *part);
+  if (!part) return;
+  read_graph(part, child, 0, 1);
+  node_changed(exec, node, part, true);
+}
+
+void ac_on_graph_node_params_set(CUgraphExec exec, CUgraphNode node, const CUgraphNodeParams *p) {
+  switch (p ? p->type : CU_GRAPH_NODE_TYPE_EMPTY) {
+  case CU_GRAPH_NODE_TYPE_KERNEL: {
+    const CUDA_KERNEL_NODE_PARAMS_v3 *k = &p->kernel;
+    ac_on_graph_kernel_node_set(exec, node, k->func ? k->func : (CUfunction)k->kern,
+                                k->kernelParams, k->extra);
+    break;
+  }
+  case CU_GRAPH_NODE_TYPE_MEMCPY:
+    ac_on_graph_copy_node_set(exec, node, &p->memcpy.copyParams);
+    break;
+  case CU_GRAPH_NODE_TYPE_MEMSET:
+    ac_on_graph_memset_node_set(exec, node, p->memset.dst);
+    break;
+  case CU_GRAPH_NODE_TYPE_GRAPH:
+    ac_on_graph_child_node_set(exec, node, p->graph.graph);
+    break;
+  default: /* a node that gives the GPU no memory the shim follows */
+    break;
+  }
+}
+
+void ac_on_graph_exec_destroyed(CUgraphExec exec) {
+  ac_model_enter();
+  struct graph_exec *g = find_exec((uintptr_t)exec);
+  if (g) HASH_DEL(execs, g);
+  ac_model_leave();
+  exec_free(g);
+}
+
+/* Kernels' uses first: a kernel may not be given HOST-attached memory that a
+ * copy may (AC302), and each allocation is judged once per launch. */
+void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread) {
+  struct ac_gpu_work l;
+  struct ac_op_origin_slot slot;
+  bool kernels_host_legal = ac_concurrent_semantics();
+  l.layout = NULL;
+  if (ac_work_begin(&l, api, stream, per_thread, kernels_host_legal, &slot)) {
+    struct graph_exec *g = find_exec((uintptr_t)exec);
+    for (int copies = 0; g && copies < 2; copies++)
+      for (size_t i = 0; i < g->count; i++) {
+        const struct graph_use *u = &g->uses[i];
+        if (u->copy != (copies == 1)) continue;
+        l.host_is_legal = u->copy || kernels_host_legal;
+        ac_work_judge_address(&l, u->addr, u->kernel[0] ? u->kernel : NULL, u->param, u->offset,
+                              u->via);
+      }
+  }
+  ac_work_finish(&l, &slot);
+}
