@@ -108,6 +108,45 @@ void ac_on_event_record(CUevent event, CUstream stream, bool per_thread) {
   ac_model_leave();
 }
 
+/* ---- the events a launch records (cuLaunchKernelEx's attributes) ----
+ * A programmatic event fires once every block of the kernel has triggered it,
+ * a launch completion event once every block has begun: after the work before
+ * the kernel, before the kernel completes. Each is recorded as covering the
+ * work before the kernel and not the kernel itself, so that synchronising on
+ * it never makes the kernel's memory the CPU's. A launch that may overlap the
+ * work before it (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) may
+ * fire them before that work completes too: then they cover nothing. */
+
+static CUevent launch_event(const CUlaunchAttribute *a) {
+  if (a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT) return a->value.programmaticEvent.event;
+  if (a->id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT)
+    return a->value.launchCompletionEvent.event;
+  return NULL;
+}
+
+static bool may_overlap_earlier_work(const CUlaunchConfig *config) {
+  for (unsigned i = 0; i < config->numAttrs; i++)
+    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+        config->attrs[i].value.programmaticStreamSerializationAllowed)
+      return true;
+  return false;
+}
+
+/* Before the kernel's own operation is told (ac_on_launch). */
+void ac_on_launch_events(const CUlaunchConfig *config, bool per_thread) {
+  if (!config->attrs || !config->numAttrs) return;
+  bool covers_nothing = may_overlap_earlier_work(config);
+  ac_model_enter();
+  struct ac_stream *s = stream_of(config->hStream, per_thread);
+  for (unsigned i = 0; s && !s->capturing && i < config->numAttrs; i++) {
+    CUevent event = launch_event(&config->attrs[i]);
+    if (!event) continue;
+    ac_order_event_recorded_over(ac_model, (uintptr_t)event, &s, covers_nothing ? 0 : 1);
+    ac_history_push(ac_model, s, AC_OP_EVENT_RECORD, NULL, ac_thread_id())->addr = (uintptr_t)event;
+  }
+  ac_model_leave();
+}
+
 void ac_on_event_sync(CUevent event) {
   ac_model_enter();
   if (ac_order_host_syncs_event(ac_model, (uintptr_t)event))

@@ -28,10 +28,19 @@ LAUNCH(cuLaunchCooperativeKernel, false, AC_COOP_PARAMS, AC_COOP_ARGS, f, hStrea
        NULL)
 LAUNCH(cuLaunchCooperativeKernel_ptsz, true, AC_COOP_PARAMS, AC_COOP_ARGS, f, hStream, kernelParams,
        NULL)
-#define EX_PARAMS (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
-#define EX_ARGS (config, f, kernelParams, extra)
-LAUNCH(cuLaunchKernelEx, false, EX_PARAMS, EX_ARGS, f, config->hStream, kernelParams, extra)
-LAUNCH(cuLaunchKernelEx_ptsz, true, EX_PARAMS, EX_ARGS, f, config->hStream, kernelParams, extra)
+/* A launch with attributes: the events it records are told first (check_order.c). */
+#define LAUNCH_EX(Name, PerThread)                                                                 \
+  AC_EXPORT CUresult Name(const CUlaunchConfig *config, CUfunction f, void **kernelParams,         \
+                          void **extra) {                                                          \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name(config, f, kernelParams, extra);                                     \
+    if (r != CUDA_SUCCESS) return r;                                                               \
+    ac_on_launch_events(config, PerThread);                                                        \
+    ac_on_launch(#Name, f, config->hStream, PerThread, kernelParams, extra);                       \
+    return r;                                                                                      \
+  }
+LAUNCH_EX(cuLaunchKernelEx, false)
+LAUNCH_EX(cuLaunchKernelEx_ptsz, true)
 /* A graph launch: an operation whose kernel nodes' arguments are judged. */
 #define GRAPH_LAUNCH(Name, PerThread)                                                              \
   AC_EXPORT CUresult Name(CUgraphExec hGraphExec, CUstream hStream) {                              \

@@ -270,6 +270,8 @@ void ac_on_stream_sync(CUstream stream, bool per_thread);
 void ac_on_ctx_sync(void);
 void ac_on_sync_copy(const char *api, bool per_thread);
 void ac_on_event_record(CUevent event, CUstream stream, bool per_thread);
+/* cuLaunchKernelEx's event attributes, told before the launch itself. */
+void ac_on_launch_events(const CUlaunchConfig *config, bool per_thread);
 void ac_on_event_sync(CUevent event);
 void ac_on_stream_wait(CUstream stream, CUevent event, bool per_thread);
 void ac_on_event_destroyed(CUevent event);

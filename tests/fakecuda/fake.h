@@ -78,6 +78,10 @@ CUresult fake_enqueue_work(CUstream h, bool per_thread_entry);
 CUresult fake_sync_work(bool per_thread);
 /* The last context ended: every created stream is destroyed (handles recycled). */
 void fake_streams_end_all(void);
+/* cuLaunchKernelEx's event attributes: whether the driver takes them, and
+ * their records once the kernel is enqueued. */
+bool fake_launch_events_valid(const CUlaunchConfig *config);
+void fake_launch_events_record(const CUlaunchConfig *config, bool per_thread_entry);
 /* The graph the stream captures into, or NULL; caller holds fake_lock. */
 struct fake_graph *fake_capture_graph_locked(CUstream h, bool per_thread_entry);
 

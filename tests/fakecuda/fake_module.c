@@ -267,10 +267,6 @@ static CUresult launch_with(CUfunction f, CUstream h, bool pt, void **params) {
   return fake_enqueue_work(h, pt);
 }
 
-static CUresult launch(CUfunction f, CUstream h, bool pt) {
-  return launch_with(f, h, pt, NULL);
-}
-
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                     CUstream h, void **params, void **extra) {
@@ -297,19 +293,23 @@ FAKE_EXPORT CUresult cuFuncGetName(const char **name, CUfunction func) {
   return CUDA_SUCCESS;
 }
 
-static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, bool pt) {
-  if (!config) return CUDA_ERROR_INVALID_VALUE;
-  return launch(f, config->hStream, pt);
+/* A launch with attributes: those that record events record them once the
+ * kernel is enqueued (fake_stream.c). */
+static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **params, bool pt) {
+  if (!config || !fake_launch_events_valid(config)) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = launch_with(f, config->hStream, pt, params);
+  if (r == CUDA_SUCCESS) fake_launch_events_record(config, pt);
+  return r;
 }
 
 FAKE_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params,
                                       void **extra) {
-  (void)params, (void)extra;
-  return launch_ex(config, f, false);
+  (void)extra;
+  return launch_ex(config, f, params, false);
 }
 
 FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                            void **params, void **extra) {
-  (void)params, (void)extra;
-  return launch_ex(config, f, true);
+  (void)extra;
+  return launch_ex(config, f, params, true);
 }

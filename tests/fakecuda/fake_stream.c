@@ -25,10 +25,17 @@ struct fake_stream {
   struct fake_stream *next; /* live list, or free list once destroyed */
 };
 
+/* An event: where its last record stood on each stream it covered (one for
+ * cuEventRecord, each stream of a green context for cuGreenCtxRecordEvent). */
+#define EVENT_STREAMS 8
 struct fake_event {
   unsigned magic;
-  struct fake_stream *stream;
-  uint64_t seq;
+  unsigned flags;
+  size_t count;
+  struct {
+    struct fake_stream *stream;
+    uint64_t seq;
+  } at[EVENT_STREAMS];
 };
 
 struct host_task {
@@ -305,12 +312,12 @@ FAKE_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
 /* ---- events ---- */
 
 FAKE_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
-  (void)flags;
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!ph) return CUDA_ERROR_INVALID_VALUE;
   struct fake_event *e = calloc(1, sizeof *e);
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
   e->magic = STREAM_MAGIC;
+  e->flags = flags;
   *ph = (CUevent)e;
   return CUDA_SUCCESS;
 }
@@ -324,15 +331,72 @@ FAKE_EXPORT CUresult cuEventDestroy(CUevent h) {
   return cuEventDestroy_v2(h);
 }
 
+/* The event now covers s's work so far; caller holds fake_lock. */
+static void record_at(struct fake_event *e, struct fake_stream *s) {
+  e->count = 1;
+  e->at[0].stream = s;
+  e->at[0].seq = s->enqueued;
+}
+
 static CUresult event_record(CUevent h, CUstream sh, bool pt) {
   struct fake_event *e = (struct fake_event *)h;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_lock);
-  struct fake_stream *s = fake_stream_checked(sh, pt);
-  e->stream = s;
-  e->seq = s->enqueued;
+  record_at(e, fake_stream_checked(sh, pt));
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
+}
+
+/* Whether every stream the event covers has reached it; caller holds fake_lock. */
+static bool event_complete(const struct fake_event *e) {
+  for (size_t i = 0; i < e->count; i++)
+    if (e->at[i].stream->completed < e->at[i].seq) return false;
+  return true;
+}
+
+/* ---- the events a launch records (cuLaunchKernelEx's attributes) ----
+ * A programmatic event fires when every block of the kernel has triggered it,
+ * a launch completion event when every block has begun: both after the work
+ * before the kernel, before the kernel completes. Here a kernel completes the
+ * moment it may begin, so both are recorded at the kernel. */
+
+/* Whether attribute a records an event: which, and with what record flags. */
+static bool launch_event(const CUlaunchAttribute *a, struct fake_event **e, unsigned *flags) {
+  if (a->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT) {
+    *e = (struct fake_event *)a->value.programmaticEvent.event;
+    *flags = (unsigned)a->value.programmaticEvent.flags;
+    return true;
+  }
+  if (a->id == CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT) {
+    *e = (struct fake_event *)a->value.launchCompletionEvent.event;
+    *flags = (unsigned)a->value.launchCompletionEvent.flags;
+    return true;
+  }
+  return false;
+}
+
+/* The driver documents that such an event must disable timing and that its
+ * record may not be external. */
+bool fake_launch_events_valid(const CUlaunchConfig *config) {
+  for (unsigned i = 0; config->attrs && i < config->numAttrs; i++) {
+    struct fake_event *e;
+    unsigned flags;
+    if (launch_event(&config->attrs[i], &e, &flags) &&
+        (!e || !(e->flags & CU_EVENT_DISABLE_TIMING) || (flags & CU_EVENT_RECORD_EXTERNAL)))
+      return false;
+  }
+  return true;
+}
+
+void fake_launch_events_record(const CUlaunchConfig *config, bool pt) {
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(config->hStream, pt);
+  for (unsigned i = 0; !s->capturing && config->attrs && i < config->numAttrs; i++) {
+    struct fake_event *e;
+    unsigned flags;
+    if (launch_event(&config->attrs[i], &e, &flags)) record_at(e, s);
+  }
+  pthread_mutex_unlock(&fake_lock);
 }
 FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
   return event_record(e, s, false);
@@ -353,7 +417,8 @@ FAKE_EXPORT CUresult cuEventSynchronize(CUevent h) {
   struct fake_event *e = (struct fake_event *)h;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_lock);
-  if (e->stream) wait_for(e->stream, e->seq);
+  for (size_t i = 0; i < e->count; i++)
+    wait_for(e->at[i].stream, e->at[i].seq);
   host_synchronized();
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
@@ -363,7 +428,7 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent h) {
   struct fake_event *e = (struct fake_event *)h;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_lock);
-  CUresult r = !e->stream || e->stream->completed >= e->seq ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  CUresult r = event_complete(e) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
   if (r == CUDA_SUCCESS) host_synchronized();
   pthread_mutex_unlock(&fake_lock);
   return r;

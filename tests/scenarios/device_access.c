@@ -55,12 +55,7 @@ static void extra_buffer(void) {
 }
 static void launch_ex(void) {
   attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
-  CUlaunchConfig config;
-  memset(&config, 0, sizeof config);
-  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
-  config.blockDimX = 32;
-  config.blockDimY = config.blockDimZ = 1;
-  config.hStream = t;
+  CUlaunchConfig config = one_block_on(t);
   void *args[] = {&m};
   EXPECT_RC(cu.cuLaunchKernelEx(&config, use, args, NULL), CUDA_SUCCESS); /* AC301 */
 }

@@ -2,7 +2,8 @@
  * the model must know: stream memory operations (work on their stream that
  * reads or writes one address), the end of a context (every allocation and
  * stream of it ends), the unloading of a module (its __managed__ variables
- * end), and the streams of green contexts.
+ * end), the events cuLaunchKernelEx records, and green contexts: their streams
+ * and their events.
  *
  *   driver_api CASE
  */
@@ -275,6 +276,75 @@ static void module_unload_other_foreign(void) {
   EXPECT_RC(cuMemsetD32Async(frames, 0, 16, t), CUDA_SUCCESS);
 }
 
+/* ---- the events cuLaunchKernelEx records ----
+ * They fire after the work before the kernel and before the kernel completes:
+ * synchronising on one makes the earlier work's memory the CPU's, never the
+ * kernel's. */
+
+static CUevent timingless_event(void) {
+  CUevent e;
+  EXPECT_RC(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  return e;
+}
+/* use(p) on stream, recording e through attribute id; with overlap the launch
+ * may also overlap the work before it (programmatic stream serialisation). */
+static void launch_recording(CUstream stream, CUdeviceptr p, CUlaunchAttributeID id, CUevent e,
+                             bool overlap) {
+  CUlaunchAttribute attrs[2];
+  memset(attrs, 0, sizeof attrs);
+  attrs[0].id = id;
+  if (id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT)
+    attrs[0].value.programmaticEvent.event = e;
+  else
+    attrs[0].value.launchCompletionEvent.event = e;
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attrs[1].value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config = one_block_on(stream);
+  config.attrs = attrs;
+  config.numAttrs = overlap ? 2 : 1;
+  void *args[] = {&p};
+  EXPECT_RC(cu.cuLaunchKernelEx(&config, use, args, NULL), CUDA_SUCCESS);
+}
+/* m single-attached to s and given to the kernel whose event the host waits for. */
+static void event_of_kernel(CUlaunchAttributeID id) {
+  CUevent e = timingless_event();
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  launch_recording(s, m, id, e, false);
+  EXPECT_RC(cu.cuEventSynchronize(e), CUDA_SUCCESS);
+  *(volatile int *)m = 1;
+}
+/* wrong: the kernel may still run: m is not the CPU's (AC201) */
+static void completion_event_before_kernel(void) {
+  event_of_kernel(CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT);
+}
+static void programmatic_event_before_kernel(void) {
+  event_of_kernel(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT);
+}
+/* m single-attached to t and given to t's kernel, which s waits for before
+ * the kernel whose event the host waits for. */
+static void event_after_earlier_work(CUlaunchAttributeID id, bool overlap) {
+  CUevent before = timingless_event(), e = timingless_event();
+  attach_sync(t, m, CU_MEM_ATTACH_SINGLE);
+  launch_use(t, m);
+  EXPECT_RC(cu.cuEventRecord(before, t), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamWaitEvent(s, before, 0), CUDA_SUCCESS);
+  launch_recording(s, g, id, e, overlap);
+  EXPECT_RC(cu.cuEventSynchronize(e), CUDA_SUCCESS);
+  *(volatile int *)m = 1;
+}
+/* right: t's kernel is complete once the event fired: m is the CPU's */
+static void completion_event_after_earlier(void) {
+  event_after_earlier_work(CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT, false);
+}
+static void programmatic_event_after_earlier(void) {
+  event_after_earlier_work(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT, false);
+}
+/* wrong: a launch that may overlap the work before it fires its event before
+ * t's kernel is known complete (AC201) */
+static void programmatic_event_overlapping(void) {
+  event_after_earlier_work(CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT, true);
+}
+
 /* ---- green contexts: their streams are streams ---- */
 
 static CUstream green_stream(void) {
@@ -322,6 +392,11 @@ static const struct scenario_case cases[] = {
     {"module_unload_stale_attach", module_unload_stale_attach},
     {"module_unload_address_reused", module_unload_address_reused},
     {"module_unload_other_foreign", module_unload_other_foreign},
+    {"completion_event_before_kernel", completion_event_before_kernel},
+    {"programmatic_event_before_kernel", programmatic_event_before_kernel},
+    {"completion_event_after_earlier", completion_event_after_earlier},
+    {"programmatic_event_after_earlier", programmatic_event_after_earlier},
+    {"programmatic_event_overlapping", programmatic_event_overlapping},
     {"green_stream_attach", green_stream_attach},
     {"green_stream_foreign", green_stream_foreign},
 };

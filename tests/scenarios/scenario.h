@@ -160,6 +160,17 @@ static __attribute__((unused)) void launch_with_pointer(CUfunction f, CUstream s
   EXPECT_RC(cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, stream, args, NULL), CUDA_SUCCESS);
 }
 
+/* The configuration of a cuLaunchKernelEx of one block of 32 threads on stream. */
+static __attribute__((unused)) CUlaunchConfig one_block_on(CUstream stream) {
+  CUlaunchConfig config;
+  memset(&config, 0, sizeof config);
+  config.gridDimX = config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = 32;
+  config.blockDimY = config.blockDimZ = 1;
+  config.hStream = stream;
+  return config;
+}
+
 /* Attaches p to stream and waits until the attach is complete. */
 static __attribute__((unused)) void attach_sync(CUstream stream, CUdeviceptr p, unsigned flags) {
   EXPECT_RC(cu.cuStreamAttachMemAsync(stream, p, 0, flags), CUDA_SUCCESS);
