@@ -166,6 +166,35 @@ void ac_on_stream_wait(CUstream stream, CUevent event, bool per_thread) {
   ac_model_leave();
 }
 
+/* A green context's event covers the work of each of its streams the shim saw
+ * made; a stream it did not see made is left out, which can only report an
+ * access that was ordered, never hide one that was not. */
+void ac_on_green_event_record(CUgreenCtx green, CUevent event) {
+  struct ac_stream **streams;
+  ac_model_enter();
+  size_t n = ac_check_green_streams_locked(green, &streams);
+  ac_order_event_recorded_over(ac_model, (uintptr_t)event, streams, n);
+  for (size_t i = 0; i < n; i++)
+    ac_history_push(ac_model, streams[i], AC_OP_EVENT_RECORD, NULL, ac_thread_id())->addr =
+        (uintptr_t)event;
+  ac_model_leave();
+  free(streams);
+}
+
+/* ... and each of them waits for a green context's wait. */
+void ac_on_green_event_wait(CUgreenCtx green, CUevent event) {
+  struct ac_stream **streams;
+  ac_model_enter();
+  size_t n = ac_check_green_streams_locked(green, &streams);
+  for (size_t i = 0; i < n; i++) {
+    ac_order_stream_waits_event(ac_model, streams[i], (uintptr_t)event);
+    ac_history_push(ac_model, streams[i], AC_OP_EVENT_WAIT, NULL, ac_thread_id())->addr =
+        (uintptr_t)event;
+  }
+  ac_model_leave();
+  free(streams);
+}
+
 void ac_on_event_destroyed(CUevent event) {
   ac_model_enter();
   ac_order_event_destroyed(ac_model, (uintptr_t)event);

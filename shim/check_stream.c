@@ -1,4 +1,5 @@
-/* check_stream.c - streams: created, destroyed, capturing. */
+/* check_stream.c - streams: created, destroyed, capturing, and which green
+ * context each was made in. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,50 @@ void ac_check_stream_created(const char *api, CUstream stream, unsigned flags, i
   struct ac_stream *s = ac_model_stream_created(ac_model, (uintptr_t)stream, flags, priority);
   if (s) ac_model_stream_note_creation(ac_model, s, api, ac_thread_id(), &stack);
   ac_model_leave();
+}
+
+/* ---- green contexts: the streams the shim saw made in each ----
+ * Kept by stream serial (handles are reused), under the model lock; a
+ * stream destroyed since is skipped when they are asked for. */
+
+struct green_stream {
+  uintptr_t green;
+  uint64_t serial;
+};
+static struct green_stream *green_streams;
+static size_t green_count, green_cap;
+
+void ac_check_green_stream_created(CUstream stream, CUgreenCtx green, unsigned flags,
+                                   int priority) {
+  ac_check_stream_created("cuGreenCtxStreamCreate", stream, flags, priority);
+  ac_model_enter();
+  uint64_t serial = ac_model_live_stream_serial(ac_model, (uintptr_t)stream);
+  if (serial && AC_GROW(green_streams, green_count, green_cap, 8))
+    green_streams[green_count++] = (struct green_stream){(uintptr_t)green, serial};
+  ac_model_leave();
+}
+
+/* The green context's handle may name another one later. */
+void ac_check_green_ctx_destroyed(CUgreenCtx green) {
+  ac_model_enter();
+  size_t kept = 0;
+  for (size_t i = 0; i < green_count; i++)
+    if (green_streams[i].green != (uintptr_t)green) green_streams[kept++] = green_streams[i];
+  green_count = kept;
+  ac_model_leave();
+}
+
+size_t ac_check_green_streams_locked(CUgreenCtx green, struct ac_stream ***out) {
+  AC_ASSERT_MODEL_HELD();
+  size_t n = 0, cap = 0;
+  *out = NULL;
+  for (size_t i = 0; i < green_count; i++) {
+    struct ac_stream *s = green_streams[i].green == (uintptr_t)green
+                              ? ac_model_stream_by_serial(ac_model, green_streams[i].serial)
+                              : NULL;
+    if (s && s->live && AC_GROW(*out, n, cap, 4)) (*out)[n++] = s;
+  }
+  return n;
 }
 
 struct notes {

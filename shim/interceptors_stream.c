@@ -78,13 +78,22 @@ BEGIN_CAPTURE(cuStreamBeginCaptureToGraph_ptsz, true, TO_GRAPH_PARAMS, TO_GRAPH_
 END_CAPTURE(cuStreamEndCapture, false)
 END_CAPTURE(cuStreamEndCapture_ptsz, true)
 
-/* A stream of a green context is a stream like cuStreamCreate's. */
+/* A stream of a green context is a stream like cuStreamCreate's, counted as
+ * the green context's for its events. */
 AC_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx,
                                           unsigned int flags, int priority) {
   AC_START_OR_FAIL(cuGreenCtxStreamCreate);
   CUresult r = ac_real.cuGreenCtxStreamCreate(phStream, greenCtx, flags, priority);
   if (r == CUDA_SUCCESS && phStream)
-    ac_check_stream_created("cuGreenCtxStreamCreate", *phStream, flags, priority);
+    ac_check_green_stream_created(*phStream, greenCtx, flags, priority);
+  return r;
+}
+
+/* Its streams are no longer counted as its own (the handle may come back). */
+AC_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx hCtx) {
+  AC_START_OR_FAIL(cuGreenCtxDestroy);
+  CUresult r = ac_real.cuGreenCtxDestroy(hCtx);
+  if (r == CUDA_SUCCESS) ac_check_green_ctx_destroyed(hCtx);
   return r;
 }
 

@@ -81,3 +81,14 @@ RECORD(cuEventRecordWithFlags_ptsz, true, RECORD_FLAGS_PARAMS, (hEvent, hStream,
   }
 WAIT(cuStreamWaitEvent, false)
 WAIT(cuStreamWaitEvent_ptsz, true)
+
+/* A green context's events: recorded over, or waited for by, each of its streams. */
+#define GREEN_EVENT(Name, Tell)                                                                    \
+  AC_EXPORT CUresult Name(CUgreenCtx hCtx, CUevent hEvent) {                                       \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name(hCtx, hEvent);                                                       \
+    if (r == CUDA_SUCCESS) Tell(hCtx, hEvent);                                                     \
+    return r;                                                                                      \
+  }
+GREEN_EVENT(cuGreenCtxRecordEvent, ac_on_green_event_record)
+GREEN_EVENT(cuGreenCtxWaitEvent, ac_on_green_event_wait)

@@ -199,6 +199,12 @@ void ac_check_stream_created(const char *api, CUstream stream, unsigned flags, i
 /* Before a destroy is forwarded: the serial of the stream the handle names. */
 uint64_t ac_check_stream_to_destroy(CUstream stream);
 void ac_check_stream_destroyed(const char *api, CUstream stream, uint64_t serial);
+/* A stream of a green context: created as cuStreamCreate's, and counted as the green context's. */
+void ac_check_green_stream_created(CUstream stream, CUgreenCtx green, unsigned flags, int priority);
+void ac_check_green_ctx_destroyed(CUgreenCtx green);
+/* Model lock held: the live streams the shim saw made in green, into *out
+ * (malloc'd, the caller frees it); returns how many. */
+size_t ac_check_green_streams_locked(CUgreenCtx green, struct ac_stream ***out);
 void ac_check_capture_begun(CUstream stream, bool per_thread);
 void ac_check_capture_ended(CUstream stream, bool per_thread);
 /* Model lock held: every created stream ends with the context (check_stream.c). */
@@ -274,6 +280,9 @@ void ac_on_event_record(CUevent event, CUstream stream, bool per_thread);
 void ac_on_launch_events(const CUlaunchConfig *config, bool per_thread);
 void ac_on_event_sync(CUevent event);
 void ac_on_stream_wait(CUstream stream, CUevent event, bool per_thread);
+/* cuGreenCtxRecordEvent / cuGreenCtxWaitEvent: over each stream of the green context. */
+void ac_on_green_event_record(CUgreenCtx green, CUevent event);
+void ac_on_green_event_wait(CUgreenCtx green, CUevent event);
 void ac_on_event_destroyed(CUevent event);
 struct host_call;
 struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per_thread,

@@ -22,6 +22,7 @@ struct fake_stream {
   struct fake_graph *capture_graph;
   uint64_t enqueued, completed;
   unsigned pending_host_functions;
+  CUgreenCtx green;         /* the green context it was made in, or NULL */
   struct fake_stream *next; /* live list, or free list once destroyed */
 };
 
@@ -207,7 +208,7 @@ FAKE_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream h, CUstreamCallback cb, v
 
 /* ---- streams ---- */
 
-static CUresult create_stream(CUstream *ph, unsigned flags, int priority) {
+static CUresult create_stream(CUstream *ph, unsigned flags, int priority, CUgreenCtx green) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&fake_lock);
@@ -224,6 +225,7 @@ static CUresult create_stream(CUstream *ph, unsigned flags, int priority) {
                             .flags = flags,
                             .priority = priority,
                             .live = true,
+                            .green = green,
                             .next = live_streams};
   live_streams = s;
   pthread_mutex_unlock(&fake_lock);
@@ -232,10 +234,10 @@ static CUresult create_stream(CUstream *ph, unsigned flags, int priority) {
 }
 
 FAKE_EXPORT CUresult cuStreamCreate(CUstream *ph, unsigned int flags) {
-  return create_stream(ph, flags, 0);
+  return create_stream(ph, flags, 0, NULL);
 }
 FAKE_EXPORT CUresult cuStreamCreateWithPriority(CUstream *ph, unsigned int flags, int priority) {
-  return create_stream(ph, flags, priority);
+  return create_stream(ph, flags, priority, NULL);
 }
 
 FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
@@ -587,7 +589,39 @@ FAKE_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *ph, CUgreenCtx green, unsi
                                             int priority) {
   if (!green) return CUDA_ERROR_INVALID_HANDLE;
   if (flags != CU_STREAM_NON_BLOCKING) return CUDA_ERROR_INVALID_VALUE;
-  return create_stream(ph, flags, priority);
+  return create_stream(ph, flags, priority, green);
+}
+
+/* A green context's event record covers each of its streams, and its wait
+ * holds each back; either, on a green context with a capturing stream, is
+ * refused and invalidates the capture (both documented). */
+static CUresult green_event(CUgreenCtx green, CUevent h, bool record) {
+  struct fake_event *e = (struct fake_event *)h;
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!green || !e) return CUDA_ERROR_INVALID_HANDLE;
+  CUresult r = CUDA_SUCCESS;
+  pthread_mutex_lock(&fake_lock);
+  for (struct fake_stream *s = live_streams; s; s = s->next)
+    if (s->green == green && s->capturing) {
+      s->capture_invalidated = true;
+      r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+  if (r == CUDA_SUCCESS && record) {
+    e->count = 0;
+    for (struct fake_stream *s = live_streams; s && e->count < EVENT_STREAMS; s = s->next)
+      if (s->green == green) {
+        e->at[e->count].stream = s;
+        e->at[e->count++].seq = s->enqueued;
+      }
+  }
+  pthread_mutex_unlock(&fake_lock);
+  return r;
+}
+FAKE_EXPORT CUresult cuGreenCtxRecordEvent(CUgreenCtx green, CUevent e) {
+  return green_event(green, e, true);
+}
+FAKE_EXPORT CUresult cuGreenCtxWaitEvent(CUgreenCtx green, CUevent e) {
+  return green_event(green, e, false);
 }
 
 /* ---- stream memory operations: one operation each, which completes at once

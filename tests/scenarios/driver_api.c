@@ -347,16 +347,22 @@ static void programmatic_event_overlapping(void) {
 
 /* ---- green contexts: their streams are streams ---- */
 
-static CUstream green_stream(void) {
+static CUgreenCtx green_context(void) {
   CUdevResource sms;
   CUdevResourceDesc desc;
   CUgreenCtx green;
-  CUstream gs;
   EXPECT_RC(cuDeviceGetDevResource(dev, &sms, CU_DEV_RESOURCE_TYPE_SM), CUDA_SUCCESS);
   EXPECT_RC(cuDevResourceGenerateDesc(&desc, &sms, 1), CUDA_SUCCESS);
   EXPECT_RC(cuGreenCtxCreate(&green, desc, dev, CU_GREEN_CTX_DEFAULT_STREAM), CUDA_SUCCESS);
+  return green;
+}
+static CUstream stream_of(CUgreenCtx green) {
+  CUstream gs;
   EXPECT_RC(cuGreenCtxStreamCreate(&gs, green, CU_STREAM_NON_BLOCKING, 0), CUDA_SUCCESS);
   return gs;
+}
+static CUstream green_stream(void) {
+  return stream_of(green_context());
 }
 /* right: memory single-attached to a green context's idle stream is the
  * CPU's while another stream works (an unknown stream would have left it
@@ -372,6 +378,56 @@ static void green_stream_foreign(void) {
   CUstream gs = green_stream();
   attach_sync(gs, m, CU_MEM_ATTACH_SINGLE);
   launch_use(t, m);
+}
+
+/* ---- green contexts' events: over each of their streams ----
+ * Work on a green context's streams is a set of global memory (g): the
+ * scenario's kernels belong to the primary context. */
+
+static void set_g_on(CUstream stream) {
+  EXPECT_RC(cuMemsetD32Async(g, 0, 16, stream), CUDA_SUCCESS);
+}
+/* Work on two streams of a green context, its event recorded, more work on
+ * one of them if `after`, then the host waits for the event and touches g. */
+static void green_record_then_touch(bool after) {
+  CUgreenCtx green = green_context();
+  CUstream a = stream_of(green), b = stream_of(green);
+  CUevent e = timingless_event();
+  set_g_on(a), set_g_on(b);
+  EXPECT_RC(cuGreenCtxRecordEvent(green, e), CUDA_SUCCESS);
+  if (after) set_g_on(b);
+  EXPECT_RC(cu.cuEventSynchronize(e), CUDA_SUCCESS);
+  *(volatile int *)g = 1;
+}
+/* right: the event covers both streams' work: nothing runs */
+static void green_record_covers_streams(void) {
+  green_record_then_touch(false);
+}
+/* wrong: work enqueued after the record still runs (AC202) */
+static void green_record_not_later(void) {
+  green_record_then_touch(true);
+}
+/* m, single-attached to s, used on s; a green context waits for an event
+ * recorded after that use (or, with early, before it); then m is attached to
+ * the green context's stream. */
+static void green_wait_then_reattach(bool early) {
+  CUgreenCtx green = green_context();
+  CUstream gs = stream_of(green);
+  CUevent e = timingless_event();
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  if (early) EXPECT_RC(cu.cuEventRecord(e, s), CUDA_SUCCESS);
+  launch_use(s, m);
+  if (!early) EXPECT_RC(cu.cuEventRecord(e, s), CUDA_SUCCESS);
+  EXPECT_RC(cuGreenCtxWaitEvent(green, e), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamAttachMemAsync(gs, m, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+}
+/* right: the green context's stream is ordered after s's kernel */
+static void green_wait_orders_reattach(void) {
+  green_wait_then_reattach(false);
+}
+/* wrong: ... the event was recorded before the kernel (AC401) */
+static void green_wait_before_work(void) {
+  green_wait_then_reattach(true);
 }
 
 static const struct scenario_case cases[] = {
@@ -399,6 +455,10 @@ static const struct scenario_case cases[] = {
     {"programmatic_event_overlapping", programmatic_event_overlapping},
     {"green_stream_attach", green_stream_attach},
     {"green_stream_foreign", green_stream_foreign},
+    {"green_record_covers_streams", green_record_covers_streams},
+    {"green_record_not_later", green_record_not_later},
+    {"green_wait_orders_reattach", green_wait_orders_reattach},
+    {"green_wait_before_work", green_wait_before_work},
 };
 
 /* Cases that make their own start (a context of their own, or its end). */
