@@ -53,9 +53,18 @@ void ac_check_managed_variable(const char *api, CUdeviceptr base, size_t size, u
   record(AC_MEM_MANAGED_VAR, false, api, base, size, CU_MEM_ATTACH_GLOBAL, module, name);
 }
 
+/* The record a free of base ends: the one starting there, else one the model
+ * learned that holds it (the driver's range may start before the pointer the
+ * program frees; a learned record is learned again when needed). */
+static struct ac_alloc *freed_record_locked(CUdeviceptr base) {
+  struct ac_alloc *a = ac_model_find_alloc_at(ac_model, (uintptr_t)base);
+  if (!a && base && (a = ac_model_find_alloc(ac_model, (uintptr_t)base)) && !a->learned) a = NULL;
+  return a;
+}
+
 uint64_t ac_check_before_free(CUdeviceptr base) {
   ac_model_enter();
-  struct ac_alloc *a = ac_model_find_alloc_at(ac_model, (uintptr_t)base);
+  struct ac_alloc *a = freed_record_locked(base);
   uint64_t serial = a ? a->serial : 0;
   if (a) ac_guard_retire_locked(a);
   ac_model_leave();
@@ -65,7 +74,7 @@ uint64_t ac_check_before_free(CUdeviceptr base) {
 void ac_check_freed(CUdeviceptr base, uint64_t serial, CUresult result) {
   if (result != CUDA_SUCCESS || serial == 0) return;
   ac_model_enter();
-  struct ac_alloc *a = ac_model_find_alloc_at(ac_model, (uintptr_t)base);
+  struct ac_alloc *a = freed_record_locked(base);
   if (a && a->serial == serial) ac_model_remove_alloc(ac_model, a);
   ac_guard_refresh_locked();
   ac_model_leave();
@@ -110,50 +119,83 @@ void ac_check_reset_after_fork(void) {
 }
 
 /* ---- lifetimes that end many allocations at once ----
- * A module's (or library's) __managed__ variables end with it, and every
- * allocation ends with the process's last context; the driver hands out those
- * addresses again, so the model forgets them. As with cuMemFree, the page
- * guard lets go of them before the driver call (ac_guard_retire_locked's
- * reason), and they are forgotten once it succeeded. */
+ * A module's (or library's) __managed__ variables end with it, a mapping of
+ * virtual memory with cuMemUnmap or cuMemAddressFree, and every allocation
+ * with the process's last context; the driver hands out those addresses
+ * again, so the model forgets them. As with cuMemFree, the page guard lets go
+ * of them before the driver call (ac_guard_retire_locked's reason), and they
+ * are forgotten once it succeeded. */
 
 struct doomed {
   struct ac_alloc **a;
   size_t n, cap;
-  uintptr_t module; /* 0: every allocation */
+  uintptr_t module;    /* the variables of this module, or */
+  uintptr_t base, end; /* the records overlapping [base, end) made by serial upto, or */
+  uint64_t upto;       /* (neither) every allocation */
 };
+
+static bool doomed_one(const struct ac_alloc *a, const struct doomed *d) {
+  if (d->module) return a->kind == AC_MEM_MANAGED_VAR && a->module == d->module;
+  if (d->end) return a->base < d->end && a->base + a->size > d->base && a->serial <= d->upto;
+  return true;
+}
 
 static void collect_doomed(struct ac_alloc *a, void *ctx) {
   struct doomed *d = ctx;
-  if (d->module && !(a->kind == AC_MEM_MANAGED_VAR && a->module == d->module)) return;
-  if (AC_GROW(d->a, d->n, d->cap, 16)) d->a[d->n++] = a;
+  if (doomed_one(a, d) && AC_GROW(d->a, d->n, d->cap, 16)) d->a[d->n++] = a;
 }
 
 /* Model lock held: retires (before the call) or forgets (after) the
- * allocations of module, or all of them. */
-static void end_allocations_locked(uintptr_t module, bool forget) {
-  struct doomed d = {.module = module};
-  ac_model_for_each_alloc(ac_model, collect_doomed, &d);
-  for (size_t i = 0; i < d.n; i++) {
+ * allocations d names; returns the largest serial among them. */
+static uint64_t end_allocations_locked(struct doomed *d, bool forget) {
+  uint64_t last = 0;
+  ac_model_for_each_alloc(ac_model, collect_doomed, d);
+  for (size_t i = 0; i < d->n; i++) {
+    if (d->a[i]->serial > last) last = d->a[i]->serial;
     if (forget)
-      ac_model_remove_alloc(ac_model, d.a[i]);
+      ac_model_remove_alloc(ac_model, d->a[i]);
     else
-      ac_model_retire_alloc(ac_model, d.a[i]);
+      ac_model_retire_alloc(ac_model, d->a[i]);
   }
-  free(d.a);
+  free(d->a);
   ac_guard_refresh_locked();
+  return last;
+}
+
+static struct doomed range(uintptr_t base, size_t size, uint64_t upto) {
+  return (struct doomed){.base = base, .end = base + size, .upto = upto};
+}
+
+uint64_t ac_check_before_range_end(CUdeviceptr base, size_t size) {
+  if (!base || !size) return 0;
+  struct doomed d = range(base, size, UINT64_MAX);
+  ac_model_enter();
+  uint64_t last = end_allocations_locked(&d, false);
+  ac_model_leave();
+  return last;
+}
+
+void ac_check_range_ended(CUdeviceptr base, size_t size, uint64_t serial, CUresult result) {
+  if (result != CUDA_SUCCESS || serial == 0) return;
+  struct doomed d = range(base, size, serial); /* not what was made there since */
+  ac_model_enter();
+  end_allocations_locked(&d, true);
+  ac_model_leave();
 }
 
 void ac_check_before_module_unload(uintptr_t module) {
   if (!module) return;
+  struct doomed d = {.module = module};
   ac_model_enter();
-  end_allocations_locked(module, false);
+  end_allocations_locked(&d, false);
   ac_model_leave();
 }
 
 void ac_check_module_unloaded(uintptr_t module, CUresult result) {
   if (!module || result != CUDA_SUCCESS) return;
+  struct doomed d = {.module = module};
   ac_model_enter();
-  end_allocations_locked(module, true);
+  end_allocations_locked(&d, true);
   ac_kernel_args_forget_module(module);
   ac_model_leave();
 }
@@ -203,7 +245,8 @@ static void count_end_locked(enum ac_ctx_end how, CUdevice dev) {
 bool ac_check_before_context_end(enum ac_ctx_end how, CUdevice dev) {
   ac_model_enter();
   bool last = live_after_end_locked(how, dev) == 0;
-  if (last) end_allocations_locked(0, false);
+  struct doomed every = {0};
+  if (last) end_allocations_locked(&every, false);
   ac_model_leave();
   return last;
 }
@@ -213,7 +256,8 @@ void ac_check_context_ended(enum ac_ctx_end how, CUdevice dev, bool last, CUresu
   ac_model_enter();
   count_end_locked(how, dev);
   if (last) {
-    end_allocations_locked(0, true);
+    struct doomed every = {0};
+    end_allocations_locked(&every, true);
     ac_check_streams_ended_locked();
     ac_guard_refresh_locked();
   }

@@ -189,10 +189,16 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
 void ac_check_managed_allocated(const char *api, CUdeviceptr base, size_t size, unsigned flags);
 void ac_check_managed_variable(const char *api, CUdeviceptr base, size_t size, uintptr_t module,
                                const char *name);
-/* Called before cuMemFree; returns the record's serial for ac_check_freed,
- * which forgets that record (not one made since at the same address). */
+/* Called before cuMemFree (and the other frees of memory the model may have
+ * learned: cuMemFreeHost, cuMemHostUnregister, cuMemFreeAsync,
+ * cuIpcCloseMemHandle); returns the record's serial for ac_check_freed, which
+ * forgets that record (not one made since at the same address). */
 uint64_t ac_check_before_free(CUdeviceptr base);
 void ac_check_freed(CUdeviceptr base, uint64_t serial, CUresult result);
+/* The same for a range whose mappings end (cuMemUnmap, cuMemAddressFree):
+ * every record overlapping it, made by the serial the first call returns. */
+uint64_t ac_check_before_range_end(CUdeviceptr base, size_t size);
+void ac_check_range_ended(CUdeviceptr base, size_t size, uint64_t serial, CUresult result);
 /* What kind of memory ptr is, asking the driver once if the model does not know. */
 enum ac_mem_kind ac_check_classify(CUdeviceptr ptr);
 void ac_check_stream_created(const char *api, CUstream stream, unsigned flags, int priority);

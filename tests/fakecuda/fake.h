@@ -51,11 +51,16 @@ void fake_host_synchronized(bool work_pending);
 
 /* ---- memory (fake_memory.c) ---- */
 enum fake_mem_kind { FAKE_MANAGED, FAKE_DEVICE, FAKE_PINNED };
+/* Who maps an allocation's pages: the driver (unmapped when it ends), the
+ * program (registered host memory stays), or a reserved range (cuMemMap). */
+enum fake_mapping { FAKE_MAPPED_BY_DRIVER, FAKE_MAPPED_BY_PROGRAM, FAKE_MAPPED_IN_RESERVE };
 struct fake_alloc {
   uintptr_t base;
   size_t size;
   enum fake_mem_kind kind;
   unsigned assoc;
+  enum fake_mapping mapping;
+  bool ipc_opened; /* by cuIpcOpenMemHandle: ended by cuIpcCloseMemHandle */
   struct fake_alloc *next;
 };
 /* The allocation holding addr, or NULL. Caller holds fake_lock. */

@@ -1,4 +1,7 @@
-/* fake_memory.c - managed, device and pinned memory, and pointer attributes.
+/* fake_memory.c - managed, device and pinned memory, and pointer attributes;
+ * registered host memory, stream-ordered allocations, IPC handles and the
+ * virtual memory calls (reserve, create, map, unmap) as far as the scenarios
+ * use them.
  *
  * As on the real driver (docs/driver-facts.md): a large managed allocation is
  * 2 MiB-aligned; small ones are sub-allocated 512 bytes apart from a shared
@@ -38,16 +41,23 @@ static size_t page_round(size_t n) {
   return (n + page - 1) & ~(page - 1);
 }
 
-static CUresult record(uintptr_t base, size_t size, enum fake_mem_kind kind, unsigned assoc) {
+static struct fake_alloc *record_mapped(uintptr_t base, size_t size, enum fake_mem_kind kind,
+                                        unsigned assoc, enum fake_mapping mapping) {
   struct fake_alloc *a = calloc(1, sizeof *a);
-  if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!a) return NULL;
   a->base = base;
   a->size = size;
   a->kind = kind;
   a->assoc = assoc;
+  a->mapping = mapping;
   a->next = allocs;
   allocs = a;
-  return CUDA_SUCCESS;
+  return a;
+}
+
+static CUresult record(uintptr_t base, size_t size, enum fake_mem_kind kind, unsigned assoc) {
+  return record_mapped(base, size, kind, assoc, FAKE_MAPPED_BY_DRIVER) ? CUDA_SUCCESS
+                                                                       : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 struct fake_alloc *fake_find_alloc(uintptr_t addr) {
@@ -112,7 +122,10 @@ FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsig
   return r;
 }
 
-FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+/* Device memory: address space the host cannot touch. cuMemAlloc's, a
+ * stream-ordered allocation's and an imported IPC handle's (the driver calls
+ * no export of its own). */
+static CUresult alloc_device(CUdeviceptr *dptr, size_t bytesize) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
   void *m = map_aligned(page_round(bytesize), PROT_NONE);
@@ -122,6 +135,10 @@ FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
   pthread_mutex_unlock(&fake_lock);
   if (r == CUDA_SUCCESS) *dptr = (CUdeviceptr)m;
   return r;
+}
+
+FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+  return alloc_device(dptr, bytesize);
 }
 
 FAKE_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags) {
@@ -137,10 +154,13 @@ FAKE_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int fla
   return r;
 }
 
-static CUresult release(uintptr_t base, enum fake_mem_kind kind) {
+/* Ends the allocation of kind at base; with mapping, only one mapped so. */
+static CUresult release_mapped(uintptr_t base, enum fake_mem_kind kind,
+                               const enum fake_mapping *mapping) {
   pthread_mutex_lock(&fake_lock);
   struct fake_alloc **link = &allocs, *a;
-  while ((a = *link) && !(a->base == base && a->kind == kind))
+  while ((a = *link) &&
+         !(a->base == base && a->kind == kind && (!mapping || a->mapping == *mapping)))
     link = &a->next;
   if (a) *link = a->next;
   if (a && a->kind == FAKE_MANAGED && a->size > SMALL_LIMIT) {
@@ -150,12 +170,17 @@ static CUresult release(uintptr_t base, enum fake_mem_kind kind) {
   pthread_mutex_unlock(&fake_lock);
   if (!a) return CUDA_ERROR_INVALID_VALUE;
   /* Small managed slots are not reused, so stale pointers stay recognisable. */
-  if (a->kind != FAKE_MANAGED || a->size > SMALL_LIMIT) {
+  bool unmap = a->mapping == FAKE_MAPPED_BY_DRIVER;
+  if (unmap && (a->kind != FAKE_MANAGED || a->size > SMALL_LIMIT)) {
     if (a->kind == FAKE_MANAGED) fake_managed_unmapped(a->base);
     munmap((void *)a->base, page_round(a->size));
   }
   free(a);
   return CUDA_SUCCESS;
+}
+
+static CUresult release(uintptr_t base, enum fake_mem_kind kind) {
+  return release_mapped(base, kind, NULL);
 }
 
 static enum fake_mem_kind kind_of(CUdeviceptr dptr) {
@@ -189,7 +214,9 @@ void fake_memory_end_all(void) {
   pthread_mutex_unlock(&fake_lock);
   while (a) {
     struct fake_alloc *next = a->next;
-    if (a->kind == FAKE_MANAGED && a->size <= SMALL_LIMIT)
+    if (a->mapping != FAKE_MAPPED_BY_DRIVER)
+      ; /* the program's pages, or a reserve's */
+    else if (a->kind == FAKE_MANAGED && a->size <= SMALL_LIMIT)
       munmap((void *)(a->base & ~(uintptr_t)(REGION - 1)), REGION);
     else
       munmap((void *)a->base, page_round(a->size));
@@ -200,7 +227,199 @@ void fake_memory_end_all(void) {
 
 FAKE_EXPORT CUresult cuMemFreeHost(void *p) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  return release((uintptr_t)p, FAKE_PINNED);
+  enum fake_mapping by_driver = FAKE_MAPPED_BY_DRIVER;
+  return release_mapped((uintptr_t)p, FAKE_PINNED, &by_driver);
+}
+
+/* ---- registered host memory: the program's own pages, page-locked ---- */
+
+static CUresult host_register(void *p, size_t bytesize) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!p || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_lock);
+  CUresult r = CUDA_SUCCESS;
+  for (struct fake_alloc *a = allocs; a; a = a->next)
+    if (a->base < (uintptr_t)p + bytesize && (uintptr_t)p < a->base + a->size)
+      r = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  if (r == CUDA_SUCCESS &&
+      !record_mapped((uintptr_t)p, bytesize, FAKE_PINNED, 0, FAKE_MAPPED_BY_PROGRAM))
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_unlock(&fake_lock);
+  return r;
+}
+FAKE_EXPORT CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int flags) {
+  (void)flags;
+  return host_register(p, bytesize);
+}
+FAKE_EXPORT CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int flags) {
+  (void)flags;
+  return host_register(p, bytesize);
+}
+
+FAKE_EXPORT CUresult cuMemHostUnregister(void *p) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  enum fake_mapping by_program = FAKE_MAPPED_BY_PROGRAM;
+  return release_mapped((uintptr_t)p, FAKE_PINNED, &by_program) == CUDA_SUCCESS
+             ? CUDA_SUCCESS
+             : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+
+/* ---- stream-ordered allocations: device memory, made and freed at once ---- */
+
+static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h, bool pt) {
+  CUresult r = alloc_device(dptr, bytesize);
+  return r == CUDA_SUCCESS ? fake_enqueue_work(h, pt) : r;
+}
+FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream h) {
+  return alloc_async(dptr, bytesize, h, false);
+}
+FAKE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream h) {
+  return alloc_async(dptr, bytesize, h, true);
+}
+
+static CUresult free_async(CUdeviceptr dptr, CUstream h, bool pt) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = release(dptr, FAKE_DEVICE);
+  return r == CUDA_SUCCESS ? fake_enqueue_work(h, pt) : r;
+}
+FAKE_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream h) {
+  return free_async(dptr, h, false);
+}
+FAKE_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream h) {
+  return free_async(dptr, h, true);
+}
+
+/* ---- IPC: a handle names device memory of another process ----
+ * The handle carries the exporter's process and the allocation's size; an
+ * importing process gets device memory of that size at an address of its own. */
+
+struct ipc_handle {
+  unsigned magic;
+  pid_t pid;
+  size_t size;
+};
+#define IPC_MAGIC 0x1bcu
+
+FAKE_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle *handle, CUdeviceptr dptr) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!handle) return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_alloc *a = fake_find_alloc(dptr);
+  bool device = a && a->kind == FAKE_DEVICE && a->base == dptr;
+  struct ipc_handle h = {IPC_MAGIC, getpid(), device ? a->size : 0};
+  pthread_mutex_unlock(&fake_lock);
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  memset(handle, 0, sizeof *handle);
+  memcpy(handle->reserved, &h, sizeof h);
+  return CUDA_SUCCESS;
+}
+
+static CUresult ipc_open(CUdeviceptr *dptr, CUipcMemHandle handle) {
+  struct ipc_handle h;
+  memcpy(&h, handle.reserved, sizeof h);
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!dptr || h.magic != IPC_MAGIC || h.size == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (h.pid == getpid()) return CUDA_ERROR_INVALID_CONTEXT; /* its own memory */
+  CUresult r = alloc_device(dptr, h.size);
+  if (r != CUDA_SUCCESS) return r;
+  pthread_mutex_lock(&fake_lock);
+  fake_find_alloc(*dptr)->ipc_opened = true;
+  pthread_mutex_unlock(&fake_lock);
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *dptr, CUipcMemHandle handle,
+                                           unsigned int flags) {
+  (void)flags;
+  return ipc_open(dptr, handle);
+}
+FAKE_EXPORT CUresult cuIpcOpenMemHandle(CUdeviceptr *dptr, CUipcMemHandle handle,
+                                        unsigned int flags) {
+  (void)flags;
+  return ipc_open(dptr, handle);
+}
+
+FAKE_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_alloc *a = fake_find_alloc(dptr);
+  bool opened = a && a->ipc_opened && a->base == dptr;
+  pthread_mutex_unlock(&fake_lock);
+  return opened ? release(dptr, FAKE_DEVICE) : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- virtual memory: a reserved range, physical memory mapped into it ---- */
+
+#define VMM_GRANULARITY (2u << 20)
+
+FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t *granularity,
+                                                   const CUmemAllocationProp *prop,
+                                                   CUmemAllocationGranularity_flags option) {
+  (void)option;
+  if (!granularity || !prop) return CUDA_ERROR_INVALID_VALUE;
+  *granularity = VMM_GRANULARITY;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                         CUdeviceptr addr, unsigned long long flags) {
+  (void)alignment, (void)addr, (void)flags;
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ptr || size == 0 || size % VMM_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+  void *m = map_aligned(size, PROT_NONE);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  *ptr = (CUdeviceptr)m;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ptr || size == 0) return CUDA_ERROR_INVALID_VALUE;
+  munmap((void *)ptr, size);
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                 const CUmemAllocationProp *prop, unsigned long long flags) {
+  (void)flags;
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!handle || !prop || size == 0 || size % VMM_GRANULARITY) return CUDA_ERROR_INVALID_VALUE;
+  size_t *physical = malloc(sizeof *physical);
+  if (!physical) return CUDA_ERROR_OUT_OF_MEMORY;
+  *physical = size;
+  *handle = (CUmemGenericAllocationHandle)(uintptr_t)physical;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  if (!handle) return CUDA_ERROR_INVALID_VALUE;
+  free((void *)(uintptr_t)handle);
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                              CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  (void)flags;
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ptr || !handle || offset || size != *(size_t *)(uintptr_t)handle)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_lock);
+  bool taken = fake_find_alloc(ptr) != NULL;
+  bool ok = !taken && record_mapped(ptr, size, FAKE_DEVICE, 0, FAKE_MAPPED_IN_RESERVE);
+  pthread_mutex_unlock(&fake_lock);
+  return taken ? CUDA_ERROR_INVALID_VALUE : ok ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+FAKE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                                    size_t count) {
+  if (!ptr || !size || !desc || !count) return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  (void)size;
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  enum fake_mapping in_reserve = FAKE_MAPPED_IN_RESERVE;
+  return release_mapped(ptr, FAKE_DEVICE, &in_reserve);
 }
 
 /* One attribute of a known allocation; false if the attribute is not modelled. */
