@@ -330,7 +330,8 @@ void ac_on_graph_updated(CUgraphExec exec, CUgraph graph) {
   if (!g) return;
   ac_model_enter();
   struct graph_exec *old = find_exec(g->handle);
-  for (size_t i = 0; old && same_shape(old, g) && i < g->node_count; i++) {
+  bool paired = old && same_shape(old, g);
+  for (size_t i = 0; paired && i < g->node_count; i++) {
     g->nodes[i].alias = g->nodes[i].key;
     g->nodes[i].key = old->nodes[i].key;
   }
