@@ -41,7 +41,7 @@ LAUNCH(cuLaunchCooperativeKernel_ptsz, true, AC_COOP_PARAMS, AC_COOP_ARGS, f, hS
   }
 LAUNCH_EX(cuLaunchKernelEx, false)
 LAUNCH_EX(cuLaunchKernelEx_ptsz, true)
-/* A graph launch: an operation whose kernel nodes' arguments are judged. */
+/* A graph launch: an operation whose nodes' memory is judged (graph_args.c). */
 #define GRAPH_LAUNCH(Name, PerThread)                                                              \
   AC_EXPORT CUresult Name(CUgraphExec hGraphExec, CUstream hStream) {                              \
     AC_START_OR_FAIL(Name);                                                                        \
