@@ -119,7 +119,13 @@ static void write_holding(struct key_thread *t, uint32_t holding) {
 static void catch_up(void) {
   struct key_thread *t = self;
   if (!t) return;
-  write_holding(t, t->wants & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST));
+  /* Again if a transition came in between (a revocation's handler may have
+   * run between reading and writing PKRU). */
+  uint32_t disabled;
+  do {
+    disabled = __atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
+    write_holding(t, t->wants & ~disabled);
+  } while (disabled != __atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST));
 }
 
 /* ---- revocation ---- */
