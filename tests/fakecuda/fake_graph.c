@@ -168,7 +168,7 @@ ADD_KERNEL_NODE(cuGraphAddKernelNode, CUDA_KERNEL_NODE_PARAMS_v1)
  * device without concurrent managed access (cuGraphAddMemcpyNode's documentation). */
 static bool unified_managed(CUmemorytype type, CUdeviceptr p) {
   if (type != CU_MEMORYTYPE_UNIFIED ||
-      fake_device_attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS))
+      fake_device_attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, fake_current_device()))
     return false;
   pthread_mutex_lock(&fake_lock);
   struct fake_alloc *a = fake_find_alloc(p);
