@@ -203,6 +203,17 @@ FAKE_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *out, CUgraph graph, const
   return CUDA_SUCCESS;
 }
 
+/* A memory-operation node, refused where its stream form would be (a managed
+ * address); launched, it is work of the launch's stream like any node. */
+FAKE_EXPORT CUresult cuGraphAddBatchMemOpNode(CUgraphNode *out, CUgraph graph,
+                                              const CUgraphNode *deps, size_t n,
+                                              const CUDA_BATCH_MEM_OP_NODE_PARAMS *p) {
+  (void)deps, (void)n;
+  if (!p || !fake_mem_ops_valid(p->count, p->paramArray)) return CUDA_ERROR_INVALID_VALUE;
+  return added(out, graph, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) ? CUDA_SUCCESS
+                                                            : CUDA_ERROR_INVALID_VALUE;
+}
+
 FAKE_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph graph,
                                               const CUgraphNode *deps, size_t n, CUgraph child) {
   (void)deps, (void)n;

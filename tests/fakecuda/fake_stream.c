@@ -708,12 +708,17 @@ FAKE_VALUE_OP(cuStreamWriteValue32_v2_ptsz, true, cuuint32_t)
 FAKE_VALUE_OP(cuStreamWriteValue64_v2, false, cuuint64_t)
 FAKE_VALUE_OP(cuStreamWriteValue64_v2_ptsz, true, cuuint64_t)
 
+bool fake_mem_ops_valid(unsigned count, const CUstreamBatchMemOpParams *ops) {
+  if (count == 0 || !ops) return false;
+  for (unsigned i = 0; i < count; i++)
+    if (managed_address(op_address(&ops[i]))) return false;
+  return true;
+}
+
 static CUresult batch_mem_op(CUstream h, bool pt, unsigned count,
                              const CUstreamBatchMemOpParams *ops) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (count == 0 || !ops) return CUDA_ERROR_INVALID_VALUE;
-  for (unsigned i = 0; i < count; i++)
-    if (managed_address(op_address(&ops[i]))) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake_mem_ops_valid(count, ops)) return CUDA_ERROR_INVALID_VALUE;
   return fake_enqueue_work(h, pt);
 }
 FAKE_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream h, unsigned int count,
