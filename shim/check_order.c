@@ -78,14 +78,6 @@ void ac_on_stream_sync(CUstream stream, bool per_thread) {
   ac_model_leave();
 }
 
-void ac_on_ctx_sync(void) {
-  ac_model_enter();
-  ac_order_host_syncs_all(ac_model);
-  ac_history_push(ac_model, NULL, AC_OP_CTX_SYNC, NULL, ac_thread_id());
-  ac_guard_refresh_locked();
-  ac_model_leave();
-}
-
 void ac_on_sync_copy(const char *api, bool per_thread) {
   /* Legacy-stream semantics: an operation on the NULL stream (the thread's
    * per-thread stream for _ptds) that the host waits for. */
@@ -166,33 +158,41 @@ void ac_on_stream_wait(CUstream stream, CUevent event, bool per_thread) {
   ac_model_leave();
 }
 
-/* A green context's event covers the work of each of its streams the shim saw
- * made; a stream it did not see made is left out, which can only report an
- * access that was ordered, never hide one that was not. */
-void ac_on_green_event_record(CUgreenCtx green, CUevent event) {
-  struct ac_stream **streams;
-  ac_model_enter();
-  size_t n = ac_check_green_streams_locked(green, &streams);
+/* Model lock held: one event over several streams (a context's or a green
+ * context's), and those streams' waits for one. */
+void ac_event_recorded_over_locked(CUevent event, struct ac_stream *const *streams, size_t n) {
+  AC_ASSERT_MODEL_HELD();
   ac_order_event_recorded_over(ac_model, (uintptr_t)event, streams, n);
   for (size_t i = 0; i < n; i++)
     ac_history_push(ac_model, streams[i], AC_OP_EVENT_RECORD, NULL, ac_thread_id())->addr =
         (uintptr_t)event;
-  ac_model_leave();
-  free(streams);
 }
-
-/* ... and each of them waits for a green context's wait. */
-void ac_on_green_event_wait(CUgreenCtx green, CUevent event) {
-  struct ac_stream **streams;
-  ac_model_enter();
-  size_t n = ac_check_green_streams_locked(green, &streams);
+void ac_streams_wait_event_locked(CUevent event, struct ac_stream *const *streams, size_t n) {
+  AC_ASSERT_MODEL_HELD();
   for (size_t i = 0; i < n; i++) {
     ac_order_stream_waits_event(ac_model, streams[i], (uintptr_t)event);
     ac_history_push(ac_model, streams[i], AC_OP_EVENT_WAIT, NULL, ac_thread_id())->addr =
         (uintptr_t)event;
   }
+}
+
+/* A green context's event covers the work of each of its streams the shim saw
+ * made; a stream it did not see made is left out, which can only report an
+ * access that was ordered, never hide one that was not. */
+static void green_event(CUgreenCtx green, CUevent event, bool record) {
+  struct ac_stream **streams;
+  ac_model_enter();
+  size_t n = ac_check_green_streams_locked(green, &streams);
+  (record ? ac_event_recorded_over_locked : ac_streams_wait_event_locked)(event, streams, n);
   ac_model_leave();
   free(streams);
+}
+void ac_on_green_event_record(CUgreenCtx green, CUevent event) {
+  green_event(green, event, true);
+}
+/* ... and each of them waits for a green context's wait. */
+void ac_on_green_event_wait(CUgreenCtx green, CUevent event) {
+  green_event(green, event, false);
 }
 
 void ac_on_event_destroyed(CUevent event) {

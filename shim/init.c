@@ -79,6 +79,7 @@ static bool resolve_driver(char *why, size_t len) {
   RESOLVE(cuPointerGetAttributes)
   RESOLVE(cuPointerGetAttribute)
   RESOLVE(cuCtxGetDevice)
+  RESOLVE(cuCtxGetCurrent)
   RESOLVE(cuDeviceGetAttribute)
   RESOLVE(cuGetErrorName)
   RESOLVE(cuFuncGetParamInfo)

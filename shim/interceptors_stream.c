@@ -14,7 +14,10 @@ AC_EXPORT CUresult cuInit(unsigned int Flags) {
 AC_EXPORT CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
   AC_START_OR_FAIL(cuStreamCreate);
   CUresult r = ac_real.cuStreamCreate(phStream, Flags);
-  if (r == CUDA_SUCCESS && phStream) ac_check_stream_created("cuStreamCreate", *phStream, Flags, 0);
+  if (r == CUDA_SUCCESS && phStream) {
+    ac_check_stream_created("cuStreamCreate", *phStream, Flags, 0);
+    ac_check_stream_context(*phStream);
+  }
   return r;
 }
 
@@ -22,8 +25,10 @@ AC_EXPORT CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int f
                                               int priority) {
   AC_START_OR_FAIL(cuStreamCreateWithPriority);
   CUresult r = ac_real.cuStreamCreateWithPriority(phStream, flags, priority);
-  if (r == CUDA_SUCCESS && phStream)
+  if (r == CUDA_SUCCESS && phStream) {
     ac_check_stream_created("cuStreamCreateWithPriority", *phStream, flags, priority);
+    ac_check_stream_context(*phStream);
+  }
   return r;
 }
 
@@ -141,6 +146,8 @@ AC_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
     bool last = ac_check_before_context_end(How, Dev);                                             \
     CUresult r = ac_real.Name(Arg);                                                                \
     ac_check_context_ended(How, Dev, last, r);                                                     \
+    if (How == AC_CTX_DESTROY && r == CUDA_SUCCESS)                                                \
+      ac_check_context_destroyed((CUcontext)(uintptr_t)Arg);                                       \
     return r;                                                                                      \
   }
 CTX_END(cuCtxDestroy, CUcontext, ctx, AC_CTX_DESTROY, -1)

@@ -23,7 +23,7 @@ AC_EXPORT CUresult cuCtxSynchronize(void) {
   ac_guard_park();
   CUresult r = ac_real.cuCtxSynchronize();
   ac_guard_unpark();
-  if (r == CUDA_SUCCESS) ac_on_ctx_sync();
+  if (r == CUDA_SUCCESS) ac_on_ctx_sync(NULL);
   return r;
 }
 
@@ -32,7 +32,7 @@ AC_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   ac_guard_park();
   CUresult r = ac_real.cuCtxSynchronize_v2(ctx);
   ac_guard_unpark();
-  if (r == CUDA_SUCCESS) ac_on_ctx_sync();
+  if (r == CUDA_SUCCESS) ac_on_ctx_sync(ctx);
   return r;
 }
 
@@ -82,13 +82,16 @@ RECORD(cuEventRecordWithFlags_ptsz, true, RECORD_FLAGS_PARAMS, (hEvent, hStream,
 WAIT(cuStreamWaitEvent, false)
 WAIT(cuStreamWaitEvent_ptsz, true)
 
-/* A green context's events: recorded over, or waited for by, each of its streams. */
-#define GREEN_EVENT(Name, Tell)                                                                    \
-  AC_EXPORT CUresult Name(CUgreenCtx hCtx, CUevent hEvent) {                                       \
+/* A context's or a green context's events: recorded over, or waited for by,
+ * each of its streams. */
+#define OWNER_EVENT(Name, Owner, Tell)                                                             \
+  AC_EXPORT CUresult Name(Owner hCtx, CUevent hEvent) {                                            \
     AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name(hCtx, hEvent);                                                       \
     if (r == CUDA_SUCCESS) Tell(hCtx, hEvent);                                                     \
     return r;                                                                                      \
   }
-GREEN_EVENT(cuGreenCtxRecordEvent, ac_on_green_event_record)
-GREEN_EVENT(cuGreenCtxWaitEvent, ac_on_green_event_wait)
+OWNER_EVENT(cuGreenCtxRecordEvent, CUgreenCtx, ac_on_green_event_record)
+OWNER_EVENT(cuGreenCtxWaitEvent, CUgreenCtx, ac_on_green_event_wait)
+OWNER_EVENT(cuCtxRecordEvent, CUcontext, ac_on_ctx_event_record)
+OWNER_EVENT(cuCtxWaitEvent, CUcontext, ac_on_ctx_event_wait)

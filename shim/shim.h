@@ -12,6 +12,7 @@
  *   check_memory.c        allocations: recording, and classifying unknown pointers
  *   check_stream.c        streams: creation, destruction, capture
  *   check_order.c         the ordering model's events: work, synchronisation, host functions
+ *   check_context.c       the context of each stream: a context's events and synchronisation
  *   kernel_args.c         what launches and copies give the GPU: AC301, AC302, reach
  *   graph_args.c          what an executable graph gives the GPU, following its changes
  *   guard.c               the page guard: protection follows the model (refresh side)
@@ -59,6 +60,7 @@ struct ac_real_table {
   __typeof__(&cuPointerGetAttributes) cuPointerGetAttributes;
   __typeof__(&cuPointerGetAttribute) cuPointerGetAttribute;
   __typeof__(&cuCtxGetDevice) cuCtxGetDevice;
+  __typeof__(&cuCtxGetCurrent) cuCtxGetCurrent;
   __typeof__(&cuDeviceGetAttribute) cuDeviceGetAttribute;
   __typeof__(&cuGetErrorName) cuGetErrorName;
   __typeof__(&cuFuncGetParamInfo) cuFuncGetParamInfo;
@@ -279,7 +281,16 @@ void ac_on_graph_node_params_set(CUgraphExec exec, CUgraphNode node, const CUgra
 void ac_on_graph_exec_destroyed(CUgraphExec exec);
 void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread);
 void ac_on_stream_sync(CUstream stream, bool per_thread);
-void ac_on_ctx_sync(void);
+/* ---- check_context.c: the context each stream was made in ---- */
+/* After a stream was created: counted as the calling thread's current context's. */
+void ac_check_stream_context(CUstream stream);
+void ac_check_context_destroyed(CUcontext ctx);
+/* cuCtxSynchronize (ctx NULL: the current one): the host waits for that
+ * context's streams, not for those the shim saw made in another. */
+void ac_on_ctx_sync(CUcontext ctx);
+/* cuCtxRecordEvent / cuCtxWaitEvent: over each stream of the context. */
+void ac_on_ctx_event_record(CUcontext ctx, CUevent event);
+void ac_on_ctx_event_wait(CUcontext ctx, CUevent event);
 void ac_on_sync_copy(const char *api, bool per_thread);
 void ac_on_event_record(CUevent event, CUstream stream, bool per_thread);
 /* cuLaunchKernelEx's event attributes, told before the launch itself. */
@@ -289,6 +300,9 @@ void ac_on_stream_wait(CUstream stream, CUevent event, bool per_thread);
 /* cuGreenCtxRecordEvent / cuGreenCtxWaitEvent: over each stream of the green context. */
 void ac_on_green_event_record(CUgreenCtx green, CUevent event);
 void ac_on_green_event_wait(CUgreenCtx green, CUevent event);
+/* Model lock held: one event recorded over n streams; n streams wait for one. */
+void ac_event_recorded_over_locked(CUevent event, struct ac_stream *const *streams, size_t n);
+void ac_streams_wait_event_locked(CUevent event, struct ac_stream *const *streams, size_t n);
 void ac_on_event_destroyed(CUevent event);
 struct host_call;
 struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per_thread,

@@ -30,7 +30,16 @@ extern bool fake_initialized;
 /* Dies with SIGSEGV inside the driver, as the real one does on some bad input. */
 _Noreturn void fake_crash_like_the_driver(void);
 
-int fake_device_attribute(CUdevice_attribute attr);
+/* Devices: FAKECUDA_DEVICES of them (1 by default). */
+#define FAKE_MAX_DEVICES 4
+int fake_device_count(void);
+int fake_device_attribute(CUdevice_attribute attr, CUdevice dev);
+/* The calling thread's current context, or NULL. */
+CUcontext fake_current_context(void);
+/* The device of the current context (device 0 without one). */
+CUdevice fake_current_device(void);
+/* The primary context of a green context's device. */
+CUcontext fake_green_primary(CUgreenCtx green);
 
 /* ---- the device played (fake_profile.c): FAKECUDA_PROFILE ---- */
 enum fake_profile {
@@ -87,6 +96,8 @@ void fake_streams_end_all(void);
  * their records once the kernel is enqueued. */
 bool fake_launch_events_valid(const CUlaunchConfig *config);
 void fake_launch_events_record(const CUlaunchConfig *config, bool per_thread_entry);
+/* Whether the driver takes these memory operations: none names managed memory. */
+bool fake_mem_ops_valid(unsigned count, const CUstreamBatchMemOpParams *ops);
 /* The graph the stream captures into, or NULL; caller holds fake_lock. */
 struct fake_graph *fake_capture_graph_locked(CUstream h, bool per_thread_entry);
 

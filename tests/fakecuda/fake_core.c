@@ -1,4 +1,8 @@
-/* fake_core.c - initialisation, devices, contexts, error names. */
+/* fake_core.c - initialisation, devices, contexts, error names.
+ *
+ * One device (an H100) unless FAKECUDA_DEVICES asks for more (up to
+ * FAKE_MAX_DEVICES), each with its primary context; a context is current per
+ * thread, set or pushed and popped as on the real driver. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +16,28 @@ bool fake_initialized;
 struct fake_context {
   int device;
 };
-static struct fake_context primary_context;
+static struct fake_context primary_contexts[FAKE_MAX_DEVICES] = {{0}, {1}, {2}, {3}};
 static __thread CUcontext current_context;
+/* cuCtxPushCurrent's stack of the contexts below the current one. */
+#define CONTEXT_STACK 16
+static __thread CUcontext context_stack[CONTEXT_STACK];
+static __thread int context_depth;
+
+int fake_device_count(void) {
+  const char *v = getenv("FAKECUDA_DEVICES");
+  int n = v && *v ? atoi(v) : 1;
+  return n < 1 ? 1 : n > FAKE_MAX_DEVICES ? FAKE_MAX_DEVICES : n;
+}
+static bool valid_device(CUdevice dev) {
+  return dev >= 0 && dev < fake_device_count();
+}
+
+CUcontext fake_current_context(void) {
+  return current_context;
+}
+CUdevice fake_current_device(void) {
+  return current_context ? ((struct fake_context *)current_context)->device : 0;
+}
 
 _Noreturn void fake_crash_like_the_driver(void) {
   volatile int *volatile nowhere = NULL;
@@ -52,39 +76,43 @@ FAKE_EXPORT CUresult cuDriverGetVersion(int *version) {
 FAKE_EXPORT CUresult cuDeviceGetCount(int *count) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!count) return CUDA_ERROR_INVALID_VALUE;
-  *count = 1;
+  *count = fake_device_count();
   return CUDA_SUCCESS;
 }
 
 FAKE_EXPORT CUresult cuDeviceGet(CUdevice *dev, int ordinal) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!dev) return CUDA_ERROR_INVALID_VALUE;
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *dev = 0;
+  if (!valid_device(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+  *dev = ordinal;
   return CUDA_SUCCESS;
 }
 
 FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
   if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   strncpy(name, "attachcheck stand-in driver", (size_t)len - 1);
   name[len - 1] = 0;
   return CUDA_SUCCESS;
 }
 
-/* The profile's value (the H100's: docs/driver-facts.md), overridable by FAKECUDA_<NAME>. */
-static int attribute_or_env(const char *env, int profile_value) {
-  const char *v = getenv(env);
+/* The profile's value (the H100's: docs/driver-facts.md), overridable by
+ * FAKECUDA_<NAME> for every device or FAKECUDA_<NAME>_<DEVICE> for one. */
+static int attribute_or_env(const char *env, int profile_value, CUdevice dev) {
+  char one[96];
+  snprintf(one, sizeof one, "%s_%d", env, dev);
+  const char *v = getenv(one);
+  if (!v || !*v) v = getenv(env);
   return v && *v ? atoi(v) : profile_value;
 }
 
-int fake_device_attribute(CUdevice_attribute attr) {
+int fake_device_attribute(CUdevice_attribute attr, CUdevice dev) {
   enum fake_profile p = fake_profile();
   switch (attr) {
   case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
-    return attribute_or_env("FAKECUDA_CONCURRENT_MANAGED_ACCESS", p != FAKE_PROFILE_TEGRA);
+    return attribute_or_env("FAKECUDA_CONCURRENT_MANAGED_ACCESS", p != FAKE_PROFILE_TEGRA, dev);
   case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS:
-    return attribute_or_env("FAKECUDA_PAGEABLE_MEMORY_ACCESS", p == FAKE_PROFILE_GRACE);
+    return attribute_or_env("FAKECUDA_PAGEABLE_MEMORY_ACCESS", p == FAKE_PROFILE_GRACE, dev);
   case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES:
     return p == FAKE_PROFILE_GRACE;
   case CU_DEVICE_ATTRIBUTE_INTEGRATED:
@@ -111,18 +139,26 @@ int fake_device_attribute(CUdevice_attribute attr) {
 FAKE_EXPORT CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!pi) return CUDA_ERROR_INVALID_VALUE;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *pi = fake_device_attribute(attrib);
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *pi = fake_device_attribute(attrib, dev);
   return CUDA_SUCCESS;
 }
 
 /* Contexts own every allocation and stream: when the last one ends (a
  * created context destroyed, the primary context released to zero or reset)
  * they all end, as on the real driver. */
-static int created_contexts, primary_refs;
+static int created_contexts, primary_refs[FAKE_MAX_DEVICES];
+
+/* Whether any context but dev's primary one is live. */
+static bool other_contexts_live(CUdevice dev) {
+  if (__atomic_load_n(&created_contexts, __ATOMIC_SEQ_CST) > 0) return true;
+  for (int d = 0; d < FAKE_MAX_DEVICES; d++)
+    if (d != dev && __atomic_load_n(&primary_refs[d], __ATOMIC_SEQ_CST) > 0) return true;
+  return false;
+}
 
 static void context_ended(void) {
-  if (created_contexts > 0 || primary_refs > 0) return;
+  if (other_contexts_live(-1)) return;
   fake_streams_end_all();
   fake_memory_end_all();
 }
@@ -130,18 +166,18 @@ static void context_ended(void) {
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  __atomic_add_fetch(&primary_refs, 1, __ATOMIC_SEQ_CST);
-  *pctx = (CUcontext)&primary_context;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  __atomic_add_fetch(&primary_refs[dev], 1, __ATOMIC_SEQ_CST);
+  *pctx = (CUcontext)&primary_contexts[dev];
   return CUDA_SUCCESS;
 }
 
 /* The old ABIs share the body rather than call the exported _v2: the real
  * driver calls no export of its own, and a shim in front must see one call. */
 static CUresult release_primary(CUdevice dev) {
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  if (primary_refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
-  if (__atomic_sub_fetch(&primary_refs, 1, __ATOMIC_SEQ_CST) == 0) context_ended();
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (primary_refs[dev] == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  if (__atomic_sub_fetch(&primary_refs[dev], 1, __ATOMIC_SEQ_CST) == 0) context_ended();
   return CUDA_SUCCESS;
 }
 FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
@@ -155,8 +191,8 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
  * stays retained and comes back on its next use. */
 static CUresult reset_primary(CUdevice dev) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  if (created_contexts == 0) {
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  if (!other_contexts_live(dev)) {
     fake_streams_end_all();
     fake_memory_end_all();
   }
@@ -169,14 +205,22 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev) {
   return reset_primary(dev);
 }
 
+static bool is_primary(CUcontext ctx) {
+  return (uintptr_t)ctx >= (uintptr_t)&primary_contexts[0] &&
+         (uintptr_t)ctx < (uintptr_t)&primary_contexts[FAKE_MAX_DEVICES];
+}
+
 static CUresult create_context(CUcontext *pctx, CUdevice dev) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   struct fake_context *c = calloc(1, sizeof *c);
   if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+  c->device = dev;
   __atomic_add_fetch(&created_contexts, 1, __ATOMIC_SEQ_CST);
   *pctx = (CUcontext)c;
+  /* A created context is pushed on the calling thread's stack. */
+  if (context_depth < CONTEXT_STACK) context_stack[context_depth++] = current_context;
   current_context = *pctx;
   return CUDA_SUCCESS;
 }
@@ -194,8 +238,10 @@ FAKE_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, 
 
 FAKE_EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx) {
   if (!ctx) return CUDA_ERROR_INVALID_VALUE;
-  if (ctx == (CUcontext)&primary_context) return CUDA_ERROR_INVALID_CONTEXT;
-  if (current_context == ctx) current_context = NULL;
+  if (is_primary(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  /* Destroying the current context pops it from the thread's stack. */
+  if (current_context == ctx)
+    current_context = context_depth > 0 ? context_stack[--context_depth] : NULL;
   free(ctx);
   if (__atomic_sub_fetch(&created_contexts, 1, __ATOMIC_SEQ_CST) == 0) context_ended();
   return CUDA_SUCCESS;
@@ -207,7 +253,7 @@ FAKE_EXPORT CUresult cuDeviceGetDevResource(CUdevice dev, CUdevResource *res,
                                             CUdevResourceType type) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!res) return CUDA_ERROR_INVALID_VALUE;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
   if (type != CU_DEV_RESOURCE_TYPE_SM) return CUDA_ERROR_INVALID_RESOURCE_TYPE;
   memset(res, 0, sizeof *res);
   res->type = type;
@@ -226,9 +272,16 @@ FAKE_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx *green, CUdevResourceDesc desc,
                                       unsigned int flags) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!green || !desc || flags != CU_GREEN_CTX_DEFAULT_STREAM) return CUDA_ERROR_INVALID_VALUE;
-  if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *green = (CUgreenCtx)calloc(1, sizeof(struct fake_context));
-  return *green ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  struct fake_context *c = calloc(1, sizeof *c);
+  if (!c) return CUDA_ERROR_OUT_OF_MEMORY;
+  c->device = dev;
+  *green = (CUgreenCtx)c;
+  return CUDA_SUCCESS;
+}
+
+CUcontext fake_green_primary(CUgreenCtx green) {
+  return (CUcontext)&primary_contexts[((struct fake_context *)green)->device];
 }
 
 FAKE_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx green) {
@@ -254,7 +307,25 @@ FAKE_EXPORT CUresult cuCtxGetDevice(CUdevice *dev) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!dev) return CUDA_ERROR_INVALID_VALUE;
   if (!current_context) return CUDA_ERROR_INVALID_CONTEXT;
-  *dev = 0;
+  *dev = ((struct fake_context *)current_context)->device;
+  return CUDA_SUCCESS;
+}
+
+/* The context pushed becomes current, the one current before goes below it. */
+FAKE_EXPORT CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if (context_depth == CONTEXT_STACK) return CUDA_ERROR_OUT_OF_MEMORY;
+  context_stack[context_depth++] = current_context;
+  current_context = ctx;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!current_context) return CUDA_ERROR_INVALID_CONTEXT;
+  if (pctx) *pctx = current_context;
+  current_context = context_depth > 0 ? context_stack[--context_depth] : NULL;
   return CUDA_SUCCESS;
 }
 

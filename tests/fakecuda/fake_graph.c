@@ -168,7 +168,7 @@ ADD_KERNEL_NODE(cuGraphAddKernelNode, CUDA_KERNEL_NODE_PARAMS_v1)
  * device without concurrent managed access (cuGraphAddMemcpyNode's documentation). */
 static bool unified_managed(CUmemorytype type, CUdeviceptr p) {
   if (type != CU_MEMORYTYPE_UNIFIED ||
-      fake_device_attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS))
+      fake_device_attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, fake_current_device()))
     return false;
   pthread_mutex_lock(&fake_lock);
   struct fake_alloc *a = fake_find_alloc(p);
@@ -201,6 +201,17 @@ FAKE_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *out, CUgraph graph, const
   if (!node) return CUDA_ERROR_INVALID_VALUE;
   node->set = *set;
   return CUDA_SUCCESS;
+}
+
+/* A memory-operation node, refused where its stream form would be (a managed
+ * address); launched, it is work of the launch's stream like any node. */
+FAKE_EXPORT CUresult cuGraphAddBatchMemOpNode(CUgraphNode *out, CUgraph graph,
+                                              const CUgraphNode *deps, size_t n,
+                                              const CUDA_BATCH_MEM_OP_NODE_PARAMS *p) {
+  (void)deps, (void)n;
+  if (!p || !fake_mem_ops_valid(p->count, p->paramArray)) return CUDA_ERROR_INVALID_VALUE;
+  return added(out, graph, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) ? CUDA_SUCCESS
+                                                            : CUDA_ERROR_INVALID_VALUE;
 }
 
 FAKE_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph graph,

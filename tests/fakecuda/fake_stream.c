@@ -23,6 +23,7 @@ struct fake_stream {
   uint64_t enqueued, completed;
   unsigned pending_host_functions;
   CUgreenCtx green;         /* the green context it was made in, or NULL */
+  CUcontext ctx;            /* its context (a green context's: its device's primary one) */
   struct fake_stream *next; /* live list, or free list once destroyed */
 };
 
@@ -32,6 +33,7 @@ struct fake_stream {
 struct fake_event {
   unsigned magic;
   unsigned flags;
+  CUcontext ctx; /* current when it was made */
   size_t count;
   struct {
     struct fake_stream *stream;
@@ -226,6 +228,7 @@ static CUresult create_stream(CUstream *ph, unsigned flags, int priority, CUgree
                             .priority = priority,
                             .live = true,
                             .green = green,
+                            .ctx = green ? fake_green_primary(green) : fake_current_context(),
                             .next = live_streams};
   live_streams = s;
   pthread_mutex_unlock(&fake_lock);
@@ -320,6 +323,7 @@ FAKE_EXPORT CUresult cuEventCreate(CUevent *ph, unsigned int flags) {
   if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
   e->magic = STREAM_MAGIC;
   e->flags = flags;
+  e->ctx = fake_current_context();
   *ph = (CUevent)e;
   return CUDA_SUCCESS;
 }
@@ -519,7 +523,8 @@ static bool memory_accepts_attach(CUdeviceptr dptr, size_t length) {
   if (dptr == 0) return false;
   if (a && a->kind == FAKE_MANAGED) return dptr == a->base && (length == 0 || length == a->size);
   if (a) return false; /* device or pinned */
-  return fake_device_attribute(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) && length != 0;
+  return fake_device_attribute(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, fake_current_device()) &&
+         length != 0;
 }
 
 /* The checks in the order that reproduces docs/driver-facts.md row by row. */
@@ -592,24 +597,34 @@ FAKE_EXPORT CUresult cuGreenCtxStreamCreate(CUstream *ph, CUgreenCtx green, unsi
   return create_stream(ph, flags, priority, green);
 }
 
-/* A green context's event record covers each of its streams, and its wait
- * holds each back; either, on a green context with a capturing stream, is
- * refused and invalidates the capture (both documented). */
-static CUresult green_event(CUgreenCtx green, CUevent h, bool record) {
-  struct fake_event *e = (struct fake_event *)h;
-  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (!green || !e) return CUDA_ERROR_INVALID_HANDLE;
+/* Whether s is one of the streams an event over a green context (green) or
+ * a context (ctx: its own streams, its green contexts', its legacy and
+ * per-thread default streams) covers. */
+static bool stream_of_owner(const struct fake_stream *s, CUgreenCtx green, CUcontext ctx) {
+  if (green) return s->green == green;
+  return s->ctx == ctx || s == &legacy_stream || s == &per_thread_stream;
+}
+
+/* An event record over a green context or a context covers each of its
+ * streams, and a wait holds each back; either, with a capturing stream
+ * among them, is refused and invalidates the capture (both documented). */
+static CUresult owner_event(CUgreenCtx green, CUcontext ctx, struct fake_event *e, bool record) {
   CUresult r = CUDA_SUCCESS;
+  struct fake_stream *all[2] = {&legacy_stream, &per_thread_stream};
   pthread_mutex_lock(&fake_lock);
   for (struct fake_stream *s = live_streams; s; s = s->next)
-    if (s->green == green && s->capturing) {
+    if (stream_of_owner(s, green, ctx) && s->capturing) {
       s->capture_invalidated = true;
       r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
   if (r == CUDA_SUCCESS && record) {
     e->count = 0;
+    for (size_t i = 0; !green && i < 2; i++) {
+      e->at[e->count].stream = all[i];
+      e->at[e->count++].seq = all[i]->enqueued;
+    }
     for (struct fake_stream *s = live_streams; s && e->count < EVENT_STREAMS; s = s->next)
-      if (s->green == green) {
+      if (stream_of_owner(s, green, ctx)) {
         e->at[e->count].stream = s;
         e->at[e->count++].seq = s->enqueued;
       }
@@ -617,11 +632,33 @@ static CUresult green_event(CUgreenCtx green, CUevent h, bool record) {
   pthread_mutex_unlock(&fake_lock);
   return r;
 }
+
+static CUresult green_event(CUgreenCtx green, CUevent h, bool record) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!green || !h) return CUDA_ERROR_INVALID_HANDLE;
+  return owner_event(green, NULL, (struct fake_event *)h, record);
+}
 FAKE_EXPORT CUresult cuGreenCtxRecordEvent(CUgreenCtx green, CUevent e) {
   return green_event(green, e, true);
 }
 FAKE_EXPORT CUresult cuGreenCtxWaitEvent(CUgreenCtx green, CUevent e) {
   return green_event(green, e, false);
+}
+
+/* A context's events: hCtx must be given (the documentation names no
+ * "current context" for NULL) and the event made in it. */
+static CUresult context_event(CUcontext ctx, CUevent h, bool record) {
+  struct fake_event *e = (struct fake_event *)h;
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!ctx) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!e || e->ctx != ctx) return CUDA_ERROR_INVALID_HANDLE;
+  return owner_event(NULL, ctx, e, record);
+}
+FAKE_EXPORT CUresult cuCtxRecordEvent(CUcontext ctx, CUevent e) {
+  return context_event(ctx, e, true);
+}
+FAKE_EXPORT CUresult cuCtxWaitEvent(CUcontext ctx, CUevent e) {
+  return context_event(ctx, e, false);
 }
 
 /* ---- stream memory operations: one operation each, which completes at once
@@ -671,12 +708,17 @@ FAKE_VALUE_OP(cuStreamWriteValue32_v2_ptsz, true, cuuint32_t)
 FAKE_VALUE_OP(cuStreamWriteValue64_v2, false, cuuint64_t)
 FAKE_VALUE_OP(cuStreamWriteValue64_v2_ptsz, true, cuuint64_t)
 
+bool fake_mem_ops_valid(unsigned count, const CUstreamBatchMemOpParams *ops) {
+  if (count == 0 || !ops) return false;
+  for (unsigned i = 0; i < count; i++)
+    if (managed_address(op_address(&ops[i]))) return false;
+  return true;
+}
+
 static CUresult batch_mem_op(CUstream h, bool pt, unsigned count,
                              const CUstreamBatchMemOpParams *ops) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (count == 0 || !ops) return CUDA_ERROR_INVALID_VALUE;
-  for (unsigned i = 0; i < count; i++)
-    if (managed_address(op_address(&ops[i]))) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake_mem_ops_valid(count, ops)) return CUDA_ERROR_INVALID_VALUE;
   return fake_enqueue_work(h, pt);
 }
 FAKE_EXPORT CUresult cuStreamBatchMemOp_v2(CUstream h, unsigned int count,

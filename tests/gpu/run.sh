@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh BUILD - the GPU suite: the scenarios, the transparency cases
-# and the examples under attachcheck over the real driver, then the benchmarks.
+# and the examples under attachcheck over the real driver (the two-device
+# scenarios of multi_gpu.txt where there are two GPUs), then the benchmarks.
 # Writes its logs to $OUT (or ./gpu-results). Build here with tools/build.sh;
 # the build folder carries the libunwind copy the shim needs.
 set -uo pipefail
@@ -31,6 +32,14 @@ status=0
     python3 "$here/tests/scenarios/run.py" --build "$build" --driver real || status=1
     echo "== transparency: each case bare and under attachcheck (real driver, $backend)"
     python3 "$here/tests/transparency/run.py" --build "$build" --driver real || status=1
+    echo "== two devices (real driver, $backend)"
+    gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+    if [ "${gpus:-0}" -ge 2 ]; then
+      python3 "$here/tests/scenarios/run.py" --build "$build" --driver real \
+        --expectations "$here/tests/gpu/multi_gpu.txt" || status=1
+    else
+      echo "skip tests/gpu/multi_gpu.txt: nvidia-smi lists ${gpus:-0} GPU(s), it needs 2"
+    fi
     echo "== examples (real driver, $backend)"
     python3 "$here/tests/scenarios/run.py" --build "$build" --driver real \
       --expectations "$here/tests/gpu/examples.txt" || status=1

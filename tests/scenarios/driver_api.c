@@ -2,8 +2,8 @@
  * the model must know: stream memory operations (work on their stream that
  * reads or writes one address), the end of a context (every allocation and
  * stream of it ends), the unloading of a module (its __managed__ variables
- * end), the events cuLaunchKernelEx records, and green contexts: their streams
- * and their events.
+ * end), the events cuLaunchKernelEx records, green contexts: their streams
+ * and their events, and a context's own events.
  *
  *   driver_api CASE
  */
@@ -430,6 +430,60 @@ static void green_wait_before_work(void) {
   green_wait_then_reattach(true);
 }
 
+/* ---- a context's events: over each of its streams ---- */
+
+static CUcontext current(void) {
+  CUcontext ctx = NULL;
+  EXPECT_RC(cu.cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
+  return ctx;
+}
+/* Work on s and t (streams of the primary context), its event recorded, more
+ * work on t if `after`, then the host waits for the event and touches g. */
+static void ctx_record_then_touch(bool after) {
+  CUevent e = timingless_event();
+  set_g_on(s), set_g_on(t);
+  EXPECT_RC(cuCtxRecordEvent(current(), e), CUDA_SUCCESS);
+  if (after) set_g_on(t);
+  EXPECT_RC(cu.cuEventSynchronize(e), CUDA_SUCCESS);
+  *(volatile int *)g = 1;
+}
+/* right: the event covers both streams' work: nothing runs */
+static void ctx_record_covers_streams(void) {
+  ctx_record_then_touch(false);
+}
+/* wrong: work enqueued after the record still runs (AC202) */
+static void ctx_record_not_later(void) {
+  ctx_record_then_touch(true);
+}
+/* m, single-attached to s, used on s; the context waits for an event recorded
+ * after that use (or, with early, before it); then m is attached to t. */
+static void ctx_wait_then_reattach(bool early) {
+  CUevent e = timingless_event();
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  if (early) EXPECT_RC(cu.cuEventRecord(e, s), CUDA_SUCCESS);
+  launch_use(s, m);
+  if (!early) EXPECT_RC(cu.cuEventRecord(e, s), CUDA_SUCCESS);
+  EXPECT_RC(cuCtxWaitEvent(current(), e), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamAttachMemAsync(t, m, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+}
+/* right: t is ordered after s's kernel */
+static void ctx_wait_orders_reattach(void) {
+  ctx_wait_then_reattach(false);
+}
+/* wrong: ... the event was recorded before the kernel (AC401) */
+static void ctx_wait_before_work(void) {
+  ctx_wait_then_reattach(true);
+}
+/* The documentation: the event must be of the context, and the context given. */
+static void ctx_event_refused(void) {
+  CUevent e = timingless_event();
+  CUcontext primary = current(), other;
+  EXPECT_RC(cuCtxCreate(&other, NULL, 0, dev), CUDA_SUCCESS);
+  EXPECT_RC(cuCtxRecordEvent(other, e), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_RC(cuCtxDestroy(other), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuCtxSetCurrent(primary), CUDA_SUCCESS);
+}
+
 static const struct scenario_case cases[] = {
     {"value_ops_managed_refused", value_ops_managed_refused},
     {"write_value_busy_touch", write_value_busy_touch},
@@ -459,6 +513,11 @@ static const struct scenario_case cases[] = {
     {"green_record_not_later", green_record_not_later},
     {"green_wait_orders_reattach", green_wait_orders_reattach},
     {"green_wait_before_work", green_wait_before_work},
+    {"ctx_record_covers_streams", ctx_record_covers_streams},
+    {"ctx_record_not_later", ctx_record_not_later},
+    {"ctx_wait_orders_reattach", ctx_wait_orders_reattach},
+    {"ctx_wait_before_work", ctx_wait_before_work},
+    {"ctx_event_refused", ctx_event_refused},
 };
 
 /* Cases that make their own start (a context of their own, or its end). */

@@ -8,6 +8,7 @@
  *
  *   graphs CASE
  */
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "scenario.h"
@@ -262,6 +263,46 @@ static void exec_update_then_set(void) {
   launch_graph(exec, t);
 }
 
+/* ---- memory-operation nodes: work of the launch's stream, never on managed memory ---- */
+
+/* A graph of one memory-operation node writing `at`; the driver's answer. */
+static CUresult add_write_node(CUgraph *graph, CUdeviceptr at) {
+  CUstreamBatchMemOpParams op;
+  CUDA_BATCH_MEM_OP_NODE_PARAMS p;
+  CUgraphNode node;
+  CUcontext ctx = NULL;
+  memset(&op, 0, sizeof op);
+  op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  op.writeValue.address = at;
+  op.writeValue.value = 7;
+  EXPECT_RC(cu.cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
+  p = (CUDA_BATCH_MEM_OP_NODE_PARAMS){.ctx = ctx, .count = 1, .paramArray = &op, .flags = 0};
+  EXPECT_RC(cuGraphCreate(graph, 0), CUDA_SUCCESS);
+  return cuGraphAddBatchMemOpNode(&node, *graph, NULL, 0, &p);
+}
+/* The driver refuses a managed address in the node, as in stream memory
+ * operations (docs/driver-facts.md): nothing to judge */
+static void batch_node_managed_refused(void) {
+  CUgraph graph;
+  EXPECT_RC(add_write_node(&graph, m), CUDA_ERROR_INVALID_VALUE);
+}
+/* A graph writing device memory launched on s; the CPU touches m
+ * (single-attached to s) after the host waited for s, or, wrong, before (AC201) */
+static void batch_node_then_touch(bool wait) {
+  CUgraph graph;
+  EXPECT_RC(add_write_node(&graph, d), CUDA_SUCCESS);
+  CUgraphExec exec = instantiate(graph);
+  EXPECT_RC(cuGraphLaunch(exec, s), CUDA_SUCCESS);
+  if (wait) EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  *(volatile int *)m = 1;
+}
+static void batch_node_busy_touch(void) {
+  batch_node_then_touch(false);
+}
+static void batch_node_after_sync(void) {
+  batch_node_then_touch(true);
+}
+
 static const struct scenario_case cases[] = {
     {"captured_copy_foreign", captured_copy_foreign},
     {"captured_copy_same_stream", captured_copy_same_stream},
@@ -282,6 +323,9 @@ static const struct scenario_case cases[] = {
     {"exec_child_set_away", exec_child_set_away},
     {"exec_update_foreign", exec_update_foreign},
     {"exec_update_then_set", exec_update_then_set},
+    {"batch_node_managed_refused", batch_node_managed_refused},
+    {"batch_node_busy_touch", batch_node_busy_touch},
+    {"batch_node_after_sync", batch_node_after_sync},
 };
 
 int main(int argc, char **argv) {
