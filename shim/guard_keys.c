@@ -136,10 +136,28 @@ static long elapsed_ns(const struct timespec *since) {
   return (now.tv_sec - since->tv_sec) * 1000000000L + (now.tv_nsec - since->tv_nsec);
 }
 
+/* A revocation is a SIGSEGV queued with this marker as its value: the
+ * handler tells it from a fault (si_code > 0) and from a SIGSEGV the program
+ * sends (its own value, or kill/raise's SI_USER/SI_TKILL) whatever else is
+ * pending. */
+static const char revocation_marker = 'R';
+
+static bool send_revocation(pid_t tid) {
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  info.si_signo = SIGSEGV;
+  info.si_code = SI_QUEUE;
+  info.si_pid = getpid();
+  info.si_uid = getuid();
+  info.si_value.sival_ptr = (void *)&revocation_marker;
+  return syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, SIGSEGV, &info) == 0;
+}
+
 /* Signals every other running thread that holds a slot of `slots`; waits
  * until each has dropped it, is parked, or is gone. */
 static void revoke_others(uint32_t slots) {
   static unsigned tickets[KEY_THREADS_MAX];
+  static pid_t tids[KEY_THREADS_MAX];
   bool any = false;
   for (size_t i = 0; i < threads_high; i++) {
     struct key_thread *t = &threads[i];
@@ -153,7 +171,8 @@ static void revoke_others(uint32_t slots) {
         expected == PARKED)
       continue; /* catches up when its call returns */
     tickets[i] = __atomic_add_fetch(&t->sent, 1, __ATOMIC_SEQ_CST);
-    if (syscall(SYS_tgkill, getpid(), t->tid, SIGSEGV) != 0) {
+    tids[i] = t->tid;
+    if (!send_revocation(t->tid)) {
       tickets[i] = 0; /* gone */
       continue;
     }
@@ -165,7 +184,7 @@ static void revoke_others(uint32_t slots) {
   clock_gettime(CLOCK_MONOTONIC, &started);
   for (size_t i = 0; i < threads_high; i++) {
     struct key_thread *t = &threads[i];
-    while (tickets[i] && __atomic_load_n(&t->used, __ATOMIC_ACQUIRE) &&
+    while (tickets[i] && __atomic_load_n(&t->used, __ATOMIC_ACQUIRE) && t->tid == tids[i] &&
            (int)(__atomic_load_n(&t->seen, __ATOMIC_ACQUIRE) - tickets[i]) < 0 &&
            __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != PARKED) {
       if (elapsed_ns(&started) > REVOKE_WAIT_NS) {
@@ -179,11 +198,13 @@ static void revoke_others(uint32_t slots) {
 
 /* From the SIGSEGV handler: a revocation sent by revoke_others. Disables
  * in the interrupted PKRU the slots forbidden now. Async-signal-safe. */
-bool ac_guard_keys_on_revocation(void *ucontext) {
+bool ac_guard_keys_on_revocation(const siginfo_t *info, void *ucontext) {
+  if (info->si_code != SI_QUEUE || info->si_pid != getpid() ||
+      info->si_value.sival_ptr != (void *)&revocation_marker)
+    return false;
   struct key_thread *t = self;
-  if (!t) return false;
+  if (!t) return true; /* sent to a thread that ended since: nothing to drop */
   unsigned sent = __atomic_load_n(&t->sent, __ATOMIC_ACQUIRE);
-  if (__atomic_load_n(&t->seen, __ATOMIC_ACQUIRE) == sent) return false; /* not ours */
   uint32_t holding = t->holding & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
   uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
   if (pkru) *pkru = pkru_of(*pkru, holding);

@@ -185,8 +185,7 @@ static void on_segv(int sig, siginfo_t *info, void *context) {
   static __thread void *last_retry;
   static __thread int retries;
   ucontext_t *uc = context;
-  if (info->si_code == SI_TKILL && info->si_pid == getpid() && ac_guard_keys_on_revocation(uc))
-    return;
+  if (info->si_code == SI_QUEUE && ac_guard_keys_on_revocation(info, uc)) return;
   if (info->si_code > 0) { /* a real fault, not a signal sent by kill/raise */
     struct fault f = {info, uc, AC_GUARD_NOT_OURS};
     run_on_private_stack(judge, &f);

@@ -33,6 +33,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -328,7 +329,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
                                       void *ucontext);
 /* From the SIGSEGV handler: a signal sent by the guard to make this thread
  * drop protection keys (guard_keys.c); false if it was not one. */
-bool ac_guard_keys_on_revocation(void *ucontext);
+bool ac_guard_keys_on_revocation(const siginfo_t *info, void *ucontext);
 /* Around a call a signal would cut short (a sleep, a poll, a wait): the
  * guard does not signal a parked thread; it catches up on unpark. */
 void ac_guard_park(void);
