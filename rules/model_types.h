@@ -15,12 +15,24 @@ struct ac_stack {
   void *pc[AC_STACK_MAX];
 };
 
+/* A stack stored once in the depot (stack_depot.h); 0: none. */
+typedef uint32_t ac_stack_id;
+
 /* Where an operation was enqueued: shown as "what made the memory busy". */
 struct ac_op_origin {
   const char *api;
   uint64_t thread;
   uint64_t seq; /* its place in its stream */
   struct ac_stack stack;
+};
+
+/* The same, as the model keeps it: the stack in the depot. A finding gets
+ * the whole ac_op_origin (ac_origin_expand). */
+struct ac_origin {
+  const char *api; /* NULL: none */
+  uint64_t thread;
+  uint64_t seq;
+  ac_stack_id stack;
 };
 
 enum ac_mem_kind {
