@@ -98,10 +98,13 @@ struct ac_op_record {
  * AC_HISTORY_MAX operations before it. */
 #define AC_HISTORY_RING (2 * AC_HISTORY_MAX)
 
-/* A bounded ring of the latest operations; total counts every one recorded. */
+/* A bounded ring of the latest operations; total counts every one recorded.
+ * Record i is op[i % AC_HISTORY_RING]; the array grows to that size as
+ * records come (a stream used once keeps one or two, not 32). */
 struct ac_op_ring {
   uint64_t total;
-  struct ac_op_record op[AC_HISTORY_RING];
+  uint32_t cap;
+  struct ac_op_record *op;
 };
 
 const char *ac_op_kind_name(enum ac_op_kind kind);
