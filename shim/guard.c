@@ -7,10 +7,11 @@
  * freed) the protected pages are exactly those the model forbids the CPU,
  * before the call that made the transition returns. Memory the program may
  * touch is never left protected, so a correct program never faults and never
- * sees EFAULT from a system call. The allocations are grouped, once per
- * change of layout, into classes of byte ranges - globally attached, HOST,
- * single-attached to stream S, pending an attach - so a transition costs a
- * few merges of sorted lists and the mprotect calls for what changed.
+ * sees EFAULT from a system call. The allocations are grouped into classes of
+ * byte ranges - globally attached, HOST, single-attached to stream S, pending
+ * an attach - kept up to date allocation by allocation (guard_classes.c), so
+ * a transition costs a few merges of sorted lists and the mprotect calls for
+ * what changed.
  *
  * Small allocations share pages. A page is protected only if some forbidden
  * allocation lies in it and no allowed one does: a touch of the forbidden
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include "grow.h"
+#include "guard_classes.h"
 #include "guard_internal.h"
 #include "ranges.h"
 #include "rules_host.h"
@@ -40,20 +42,7 @@
 struct ac_guard_shared ac_guard = {.driver_lo = UINTPTR_MAX};
 
 static uint64_t seen_generation = UINT64_MAX, seen_layout = UINT64_MAX;
-static uint64_t classes_layout = UINT64_MAX;
 static bool seen_any_busy;
-
-/* The allocations by class (exact bytes), rebuilt when the layout changes. */
-struct stream_ranges {
-  const struct ac_stream *stream;
-  struct range_list ranges;
-};
-static struct range_list all_managed; /* every managed allocation not being freed */
-static struct range_list global_ranges;
-static struct stream_ranges *single_ranges;
-static size_t single_count, single_cap;
-static struct ac_alloc **pending;
-static size_t pending_count, pending_cap;
 
 static struct range_list wanted_now; /* what the CPU may not touch now (pages) */
 
@@ -66,51 +55,6 @@ double ac_guard_now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* ---- classes ---- */
-
-static struct range_list *ranges_of_stream(const struct ac_stream *s) {
-  for (size_t i = 0; i < single_count; i++)
-    if (single_ranges[i].stream == s) return &single_ranges[i].ranges;
-  if (!AC_GROW(single_ranges, single_count, single_cap, 8)) return NULL;
-  single_ranges[single_count] = (struct stream_ranges){s, {0, 0, NULL}};
-  return &single_ranges[single_count++].ranges;
-}
-
-static void note_pending(struct ac_alloc *a) {
-  if (AC_GROW(pending, pending_count, pending_cap, 16)) pending[pending_count++] = a;
-}
-
-static void classify(struct ac_alloc *a, void *ctx) {
-  (void)ctx;
-  if (!ac_alloc_is_managed(a) || a->size == 0 || a->retiring) return;
-  enum ac_assoc assoc[2];
-  struct ac_stream *stream[2];
-  uintptr_t start = a->base, end = a->base + a->size;
-  range_push(&all_managed, start, end);
-  if (ac_order_binding_assocs(ac_model, a, assoc, stream) == 2) {
-    note_pending(a);
-  } else if (assoc[0] == AC_ASSOC_GLOBAL) {
-    range_push(&global_ranges, start, end);
-  } else if (assoc[0] == AC_ASSOC_SINGLE && stream[0]) {
-    struct range_list *l = ranges_of_stream(stream[0]);
-    if (l) range_push(l, start, end);
-  } /* HOST: the CPU may always touch it */
-}
-
-static void rebuild_classes(void) {
-  all_managed.n = global_ranges.n = 0;
-  for (size_t i = 0; i < single_count; i++)
-    range_free(&single_ranges[i].ranges);
-  single_count = 0;
-  pending_count = 0;
-  ac_model_for_each_alloc(ac_model, classify, NULL);
-  range_normalise(&all_managed);
-  range_normalise(&global_ranges);
-  for (size_t i = 0; i < single_count; i++)
-    range_normalise(&single_ranges[i].ranges);
-  ac_guard.stats.rebuilds++;
 }
 
 /* Under `device` semantics, globally attached memory is off-limits only while
@@ -138,6 +82,12 @@ static void join(struct range_list *forbidden, const struct range_list *l) {
   joined = swap;
 }
 
+static void join_stream_class(const struct ac_stream *s, const struct range_list *ranges,
+                              void *forbidden) {
+  (void)s;
+  join(forbidden, ranges);
+}
+
 /* The allocations the CPU may not touch now, in exact bytes (normalised).
  * Lists are merged, never sorted again: a transition over 10,000 allocations
  * stays linear. */
@@ -145,16 +95,16 @@ static void forbidden_bytes(struct range_list *forbidden) {
   static struct range_list extra;
   forbidden->n = extra.n = 0;
   if (ac_model_reach_semantics(ac_model)) {
-    ac_model_for_each_stream(ac_model, add_reached_global, &extra);
+    ac_model_for_each_busy_stream(ac_model, add_reached_global, &extra);
     range_normalise(&extra);
     join(forbidden, &extra);
   } else {
-    join(forbidden, &global_ranges);
+    join(forbidden, ac_guard_classes_global());
   }
-  for (size_t i = 0; i < single_count; i++)
-    if (ac_order_stream_busy(ac_model, single_ranges[i].stream))
-      join(forbidden, &single_ranges[i].ranges);
+  ac_guard_classes_for_each_stream(true, join_stream_class, forbidden);
   extra.n = 0;
+  size_t pending_count;
+  struct ac_alloc *const *pending = ac_guard_classes_pending(&pending_count);
   for (size_t i = 0; i < pending_count; i++) {
     struct ac_stream *blocker;
     enum ac_rule_id rule;
@@ -175,7 +125,7 @@ static void desired_pages(struct range_list *want, bool any_busy) {
   if (!any_busy) return;
   forbidden_bytes(&forbidden);
   if (!forbidden.n) return;
-  range_subtract(&allowed, &all_managed, &forbidden);
+  range_subtract(&allowed, ac_guard_classes_all_managed(), &forbidden);
   range_round_out(&forbidden_pages, &forbidden, (uintptr_t)ac_guard.page_size);
   range_round_out(&allowed_pages, &allowed, (uintptr_t)ac_guard.page_size);
   range_subtract(want, &forbidden_pages, &allowed_pages);
@@ -254,10 +204,7 @@ void ac_guard_refresh_locked(void) {
   double started = ac_guard_now_seconds();
   ac_guard.stats.refreshes++;
   bool any_busy = ac_order_any_busy(ac_model, NULL) != NULL;
-  if (any_busy && (layout != classes_layout || pending_count)) {
-    rebuild_classes();
-    classes_layout = layout;
-  }
+  if (any_busy) ac_guard_classes_update();
   seen_any_busy = any_busy;
   seen_generation = generation;
   seen_layout = layout;
@@ -326,7 +273,8 @@ void ac_guard_start(void) {
 void ac_guard_after_fork_child(void) {
   ac_guard.protected_now.n = wanted_now.n = 0;
   ac_guard.lifted_count = 0;
-  seen_generation = seen_layout = classes_layout = UINT64_MAX;
+  seen_generation = seen_layout = UINT64_MAX;
+  ac_guard_classes_reset();
   ac_guard.published_count = 0;
   ac_guard_reporter_after_fork_child();
 }
