@@ -5,7 +5,9 @@
 # default: a CPU-side measure) or the real one. Prints the seconds, the ratio,
 # the growth from one size to the next (2.0 when sizes double and the cost is
 # linear, 4.0 when it is quadratic) and, for live allocations, the bytes the
-# shim adds per tracked allocation.
+# shim adds per tracked allocation: over all of them (its fixed cost - code,
+# libraries, tables - included), and for each allocation beyond the previous
+# size (the cost of one more).
 set -euo pipefail
 build=$(cd "${1:?usage: bench/scale.sh BUILD [fake|real] [SIZES]}" && pwd)
 driver=${2:-fake}
@@ -28,7 +30,7 @@ best() { # best (lowest) seconds of 3 runs, and the peak RSS of that run
 }
 
 for mode in live free attach stream-cycles streams-alive; do
-  prev=""
+  prev="" prev_n="" prev_kb=""
   for n in $sizes; do
     read -r a akb <<<"$(best "$exe" "$mode" "$n")"
     read -r b bkb <<<"$(best "${shim[@]}" "$exe" "$mode" "$n")"
@@ -36,8 +38,10 @@ for mode in live free attach stream-cycles streams-alive; do
     extra=""
     [ "$mode" = live ] && extra=$(awk -v a="$akb" -v b="$bkb" -v n="$n" \
       'BEGIN{printf ", %.0f B per allocation", (b-a)*1024/n}')
+    [ "$mode" = live ] && [ -n "$prev_n" ] && extra+=$(awk -v d="$((bkb - akb))" \
+      -v p="$prev_kb" -v n="$n" -v m="$prev_n" 'BEGIN{printf " (%.0f B each beyond %d)", (d-p)*1024/(n-m), m}')
     echo "$mode $n: without ${a} s, with ${b} s, ratio $(awk -v a="$a" -v b="$b" \
       'BEGIN{printf "%.1f", (a>0)?b/a:0}')${growth:+, growth ${growth}x}$extra"
-    prev=$b
+    prev=$b prev_n=$n prev_kb=$((bkb - akb))
   done
 done
