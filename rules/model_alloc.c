@@ -60,24 +60,26 @@ static bool granule_insert(struct granule *g, struct ac_alloc *a) {
   return true;
 }
 
-/* The index of g's first entry whose base is at or above addr. */
-static size_t lower_bound(const struct granule *g, uintptr_t addr) {
-  size_t lo = 0, hi = g->count;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (g->e[mid].base < addr)
-      lo = mid + 1;
-    else
-      hi = mid;
+/* How many of g's entries (it has one at least) start at or below addr.
+ * Branch-free, the step a conditional move: it is most of the lookup of a
+ * kernel argument. */
+static inline __attribute__((always_inline)) size_t at_or_below(const struct granule *g,
+                                                                uintptr_t addr) {
+  const struct granule_entry *at = g->e;
+  size_t n = g->count;
+  while (n > 1) {
+    size_t half = n / 2;
+    at = at[half].base <= addr ? at + half : at;
+    n -= half;
   }
-  return lo;
+  return (size_t)(at - g->e) + (at->base <= addr);
 }
 
 static void granule_drop(struct ac_model *m, uint64_t key, const struct ac_alloc *a) {
   struct granule *g;
   HASH_FIND(hh, m->granules, &key, sizeof key, g);
   if (!g) return;
-  for (size_t i = lower_bound(g, a->base); i < g->count && g->e[i].base == a->base; i++) {
+  for (size_t i = at_or_below(g, a->base); i-- > 0 && g->e[i].base == a->base;) {
     if (g->e[i].alloc != a) continue;
     memmove(&g->e[i], &g->e[i + 1], (g->count - i - 1) * sizeof g->e[0]);
     g->count--;
@@ -212,14 +214,7 @@ static struct ac_alloc *find_uncached(const struct ac_model *m, uintptr_t addr) 
   if (!g) return NULL;
   /* The last allocation starting at or below addr: with equal bases (a stale
    * record a free we never saw left behind) the newest, which owns it now. */
-  const struct granule_entry *at = g->e;
-  size_t n = g->count;
-  while (n > 1) { /* branch-free: the compiler makes the step a conditional move */
-    size_t half = n / 2;
-    at = at[half].base <= addr ? at + half : at;
-    n -= half;
-  }
-  size_t lo = (size_t)(at - g->e) + (at->base <= addr); /* entries with base <= addr */
+  size_t lo = at_or_below(g, addr);
   if (lo > 0 && addr < g->e[lo - 1].end) return g->e[lo - 1].alloc;
   /* Otherwise only an allocation that began in an earlier granule can reach
    * addr; those sort first. */
@@ -277,7 +272,7 @@ static struct ac_alloc *overlapping_in(const struct ac_model *m, uint64_t key, u
   for (size_t i = 0; g->nested && i < g->count; i++)
     if (g->e[i].base < end && base < g->e[i].end) return g->e[i].alloc;
   if (g->nested) return NULL;
-  size_t i = lower_bound(g, base);
+  size_t i = base ? at_or_below(g, base - 1) : 0; /* the first from base on */
   if (i > 0 && base < g->e[i - 1].end) return g->e[i - 1].alloc;
   return i < g->count && g->e[i].base < end ? g->e[i].alloc : NULL;
 }
