@@ -1,6 +1,8 @@
 /* bench/scale.c - how the shim's cost grows with what is alive (CPU side,
  * over the stand-in driver or the real one). Each mode does N operations of
- * one kind and prints the seconds they took and the peak RSS in KiB:
+ * one kind and prints the CPU seconds they took - the process's, every
+ * thread's: a loaded machine blurs elapsed time, not this - and the peak RSS
+ * in KiB:
  *   live N             N small GLOBAL allocations made and kept
  *   free N             N allocations made, then freed (only the frees timed)
  *   attach N           N allocations each attached to a stream, launch+sync each 256
@@ -20,7 +22,7 @@ static CUfunction kernel;
 
 static double now(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 

@@ -66,3 +66,10 @@ void ac_clock_free(struct ac_clock *c) {
   free(c->e);
   memset(c, 0, sizeof *c);
 }
+
+void ac_clock_retain(struct ac_clock *c, bool (*keep)(uint64_t stream, void *ctx), void *ctx) {
+  size_t out = 0;
+  for (size_t i = 0; i < c->n; i++)
+    if (keep(c->e[i].stream, ctx)) c->e[out++] = c->e[i];
+  c->n = out;
+}

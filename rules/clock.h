@@ -27,5 +27,7 @@ bool ac_clock_raise(struct ac_clock *c, uint64_t stream, uint64_t seq);
 bool ac_clock_join(struct ac_clock *dst, const struct ac_clock *src);
 bool ac_clock_copy(struct ac_clock *dst, const struct ac_clock *src);
 void ac_clock_free(struct ac_clock *c);
+/* Drops the entries of streams keep answers false for (forgotten streams). */
+void ac_clock_retain(struct ac_clock *c, bool (*keep)(uint64_t stream, void *ctx), void *ctx);
 
 #endif

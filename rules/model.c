@@ -8,11 +8,7 @@ struct ac_model *ac_model_create(void) {
   if (!m) return NULL;
   m->next_alloc_serial = 1;
   m->next_stream_serial = 1;
-  m->legacy_stream.serial = m->next_stream_serial++;
-  m->legacy_stream.kind = AC_STREAM_LEGACY;
-  m->legacy_stream.handle = 0x1; /* CU_STREAM_LEGACY */
-  m->legacy_stream.live = true;
-  m->legacy_stream.blocking = true;
+  ac_model_enrol_legacy(m);
   return m;
 }
 
@@ -21,6 +17,8 @@ void ac_model_destroy(struct ac_model *m) {
   ac_model_free_allocs(m);
   ac_model_free_order(m);
   ac_clock_free(&m->legacy_stream.waited);
+  ac_history_free(&m->legacy_stream.history);
+  ac_history_free(&m->host_history);
   free(m->legacy_stream.reach);
   ac_model_free_streams(m);
   free(m);

@@ -15,38 +15,55 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <uthash.h>
+
 #include "clock.h"
 #include "model_types.h"
 
 struct ac_model;
 struct ac_stream;
 
-struct ac_alloc {
-  uint64_t serial; /* unique for the life of the process */
-  uintptr_t base;
-  size_t size;
-  enum ac_mem_kind kind;
-  bool learned;                   /* found through the driver, not seen being made */
-  unsigned default_flags;         /* the cuMemAllocManaged flags */
-  enum ac_assoc assoc;            /* current association */
+/* What an allocation needs once it has been attached, or when it is a
+ * __managed__ variable. Most allocations never are, and go without: a record
+ * costs 64 bytes, its stack a 4-byte id in the depot (stack_depot.h). */
+struct ac_alloc_more {
+  struct ac_alloc *alloc;         /* whose */
   struct ac_stream *assoc_stream; /* for AC_ASSOC_SINGLE */
   /* An association changes when the attach operation completes: until the host
-   * has observed (attach_stream, attach_seq), the previous one binds too. */
+   * has observed (attach_stream, attach_seq), the previous one binds too. The
+   * attach is settled - attach_stream NULL - the moment the host observes it. */
   struct ac_stream *attach_stream;
   uint64_t attach_seq;
-  enum ac_assoc prev_assoc;
   struct ac_stream *prev_stream;
-  struct ac_op_origin attach_origin; /* api is NULL until the first attach */
-  char name[64];                     /* __managed__ variable name */
-  uintptr_t module;                  /* CUmodule / CUlibrary of a __managed__ variable */
+  enum ac_assoc prev_assoc;
+  struct ac_origin attach_origin; /* api is NULL until the first attach */
+  /* In assoc_stream's members (single-attached to it), and in attach_stream's
+   * unsettled attaches (oldest first): a stream finds its own, never all. */
+  struct ac_alloc_more *member_prev, *member_next;
+  struct ac_alloc_more *unsettled_prev, *unsettled_next;
+  char *name;       /* __managed__ variable name, or NULL */
+  uintptr_t module; /* CUmodule / CUlibrary of a __managed__ variable */
+};
+
+struct ac_alloc {
+  uintptr_t base;
+  size_t size;
+  uint64_t serial; /* unique for the life of the process */
+  uint64_t tick;   /* where it was recorded in the model's order (ac_history_tick) */
+  const char *origin_api;
+  uint32_t origin_thread;
+  ac_stack_id origin_stack;
+  struct ac_alloc_more *more; /* NULL until attached or named */
+  uint32_t guard_tag;         /* the page guard's own: which of its classes holds it */
+  uint8_t kind;               /* enum ac_mem_kind */
+  uint8_t assoc;              /* enum ac_assoc: the current association */
+  uint8_t default_flags;      /* the cuMemAllocManaged flags */
+  bool learned : 1;           /* found through the driver, not seen being made */
   /* Being freed: the free was called and has not returned. The page guard
    * leaves it alone, so no protection outlives it into memory the driver may
    * hand out again. */
-  bool retiring;
-  const char *origin_api;
-  uint64_t origin_thread;
-  struct ac_stack origin_stack;
-  uint64_t tick; /* where it was recorded in the model's order (ac_history_tick) */
+  bool retiring : 1;
+  bool attached : 1; /* attached at least once: never plain GLOBAL memory again */
 };
 
 /* One allocation a stream's outstanding work was given (ac_stream.reach). */
@@ -63,22 +80,48 @@ struct ac_stream {
   int priority;
   bool live;
   bool capturing;
-  bool blocking;                   /* synchronises with the legacy NULL stream */
-  uint64_t owner_thread;           /* for a per-thread default stream */
-  uint64_t seq;                    /* operations enqueued so far */
-  struct ac_clock waited;          /* what its next operation waits for (other streams) */
-  struct ac_op_origin busy_origin; /* first operation the host has not seen complete */
-  struct ac_op_origin created;     /* the call that made it; api NULL when not seen */
+  bool blocking;                /* synchronises with the legacy NULL stream */
+  bool in_slot;                 /* its handle names it still (a destroyed one: AC106's) */
+  bool candidate;               /* to be forgotten, maybe (model_stream.c) */
+  uint64_t owner_thread;        /* for a per-thread default stream */
+  uint64_t seq;                 /* operations enqueued so far */
+  struct ac_clock waited;       /* what its next operation waits for (other streams) */
+  struct ac_origin busy_origin; /* first operation the host has not seen complete */
+  struct ac_origin created;     /* the call that made it; api NULL when not seen */
   /* Allocations its outstanding work was given (serials), for `device`
    * semantics; cleared when it turns idle. */
   struct ac_reach *reach;
   size_t reach_count, reach_cap;
   struct ac_op_ring history; /* its latest operations, for reports (model_history.c) */
+  /* ---- the model's bookkeeping: the few streams each walk needs ---- */
+  uint32_t refs; /* allocation fields naming it: it is not forgotten while any does */
+  struct ac_alloc_more *members;               /* allocations single-attached to it */
+  struct ac_alloc_more *unsettled;             /* attaches on it the host has not seen complete */
+  struct ac_stream *busy_prev, *busy_next;     /* busy for the host, oldest first */
+  struct ac_stream *join_prev, *join_next;     /* work the legacy stream has not joined */
+  struct ac_stream *settle_prev, *settle_next; /* has unsettled attaches */
+  struct ac_stream *orphan_prev, *orphan_next; /* no handle names it; kept a while */
+  UT_hash_handle by_serial;
 };
 
 /* Memory the attach rules govern: cuMemAllocManaged and __managed__ variables. */
 static inline bool ac_alloc_is_managed(const struct ac_alloc *a) {
   return a->kind == AC_MEM_MANAGED || a->kind == AC_MEM_MANAGED_VAR;
+}
+/* The stream a is single-attached to, or NULL. */
+static inline struct ac_stream *ac_alloc_assoc_stream(const struct ac_alloc *a) {
+  return a->more ? a->more->assoc_stream : NULL;
+}
+/* The stream whose operation changes a's association once complete, or NULL
+ * (no attach, or the host has seen it complete). */
+static inline struct ac_stream *ac_alloc_attach_stream(const struct ac_alloc *a) {
+  return a->more ? a->more->attach_stream : NULL;
+}
+static inline const char *ac_alloc_name(const struct ac_alloc *a) {
+  return a->more && a->more->name ? a->more->name : "";
+}
+static inline uintptr_t ac_alloc_module(const struct ac_alloc *a) {
+  return a->more ? a->more->module : 0;
 }
 
 struct ac_model *ac_model_create(void);
@@ -86,8 +129,19 @@ void ac_model_destroy(struct ac_model *m);
 
 /* ---- allocations (model_alloc.c) ---- */
 
-/* Records an allocation; the model copies *proto and assigns its serial. */
+/* Records an allocation; the model copies *proto (without its more) and
+ * assigns its serial. */
 struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *proto);
+/* Names a, a __managed__ variable of module; false when memory ran out. */
+bool ac_model_name_alloc(struct ac_model *m, struct ac_alloc *a, uintptr_t module,
+                         const char *name);
+/* Told of every change that may move an allocation between the page guard's
+ * classes - recorded, retiring, attached, its attach settled - after it is
+ * made, and with leaving true just before the record is forgotten. One
+ * observer per model; NULL for none. */
+typedef void (*ac_alloc_observer)(struct ac_alloc *a, bool leaving, void *ctx);
+void ac_model_set_alloc_observer(struct ac_model *m, ac_alloc_observer fn, void *ctx);
+ac_alloc_observer ac_model_alloc_observer(const struct ac_model *m);
 /* The allocation containing addr, or NULL. */
 struct ac_alloc *ac_model_find_alloc(const struct ac_model *m, uintptr_t addr);
 /* Like ac_model_find_alloc, and says - without reading the record, from the
@@ -143,9 +197,21 @@ struct ac_stream_ref ac_model_resolve_stream(struct ac_model *m, uintptr_t handl
                                              bool per_thread_entry, uint64_t thread);
 
 /* Calls fn for every stream record: the legacy stream, per-thread streams,
- * live and destroyed ones. */
+ * live and destroyed ones not yet forgotten. */
 void ac_model_for_each_stream(struct ac_model *m, void (*fn)(struct ac_stream *, void *),
                               void *ctx);
+/* Calls fn for every stream busy for the host, in the order they turned busy. */
+void ac_model_for_each_busy_stream(struct ac_model *m, void (*fn)(struct ac_stream *, void *),
+                                   void *ctx);
+/* Stream records the model holds (forgotten ones are not). */
+size_t ac_model_stream_count(const struct ac_model *m);
+/* A destroyed stream is forgotten - its record freed, its clock entries
+ * dropped - once its work is known complete, no allocation names it, and no
+ * handle does (the driver handed its handle out again). While pinned, that
+ * waits: a finding judged but not yet reported may name it (its timeline is
+ * read from the record). Each pin is undone by one unpin. */
+void ac_model_pin_streams(struct ac_model *m);
+void ac_model_unpin_streams(struct ac_model *m, size_t n);
 /* Moves whenever an allocation is added or removed or its association changes. */
 uint64_t ac_model_layout(const struct ac_model *m);
 /* Calls fn for every allocation record. */
@@ -186,15 +252,19 @@ bool ac_order_snapshot_before(struct ac_model *m, struct ac_stream *s, uint64_t 
 bool ac_order_stream_busy(const struct ac_model *m, const struct ac_stream *s);
 /* Operations of s the host has not observed complete. */
 uint64_t ac_order_outstanding(const struct ac_model *m, const struct ac_stream *s);
-/* A busy stream other than except (NULL if none), preferring one with an origin. */
+/* A busy stream other than except (NULL if none), preferring one with an
+ * origin, then the one busy longest. */
 struct ac_stream *ac_order_any_busy(struct ac_model *m, const struct ac_stream *except);
+/* How many streams are busy for the host. */
+size_t ac_order_busy_count(const struct ac_model *m);
 /* Changes whenever a stream turns busy or idle for the host: the page guard
  * recomputes what to protect only when it moves. */
 uint64_t ac_order_generation(const struct ac_model *m);
 /* Records api on thread as the origin of operation seq, which turned s busy. */
 void ac_order_note_busy_origin(struct ac_model *m, struct ac_stream *s, const char *api,
                                uint64_t thread, uint64_t seq);
-/* Gives that origin its stack, if seq is still the operation that turned s busy. */
+/* Gives that origin its stack, if seq is still the operation that turned s busy
+ * (stored in the depot, stack_depot.h). */
 void ac_order_set_busy_stack(struct ac_model *m, struct ac_stream *s, uint64_t seq,
                              const struct ac_stack *stack);
 /* Takes back operation seq of s (its forward failed) if it is still the
@@ -202,9 +272,10 @@ void ac_order_set_busy_stack(struct ac_model *m, struct ac_stream *s, uint64_t s
 bool ac_order_retract(struct ac_model *m, struct ac_stream *s, uint64_t seq);
 /* Marks s as capturing a graph (its operations then run only when the graph does). */
 void ac_model_set_capturing(struct ac_model *m, struct ac_stream *s, bool capturing);
-/* Records an attach enqueued on s as operation seq. */
-void ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc,
-                     struct ac_stream *s, uint64_t seq, const struct ac_op_origin *origin);
+/* Records an attach enqueued on s as operation seq; false when memory ran
+ * out (nothing changed then). origin NULL keeps the last attach's. */
+bool ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc,
+                     struct ac_stream *s, uint64_t seq, const struct ac_origin *origin);
 /* The associations that bind host access now (the current one, and the previous
  * one while the attach is not known complete); returns how many (1 or 2). */
 int ac_order_binding_assocs(const struct ac_model *m, const struct ac_alloc *a,

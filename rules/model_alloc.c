@@ -4,7 +4,15 @@
  * binary search in the granule's allocations sorted by base. The
  * kernel-argument analysis calls it for every pointer-sized word of every
  * launch, and a granule can hold thousands of small managed allocations, so
- * it must stay that cheap.
+ * it must stay that cheap - and so must adding and removing one, which search
+ * the same way rather than walk the granule.
+ *
+ * The shim's records never overlap: one is added only after those over its
+ * range are forgotten (ac_model_forget_overlapping). Sorted by base, their
+ * ends are sorted too, so the one record before an address is the only
+ * earlier one that can reach it. A granule where two records do overlap
+ * (the model allows it: a record nested in another) says so, and is then
+ * searched whole.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,14 +53,33 @@ static bool granule_insert(struct granule *g, struct ac_alloc *a) {
   memmove(&g->e[i + 1], &g->e[i], (g->count - i) * sizeof g->e[0]);
   g->e[i] = (struct granule_entry){a->base, end_of(a), a};
   g->count++;
+  /* Two records overlap only if two neighbours do. */
+  if ((i > 0 && g->e[i - 1].end > g->e[i].base) ||
+      (i + 1 < g->count && g->e[i].end > g->e[i + 1].base))
+    g->nested = true;
   return true;
+}
+
+/* How many of g's entries (it has one at least) start at or below addr.
+ * Branch-free, the step a conditional move: it is most of the lookup of a
+ * kernel argument. */
+static inline __attribute__((always_inline)) size_t at_or_below(const struct granule *g,
+                                                                uintptr_t addr) {
+  const struct granule_entry *at = g->e;
+  size_t n = g->count;
+  while (n > 1) {
+    size_t half = n / 2;
+    at = at[half].base <= addr ? at + half : at;
+    n -= half;
+  }
+  return (size_t)(at - g->e) + (at->base <= addr);
 }
 
 static void granule_drop(struct ac_model *m, uint64_t key, const struct ac_alloc *a) {
   struct granule *g;
   HASH_FIND(hh, m->granules, &key, sizeof key, g);
   if (!g) return;
-  for (size_t i = 0; i < g->count; i++) {
+  for (size_t i = at_or_below(g, a->base); i-- > 0 && g->e[i].base == a->base;) {
     if (g->e[i].alloc != a) continue;
     memmove(&g->e[i], &g->e[i + 1], (g->count - i - 1) * sizeof g->e[0]);
     g->count--;
@@ -66,7 +93,7 @@ static void granule_drop(struct ac_model *m, uint64_t key, const struct ac_alloc
 }
 
 static bool is_plain_global(const struct ac_alloc *a) {
-  return ac_alloc_is_managed(a) && a->assoc == AC_ASSOC_GLOBAL && !a->attach_stream;
+  return ac_alloc_is_managed(a) && a->assoc == AC_ASSOC_GLOBAL && !a->attached;
 }
 
 void ac_model_note_judged(struct ac_model *m, const struct ac_alloc *a) {
@@ -86,10 +113,57 @@ bool ac_model_may_need_judging(const struct ac_model *m, uintptr_t addr) {
   return (m->judged_granules[bit / 64] >> (bit % 64)) & 1;
 }
 
+/* ---- records: from slabs, or one malloc each in the sanitizer build ---- */
+
+static struct ac_alloc *new_record(struct ac_model *m) {
+#ifdef AC_ALLOC_RECORDS_MALLOC
+  (void)m;
+  return malloc(sizeof(struct ac_alloc));
+#else
+  if (!m->free_records) {
+    struct alloc_slab *slab = malloc(sizeof *slab);
+    if (!slab) return NULL;
+    slab->next = m->slabs;
+    m->slabs = slab;
+    for (size_t i = AC_ALLOC_SLAB_RECORDS; i-- > 0;) {
+      slab->rec[i].more = (struct ac_alloc_more *)m->free_records;
+      m->free_records = &slab->rec[i];
+    }
+  }
+  struct ac_alloc *a = m->free_records;
+  m->free_records = (struct ac_alloc *)a->more;
+  return a;
+#endif
+}
+
+static void free_record(struct ac_model *m, struct ac_alloc *a) {
+  if (a->more) {
+    free(a->more->name);
+    free(a->more);
+  }
+#ifdef AC_ALLOC_RECORDS_MALLOC
+  (void)m;
+  free(a);
+#else
+  a->more = (struct ac_alloc_more *)m->free_records;
+  m->free_records = a;
+#endif
+}
+
+struct ac_alloc_more *ac_model_more(struct ac_alloc *a) {
+  if (!a->more) {
+    a->more = calloc(1, sizeof *a->more);
+    if (a->more) a->more->alloc = a;
+  }
+  return a->more;
+}
+
 struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *proto) {
-  struct ac_alloc *a = malloc(sizeof *a);
+  struct ac_alloc *a = new_record(m);
   if (!a) return NULL;
   *a = *proto;
+  a->more = NULL;
+  a->guard_tag = 0;
   a->serial = m->next_alloc_serial++;
   for (uint64_t k = granule_of(a->base); k <= last_granule_of(a); k++) {
     struct granule *g = granule_get(m, k);
@@ -97,7 +171,7 @@ struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *p
       for (uint64_t undo = granule_of(a->base); undo < k; undo++)
         granule_drop(m, undo, a);
       if (g && g->count == 0) granule_drop(m, k, a);
-      free(a);
+      free_record(m, a);
       return NULL;
     }
   }
@@ -110,7 +184,27 @@ struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *p
     r->addr = a->base;
     a->tick = r->tick;
   }
+  ac_model_notify(m, a, false);
   return a;
+}
+
+bool ac_model_name_alloc(struct ac_model *m, struct ac_alloc *a, uintptr_t module,
+                         const char *name) {
+  (void)m;
+  struct ac_alloc_more *more = ac_model_more(a);
+  if (!more) return false;
+  more->module = module;
+  if (name && !more->name) more->name = strndup(name, 63);
+  return !name || more->name;
+}
+
+void ac_model_set_alloc_observer(struct ac_model *m, ac_alloc_observer fn, void *ctx) {
+  m->observer = fn;
+  m->observer_ctx = ctx;
+}
+
+ac_alloc_observer ac_model_alloc_observer(const struct ac_model *m) {
+  return m->observer;
 }
 
 static struct ac_alloc *find_uncached(const struct ac_model *m, uintptr_t addr) {
@@ -120,14 +214,7 @@ static struct ac_alloc *find_uncached(const struct ac_model *m, uintptr_t addr) 
   if (!g) return NULL;
   /* The last allocation starting at or below addr: with equal bases (a stale
    * record a free we never saw left behind) the newest, which owns it now. */
-  const struct granule_entry *at = g->e;
-  size_t n = g->count;
-  while (n > 1) { /* branch-free: the compiler makes the step a conditional move */
-    size_t half = n / 2;
-    at = at[half].base <= addr ? at + half : at;
-    n -= half;
-  }
-  size_t lo = (size_t)(at - g->e) + (at->base <= addr); /* entries with base <= addr */
+  size_t lo = at_or_below(g, addr);
   if (lo > 0 && addr < g->e[lo - 1].end) return g->e[lo - 1].alloc;
   /* Otherwise only an allocation that began in an earlier granule can reach
    * addr; those sort first. */
@@ -174,14 +261,20 @@ struct ac_alloc *ac_model_find_alloc_at(const struct ac_model *m, uintptr_t base
   return a && a->base == base ? a : NULL;
 }
 
-/* One record of granule key that overlaps [base, end), or NULL. */
+/* One record of granule key that overlaps [base, end), or NULL: the one
+ * before base (where records do not overlap, no earlier one reaches further),
+ * or the first from base on. */
 static struct ac_alloc *overlapping_in(const struct ac_model *m, uint64_t key, uintptr_t base,
                                        uintptr_t end) {
   struct granule *g;
   HASH_FIND(hh, m->granules, &key, sizeof key, g);
-  for (size_t i = 0; g && i < g->count; i++)
+  if (!g) return NULL;
+  for (size_t i = 0; g->nested && i < g->count; i++)
     if (g->e[i].base < end && base < g->e[i].end) return g->e[i].alloc;
-  return NULL;
+  if (g->nested) return NULL;
+  size_t i = base ? at_or_below(g, base - 1) : 0; /* the first from base on */
+  if (i > 0 && base < g->e[i - 1].end) return g->e[i - 1].alloc;
+  return i < g->count && g->e[i].base < end ? g->e[i].alloc : NULL;
 }
 
 size_t ac_model_forget_overlapping(struct ac_model *m, uintptr_t base, size_t size) {
@@ -197,14 +290,17 @@ size_t ac_model_forget_overlapping(struct ac_model *m, uintptr_t base, size_t si
 void ac_model_retire_alloc(struct ac_model *m, struct ac_alloc *a) {
   a->retiring = true;
   m->layout++; /* the guard's classes change */
+  ac_model_notify(m, a, false);
 }
 
 void ac_model_remove_alloc(struct ac_model *m, struct ac_alloc *a) {
+  ac_model_notify(m, a, true);
   for (uint64_t k = granule_of(a->base); k <= last_granule_of(a); k++)
     granule_drop(m, k, a);
   m->alloc_count--;
   m->layout++;
-  free(a);
+  ac_order_forget_alloc(m, a);
+  free_record(m, a);
 }
 
 size_t ac_model_alloc_count(const struct ac_model *m) {
@@ -230,6 +326,8 @@ static void collect(struct ac_alloc *a, void *ctx) {
   *(*next)++ = a;
 }
 
+/* Frees every record and granule; the streams are freed whole after it, so
+ * no list or reference is undone one by one. */
 void ac_model_free_allocs(struct ac_model *m) {
   /* Collect every record once, then free: the granules still point at them. */
   struct ac_alloc **all = malloc((m->alloc_count + 1) * sizeof *all), **next = all;
@@ -241,7 +339,13 @@ void ac_model_free_allocs(struct ac_model *m) {
     free(g);
   }
   for (struct ac_alloc **a = all; all && a < next; a++)
-    free(*a);
+    free_record(m, *a);
   free(all);
+  while (m->slabs) {
+    struct alloc_slab *slab = m->slabs;
+    m->slabs = slab->next;
+    free(slab);
+  }
+  m->free_records = NULL;
   m->alloc_count = 0;
 }

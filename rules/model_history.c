@@ -5,8 +5,10 @@
  * Every record takes the next tick of one counter the whole model shares, so
  * the records of different streams can be merged into one order. A ring of
  * AC_HISTORY_RING records per stream is overwritten in place: recording costs
- * a few stores, never an allocation or a stack walk.
+ * a few stores, never a stack walk, and an allocation only while the ring
+ * grows to its size (4, 8, 16, 32 records).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "model_internal.h"
@@ -18,10 +20,28 @@ const char *ac_op_kind_name(enum ac_op_kind kind) {
   return (unsigned)kind < AC_OP_KIND_COUNT ? names[kind] : "?";
 }
 
+/* Room for record number ring->total; false when memory ran out. */
+static bool make_room(struct ac_op_ring *ring) {
+  if (ring->total < ring->cap || ring->cap == AC_HISTORY_RING) return true;
+  uint32_t cap = ring->cap ? ring->cap * 2 : 4;
+  struct ac_op_record *grown = realloc(ring->op, cap * sizeof *grown);
+  if (!grown) return false;
+  ring->op = grown;
+  ring->cap = cap;
+  return true;
+}
+
+void ac_history_free(struct ac_op_ring *ring) {
+  free(ring->op);
+  memset(ring, 0, sizeof *ring);
+}
+
+static struct ac_op_record lost; /* where a record goes when memory ran out */
+
 struct ac_op_record *ac_history_push(struct ac_model *m, struct ac_stream *s, enum ac_op_kind kind,
                                      const char *api, uint64_t thread) {
   struct ac_op_ring *ring = s ? &s->history : &m->host_history;
-  struct ac_op_record *r = &ring->op[ring->total++ % AC_HISTORY_RING];
+  struct ac_op_record *r = make_room(ring) ? &ring->op[ring->total++ % AC_HISTORY_RING] : &lost;
   *r = (struct ac_op_record){.tick = ++m->tick,
                              .seq = s ? s->seq : 0,
                              .thread = thread,
@@ -31,6 +51,7 @@ struct ac_op_record *ac_history_push(struct ac_model *m, struct ac_stream *s, en
 }
 
 struct ac_op_record *ac_history_last(struct ac_stream *s) {
+  if (!s->history.total) return &lost;
   return &s->history.op[(s->history.total - 1) % AC_HISTORY_RING];
 }
 
@@ -89,20 +110,4 @@ const struct ac_op_record *ac_history_find_after(const struct ac_op_ring *ring, 
     if (r->tick > upto && r->api == api && r->thread == thread) return r;
   }
   return NULL;
-}
-
-struct serial_search {
-  uint64_t serial;
-  struct ac_stream *found;
-};
-
-static void match_serial(struct ac_stream *s, void *ctx) {
-  struct serial_search *q = ctx;
-  if (s->serial == q->serial) q->found = s;
-}
-
-struct ac_stream *ac_model_stream_by_serial(struct ac_model *m, uint64_t serial) {
-  struct serial_search q = {serial, NULL};
-  if (serial) ac_model_for_each_stream(m, match_serial, &q);
-  return q.found;
 }

@@ -4,6 +4,7 @@
 #define AC_MODEL_INTERNAL_H
 
 #include <uthash.h>
+#include <utlist.h>
 
 #include "model.h"
 
@@ -24,6 +25,7 @@ struct granule_entry {
 
 struct granule {
   uint64_t key; /* addr >> AC_GRANULE_SHIFT */
+  bool nested;  /* two of its records overlap (model_alloc.c) */
   size_t count, capacity;
   struct granule_entry *e;
   UT_hash_handle hh;
@@ -48,9 +50,36 @@ struct event_slot {
   UT_hash_handle hh;
 };
 
-struct retired_stream {
-  struct ac_stream *stream;
-  struct retired_stream *next;
+/* The model's intrusive lists (utlist's, through named links): a record is
+ * on one while its prev link is set. */
+#define AC_LIST_IN(el, prev) ((el)->prev != NULL)
+#define AC_LIST_ADD(head, el, prev, next)                                                          \
+  do {                                                                                             \
+    if (!(el)->prev) DL_APPEND2(head, el, prev, next);                                             \
+  } while (0)
+#define AC_LIST_DEL(head, el, prev, next)                                                          \
+  do {                                                                                             \
+    if ((el)->prev) {                                                                              \
+      DL_DELETE2(head, el, prev, next);                                                            \
+      (el)->prev = (el)->next = NULL;                                                              \
+    }                                                                                              \
+  } while (0)
+
+/* Allocation records are carved from slabs (a malloc'd record would cost its
+ * header too); the sanitizer build gives each its own malloc, so a use after
+ * free is caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define AC_ALLOC_RECORDS_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AC_ALLOC_RECORDS_MALLOC 1
+#endif
+#endif
+#define AC_ALLOC_SLAB_RECORDS 255
+
+struct alloc_slab {
+  struct alloc_slab *next;
+  struct ac_alloc rec[AC_ALLOC_SLAB_RECORDS];
 };
 
 struct ac_model {
@@ -58,12 +87,30 @@ struct ac_model {
   size_t alloc_count;
   uint64_t next_alloc_serial;
 
+  struct alloc_slab *slabs;
+  struct ac_alloc *free_records; /* linked through their more field */
+  ac_alloc_observer observer;
+  void *observer_ctx;
+
   struct stream_slot *streams;
   struct stream_slot *last_slot; /* the last one found: slots live as long as the model */
   struct thread_stream_slot *per_thread_streams;
   struct ac_stream legacy_stream;
-  struct retired_stream *retired; /* destroyed records, kept for findings */
+  struct ac_stream *orphans;   /* records no handle names, not yet forgotten */
+  struct ac_stream *by_serial; /* every record, by serial */
+  size_t stream_count;
   uint64_t next_stream_serial;
+  /* The walks' own lists (ac_stream's links): busy streams, blocking streams
+   * with work the legacy stream has not joined, streams with unsettled
+   * attaches. */
+  struct ac_stream *busy, *unjoined, *settling;
+  size_t busy_count;
+  size_t pins; /* ac_model_pin_streams */
+  /* Streams that may be forgettable, forgotten at the end of the operation
+   * (ac_model_forget_candidates) or when the pins go. */
+  struct ac_stream **candidates;
+  size_t candidate_count, candidate_cap;
+  size_t forgotten_unswept; /* forgotten since the clocks were last swept */
 
   struct ac_clock host_observed; /* what the host knows complete */
   struct event_slot *events;
@@ -91,6 +138,35 @@ void ac_model_free_order(struct ac_model *m);
 
 void ac_model_free_allocs(struct ac_model *m);
 void ac_model_free_streams(struct ac_model *m);
+
+/* Tells the observer (ac_model_set_alloc_observer) of a change of a. */
+static inline void ac_model_notify(struct ac_model *m, struct ac_alloc *a, bool leaving) {
+  if (m->observer) m->observer(a, leaving, m->observer_ctx);
+}
+/* a->more, made if a has none; NULL when memory ran out. */
+struct ac_alloc_more *ac_model_more(struct ac_alloc *a);
+/* An allocation field names s, or stops naming it (model_stream.c). */
+void ac_model_stream_ref(struct ac_stream *s);
+void ac_model_stream_unref(struct ac_model *m, struct ac_stream *s);
+/* s may have become forgettable: turned idle, lost its handle or its last
+ * reference. It becomes a candidate if it is. */
+void ac_model_consider_forgetting(struct ac_model *m, struct ac_stream *s);
+/* Forgets the candidates that still may be, unless pinned (ac_model_pin_streams).
+ * Called at the end of every operation that makes candidates. */
+void ac_model_forget_candidates(struct ac_model *m);
+/* Frees a ring's records (model_history.c). */
+void ac_history_free(struct ac_op_ring *ring);
+/* Gives the legacy stream its record (model.c). */
+void ac_model_enrol_legacy(struct ac_model *m);
+/* Takes a out of every stream's lists and drops its references (it is
+ * being forgotten). */
+void ac_order_forget_alloc(struct ac_model *m, struct ac_alloc *a);
+/* Drops clock entries of streams forgotten since the last sweep, once they
+ * are as many as the clocks (model_order.c). */
+void ac_order_sweep_clocks(struct ac_model *m);
+/* Joins s into the legacy stream's clock now, as its next operation would
+ * (s is about to be forgotten). */
+void ac_order_join_legacy_now(struct ac_model *m, struct ac_stream *s);
 
 /* Records that a is not plain GLOBAL memory (it was attached, or is HOST):
  * ac_model_may_need_judging answers true for its granules from now on. */

@@ -6,41 +6,57 @@
  * snapshots a stream's clock at record time. A stream is busy for the host
  * while seq > host[stream]. Clock entries are keyed by stream serial, so a
  * destroyed stream's outstanding work stays visible until observed.
+ *
+ * No operation walks every stream. Three lists name the few each needs: the
+ * busy streams (in the order they turned busy), the blocking streams with
+ * operations the legacy stream has not joined yet, and the streams with
+ * attaches the host has not seen complete; an idle stream, or a destroyed one
+ * whose work is done, is on none of them.
  */
 #include <stdlib.h>
 
 #include "grow.h"
 #include "model_internal.h"
+#include "stack_depot.h"
 
-/* The legacy NULL stream's implicit synchronisation, applied before an
- * operation on s: the legacy stream waits for every blocking stream, and a
- * blocking stream waits for the legacy stream. */
-struct legacy_join {
-  struct ac_stream *legacy;
-};
+/* ---- the legacy NULL stream ----
+ * Its implicit synchronisation, applied before an operation on s: the legacy
+ * stream waits for every blocking stream, and a blocking stream waits for the
+ * legacy stream. */
 
-static void legacy_waits_for(struct ac_stream *b, void *ctx) {
-  struct ac_stream *legacy = ((struct legacy_join *)ctx)->legacy;
+static void legacy_waits_for(struct ac_stream *legacy, struct ac_stream *b) {
   if (b == legacy || !b->blocking || b->seq == 0) return;
   if (ac_clock_get(&legacy->waited, b->serial) >= b->seq) return;
   ac_clock_raise(&legacy->waited, b->serial, b->seq);
   ac_clock_join(&legacy->waited, &b->waited);
 }
 
+/* The blocking streams with operations since the legacy stream last joined
+ * them: no other stream can have anything new for it. */
 static void apply_legacy_semantics(struct ac_model *m, struct ac_stream *s) {
   struct ac_stream *legacy = &m->legacy_stream;
   if (s == legacy) {
-    struct legacy_join ctx = {legacy};
-    ac_model_for_each_stream(m, legacy_waits_for, &ctx);
+    while (m->unjoined) {
+      struct ac_stream *b = m->unjoined;
+      AC_LIST_DEL(m->unjoined, b, join_prev, join_next);
+      legacy_waits_for(legacy, b);
+    }
   } else if (s->blocking && legacy->seq && legacy->seq > ac_clock_get(&s->waited, legacy->serial)) {
     ac_clock_raise(&s->waited, legacy->serial, legacy->seq);
     ac_clock_join(&s->waited, &legacy->waited);
   }
 }
 
+void ac_order_join_legacy_now(struct ac_model *m, struct ac_stream *s) {
+  AC_LIST_DEL(m->unjoined, s, join_prev, join_next);
+  legacy_waits_for(&m->legacy_stream, s);
+}
+
 void ac_order_prepare(struct ac_model *m, struct ac_stream *s) {
   apply_legacy_semantics(m, s);
 }
+
+/* ---- busy and idle ---- */
 
 bool ac_order_stream_busy(const struct ac_model *m, const struct ac_stream *s) {
   return s->seq > ac_clock_get(&m->host_observed, s->serial);
@@ -51,11 +67,36 @@ uint64_t ac_order_outstanding(const struct ac_model *m, const struct ac_stream *
   return s->seq > seen ? s->seq - seen : 0;
 }
 
+size_t ac_order_busy_count(const struct ac_model *m) {
+  return m->busy_count;
+}
+
+/* s is idle for the host now: off the busy list, its origin and reach gone.
+ * Returns whether it had either (then the generation moves). */
+static bool turn_idle(struct ac_model *m, struct ac_stream *s) {
+  if (AC_LIST_IN(s, busy_prev)) {
+    AC_LIST_DEL(m->busy, s, busy_prev, busy_next);
+    m->busy_count--;
+  }
+  bool marked = s->seq && (s->busy_origin.api || s->reach_count);
+  s->busy_origin.api = NULL; /* the next operation is a new origin */
+  s->reach_count = 0;
+  ac_model_consider_forgetting(m, s);
+  return marked;
+}
+
 uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_busy) {
   apply_legacy_semantics(m, s);
   bool was_busy = ac_order_stream_busy(m, s);
   s->seq++;
-  if (!was_busy) m->generation++;
+  if (s != &m->legacy_stream && s->blocking) AC_LIST_ADD(m->unjoined, s, join_prev, join_next);
+  if (!was_busy) {
+    m->generation++;
+    if (!AC_LIST_IN(s, busy_prev)) {
+      AC_LIST_ADD(m->busy, s, busy_prev, busy_next);
+      m->busy_count++;
+    }
+  }
   if (turned_busy) *turned_busy = !was_busy;
   return s->seq;
 }
@@ -63,22 +104,23 @@ uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_
 void ac_order_note_busy_origin(struct ac_model *m, struct ac_stream *s, const char *api,
                                uint64_t thread, uint64_t seq) {
   (void)m;
-  s->busy_origin = (struct ac_op_origin){api, thread, seq, {0, {0}}};
+  s->busy_origin = (struct ac_origin){api, thread, seq, 0};
 }
 
 void ac_order_set_busy_stack(struct ac_model *m, struct ac_stream *s, uint64_t seq,
                              const struct ac_stack *stack) {
   (void)m;
-  if (s->busy_origin.api && s->busy_origin.seq == seq) s->busy_origin.stack = *stack;
+  if (s->busy_origin.api && s->busy_origin.seq == seq)
+    s->busy_origin.stack = ac_stack_depot_put(stack);
 }
 
 bool ac_order_retract(struct ac_model *m, struct ac_stream *s, uint64_t seq) {
   if (s->seq != seq || seq == 0) return false;
   s->seq--;
   if (!ac_order_stream_busy(m, s)) {
-    s->busy_origin.api = NULL;
-    s->reach_count = 0;
+    turn_idle(m, s);
     m->generation++;
+    ac_model_forget_candidates(m);
   }
   return true;
 }
@@ -88,26 +130,61 @@ void ac_model_set_capturing(struct ac_model *m, struct ac_stream *s, bool captur
   s->capturing = capturing;
 }
 
-/* Joins c into the host's clock, counting streams that turn idle. */
-struct observe {
-  struct ac_model *m;
-  bool any_turned_idle;
-};
+/* ---- attaches, settled when the host observes them ---- */
 
-static void note_if_idle(struct ac_stream *s, void *ctx) {
-  struct observe *o = ctx;
-  if (s->seq && (s->busy_origin.api || s->reach_count) && !ac_order_stream_busy(o->m, s)) {
-    s->busy_origin.api = NULL; /* idle now: the next operation is a new origin */
-    s->reach_count = 0;
-    o->any_turned_idle = true;
+/* *field = s, keeping the streams' reference counts. */
+static void set_ref(struct ac_model *m, struct ac_stream **field, struct ac_stream *s) {
+  struct ac_stream *old = *field;
+  if (s) ac_model_stream_ref(s);
+  *field = s;
+  if (old) ac_model_stream_unref(m, old);
+}
+
+static void leave_members(struct ac_model *m, struct ac_alloc_more *x) {
+  struct ac_stream *s = x->assoc_stream;
+  if (s && AC_LIST_IN(x, member_prev)) AC_LIST_DEL(s->members, x, member_prev, member_next);
+  set_ref(m, &x->assoc_stream, NULL);
+}
+
+static void leave_unsettled(struct ac_model *m, struct ac_alloc_more *x) {
+  struct ac_stream *s = x->attach_stream;
+  if (!s) return;
+  if (AC_LIST_IN(x, unsettled_prev)) AC_LIST_DEL(s->unsettled, x, unsettled_prev, unsettled_next);
+  if (!s->unsettled) AC_LIST_DEL(m->settling, s, settle_prev, settle_next);
+  set_ref(m, &x->attach_stream, NULL);
+  set_ref(m, &x->prev_stream, NULL);
+}
+
+/* The host has observed x's attach: only its new association binds now. */
+static void settle(struct ac_model *m, struct ac_alloc_more *x) {
+  leave_unsettled(m, x);
+  ac_model_notify(m, x->alloc, false);
+}
+
+/* Settles the attaches the host has now observed. A stream's unsettled
+ * attaches are in the order they were enqueued, so only those at the front
+ * are looked at. */
+static void settle_observed(struct ac_model *m) {
+  struct ac_stream *s, *tmp;
+  DL_FOREACH_SAFE2(m->settling, s, tmp, settle_next) {
+    uint64_t seen = ac_clock_get(&m->host_observed, s->serial);
+    while (s->unsettled && s->unsettled->attach_seq <= seen)
+      settle(m, s->unsettled);
   }
 }
 
+/* Joins c into the host's clock: the streams that turn idle, and the attaches
+ * it completes. */
 void ac_order_host_observes(struct ac_model *m, const struct ac_clock *c) {
   ac_clock_join(&m->host_observed, c);
-  struct observe o = {m, false};
-  ac_model_for_each_stream(m, note_if_idle, &o);
-  if (o.any_turned_idle) m->generation++;
+  bool any_turned_idle = false;
+  struct ac_stream *s, *tmp;
+  DL_FOREACH_SAFE2(m->busy, s, tmp, busy_next) {
+    if (!ac_order_stream_busy(m, s)) any_turned_idle |= turn_idle(m, s);
+  }
+  settle_observed(m);
+  if (any_turned_idle) m->generation++;
+  ac_model_forget_candidates(m);
 }
 
 void ac_order_host_syncs_stream(struct ac_model *m, struct ac_stream *s) {
@@ -119,13 +196,11 @@ void ac_order_host_syncs_stream(struct ac_model *m, struct ac_stream *s) {
   ac_clock_free(&c);
 }
 
-static void add_position(struct ac_stream *s, void *ctx) {
-  ac_clock_raise(ctx, s->serial, s->seq);
-}
-
+/* Every stream's position; an idle one adds nothing the host has not seen. */
 void ac_order_host_syncs_all(struct ac_model *m) {
   struct ac_clock c = {0};
-  ac_model_for_each_stream(m, add_position, &c);
+  struct ac_stream *s;
+  DL_FOREACH2(m->busy, s, busy_next) ac_clock_raise(&c, s->serial, s->seq);
   ac_order_host_observes(m, &c);
   ac_clock_free(&c);
 }
@@ -184,52 +259,94 @@ bool ac_order_snapshot_before(struct ac_model *m, struct ac_stream *s, uint64_t 
   return ac_clock_copy(out, &s->waited) && ac_clock_raise(out, s->serial, seq - 1);
 }
 
-struct busy_search {
-  const struct ac_model *m;
-  const struct ac_stream *except;
-  struct ac_stream *found;
-};
-
-static void find_busy(struct ac_stream *s, void *ctx) {
-  struct busy_search *b = ctx;
-  if (s == b->except || !ac_order_stream_busy(b->m, s)) return;
-  if (!b->found || (!b->found->busy_origin.api && s->busy_origin.api)) b->found = s;
-}
-
 struct ac_stream *ac_order_any_busy(struct ac_model *m, const struct ac_stream *except) {
-  struct busy_search b = {m, except, NULL};
-  ac_model_for_each_stream(m, find_busy, &b);
-  return b.found;
+  struct ac_stream *s, *found = NULL;
+  DL_FOREACH2(m->busy, s, busy_next) {
+    if (s == except) continue;
+    if (s->busy_origin.api) return s;
+    if (!found) found = s;
+  }
+  return found;
 }
 
 uint64_t ac_order_generation(const struct ac_model *m) {
   return m->generation;
 }
 
-void ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc,
-                     struct ac_stream *s, uint64_t seq, const struct ac_op_origin *origin) {
-  a->prev_assoc = a->assoc;
-  a->prev_stream = a->assoc_stream;
-  a->assoc = assoc;
-  a->assoc_stream = assoc == AC_ASSOC_SINGLE ? s : NULL;
-  a->attach_stream = s;
-  a->attach_seq = seq;
-  if (origin) a->attach_origin = *origin;
+bool ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc,
+                     struct ac_stream *s, uint64_t seq, const struct ac_origin *origin) {
+  struct ac_alloc_more *x = ac_model_more(a);
+  if (!x) return false;
+  struct ac_stream *old_stream = x->assoc_stream;
+  if (old_stream) ac_model_stream_ref(old_stream); /* held while it moves to prev_stream */
+  leave_unsettled(m, x);                           /* an earlier attach, replaced */
+  leave_members(m, x);
+  x->prev_assoc = (enum ac_assoc)a->assoc;
+  set_ref(m, &x->prev_stream, old_stream);
+  if (old_stream) ac_model_stream_unref(m, old_stream);
+  a->assoc = (uint8_t)assoc;
+  if (assoc == AC_ASSOC_SINGLE && s) {
+    set_ref(m, &x->assoc_stream, s);
+    DL_APPEND2(s->members, x, member_prev, member_next);
+  }
+  set_ref(m, &x->attach_stream, s);
+  x->attach_seq = seq;
+  if (s) {
+    DL_APPEND2(s->unsettled, x, unsettled_prev, unsettled_next);
+    AC_LIST_ADD(m->settling, s, settle_prev, settle_next);
+  }
+  if (origin) x->attach_origin = *origin;
+  a->attached = true;
   m->generation++;
   m->layout++;
   ac_model_note_judged(m, a); /* attached once: never plain GLOBAL memory again */
+  if (!s || ac_clock_get(&m->host_observed, s->serial) >= seq)
+    leave_unsettled(m, x); /* the host has seen it complete already */
+  ac_model_notify(m, a, false);
+  ac_model_forget_candidates(m);
+  return true;
+}
+
+void ac_order_forget_alloc(struct ac_model *m, struct ac_alloc *a) {
+  if (!a->more) return;
+  leave_unsettled(m, a->more);
+  leave_members(m, a->more);
+  ac_model_forget_candidates(m);
 }
 
 int ac_order_binding_assocs(const struct ac_model *m, const struct ac_alloc *a,
                             enum ac_assoc assoc[2], struct ac_stream *stream[2]) {
-  assoc[0] = a->assoc;
-  stream[0] = a->assoc_stream;
-  if (!a->attach_stream ||
-      ac_clock_get(&m->host_observed, a->attach_stream->serial) >= a->attach_seq)
+  const struct ac_alloc_more *x = a->more;
+  assoc[0] = (enum ac_assoc)a->assoc;
+  stream[0] = x ? x->assoc_stream : NULL;
+  if (!x || !x->attach_stream ||
+      ac_clock_get(&m->host_observed, x->attach_stream->serial) >= x->attach_seq)
     return 1;
-  assoc[1] = a->prev_assoc;
-  stream[1] = a->prev_stream;
+  assoc[1] = x->prev_assoc;
+  stream[1] = x->prev_stream;
   return 2;
+}
+
+/* ---- clocks of forgotten streams ----
+ * A forgotten stream's entries name work known complete that no one asks
+ * about any more. They are dropped in one sweep of every clock once as many
+ * streams were forgotten as there are clocks, so the sweeps cost a constant
+ * per forgotten stream. */
+
+static bool serial_held(uint64_t serial, void *ctx) {
+  struct ac_model *m = ctx;
+  return ac_model_stream_by_serial(m, serial) != NULL;
+}
+
+void ac_order_sweep_clocks(struct ac_model *m) {
+  size_t clocks = m->stream_count + HASH_COUNT(m->events) + 1;
+  if (m->forgotten_unswept < 64 || m->forgotten_unswept < clocks) return;
+  m->forgotten_unswept = 0;
+  ac_clock_retain(&m->host_observed, serial_held, m);
+  struct ac_stream *s, *stmp;
+  HASH_ITER(by_serial, m->by_serial, s, stmp) ac_clock_retain(&s->waited, serial_held, m);
+  struct event_slot *e, *etmp;
+  HASH_ITER(hh, m->events, e, etmp) ac_clock_retain(&e->snapshot, serial_held, m);
 }
 
 void ac_model_free_order(struct ac_model *m) {
@@ -260,37 +377,25 @@ void ac_order_add_reach(struct ac_model *m, struct ac_stream *s, const struct ac
   m->generation++; /* what the page guard must protect has grown */
 }
 
-struct reach_search {
-  const struct ac_model *m;
-  uint64_t serial;
-  const struct ac_stream *except;
-  struct ac_stream *found;
-};
-
-static void find_reaching(struct ac_stream *s, void *ctx) {
-  struct reach_search *r = ctx;
-  if (r->found || s == r->except || !ac_order_stream_busy(r->m, s)) return;
-  for (size_t i = 0; i < s->reach_count; i++)
-    if (s->reach[i].serial == r->serial) {
-      r->found = s;
-      return;
-    }
-}
-
 struct ac_stream *ac_order_busy_reaching(struct ac_model *m, const struct ac_alloc *a,
                                          const struct ac_stream *except) {
-  struct reach_search r = {m, a->serial, except, NULL};
-  ac_model_for_each_stream(m, find_reaching, &r);
-  return r.found;
+  struct ac_stream *s;
+  DL_FOREACH2(m->busy, s, busy_next) {
+    if (s == except) continue;
+    for (size_t i = 0; i < s->reach_count; i++)
+      if (s->reach[i].serial == a->serial) return s;
+  }
+  return NULL;
 }
 
 int ac_order_binding_for_stream(const struct ac_model *m, const struct ac_alloc *a,
                                 const struct ac_stream *x, enum ac_assoc assoc[2],
                                 struct ac_stream *stream[2]) {
   int n = ac_order_binding_assocs(m, a, assoc, stream);
-  if (n == 2 && x && a->attach_stream &&
-      (a->attach_stream == x ||
-       ac_clock_get(&x->waited, a->attach_stream->serial) >= a->attach_seq))
+  const struct ac_alloc_more *y = a->more;
+  if (n == 2 && x &&
+      (y->attach_stream == x ||
+       ac_clock_get(&x->waited, y->attach_stream->serial) >= y->attach_seq))
     return 1; /* x comes after the attach in stream order */
   return n;
 }

@@ -15,12 +15,24 @@ struct ac_stack {
   void *pc[AC_STACK_MAX];
 };
 
+/* A stack stored once in the depot (stack_depot.h); 0: none. */
+typedef uint32_t ac_stack_id;
+
 /* Where an operation was enqueued: shown as "what made the memory busy". */
 struct ac_op_origin {
   const char *api;
   uint64_t thread;
   uint64_t seq; /* its place in its stream */
   struct ac_stack stack;
+};
+
+/* The same, as the model keeps it: the stack in the depot. A finding gets
+ * the whole ac_op_origin (ac_origin_expand). */
+struct ac_origin {
+  const char *api; /* NULL: none */
+  uint64_t thread;
+  uint64_t seq;
+  ac_stack_id stack;
 };
 
 enum ac_mem_kind {
@@ -86,10 +98,13 @@ struct ac_op_record {
  * AC_HISTORY_MAX operations before it. */
 #define AC_HISTORY_RING (2 * AC_HISTORY_MAX)
 
-/* A bounded ring of the latest operations; total counts every one recorded. */
+/* A bounded ring of the latest operations; total counts every one recorded.
+ * Record i is op[i % AC_HISTORY_RING]; the array grows to that size as
+ * records come (a stream used once keeps one or two, not 32). */
 struct ac_op_ring {
   uint64_t total;
-  struct ac_op_record op[AC_HISTORY_RING];
+  uint32_t cap;
+  struct ac_op_record *op;
 };
 
 const char *ac_op_kind_name(enum ac_op_kind kind);

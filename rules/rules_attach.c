@@ -4,9 +4,11 @@
  * looks at the driver's answer, because the driver accepts some illegal calls
  * (single-attach to CU_STREAM_LEGACY) and crashes on others.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "rules_attach.h"
+#include "stack_depot.h"
 
 static bool flags_valid(unsigned flags) {
   return flags == AC_ASSOC_GLOBAL || flags == AC_ASSOC_HOST || flags == AC_ASSOC_SINGLE;
@@ -53,15 +55,16 @@ void ac_alloc_snapshot_fill(struct ac_alloc_snapshot *snap, const struct ac_allo
   snap->size = a->size;
   snap->kind = a->kind;
   snap->assoc = a->assoc;
-  if (a->assoc == AC_ASSOC_SINGLE && a->assoc_stream) {
-    snap->assoc_stream_serial = a->assoc_stream->serial;
-    snap->assoc_stream_handle = a->assoc_stream->handle;
+  const struct ac_stream *s = ac_alloc_assoc_stream(a);
+  if (a->assoc == AC_ASSOC_SINGLE && s) {
+    snap->assoc_stream_serial = s->serial;
+    snap->assoc_stream_handle = s->handle;
   }
-  memcpy(snap->name, a->name, sizeof snap->name);
+  snprintf(snap->name, sizeof snap->name, "%s", ac_alloc_name(a));
   snap->origin_api = a->origin_api;
   snap->origin_thread = a->origin_thread;
-  snap->origin_stack = a->origin_stack;
-  snap->attach_origin = a->attach_origin;
+  ac_stack_depot_get(a->origin_stack, &snap->origin_stack);
+  if (a->more) ac_origin_expand(&a->more->attach_origin, &snap->attach_origin);
 }
 
 static void add(const struct ac_attach_call *c, enum ac_rule_id rule, struct ac_finding *out,

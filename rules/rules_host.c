@@ -1,9 +1,12 @@
 /* rules_host.c - judging CPU access (AC201, AC202), re-attaching (AC401) and
  * destroying a stream with memory attached to it (AC402), from the ordering
  * model (model_order.c). */
+#include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 
 #include "rules_host.h"
+#include "stack_depot.h"
 
 bool ac_host_may_touch(struct ac_model *m, const struct ac_alloc *a,
                        const struct ac_stream *callback_stream, struct ac_stream **blocker,
@@ -44,7 +47,7 @@ void ac_busy_facts_fill(struct ac_busy_facts *b, const struct ac_model *m,
   b->stream_kind = s->kind;
   b->stream_live = s->live;
   b->outstanding = ac_order_outstanding(m, s);
-  b->origin = s->busy_origin;
+  ac_origin_expand(&s->busy_origin, &b->origin);
   b->tick = ac_history_tick(m);
 }
 
@@ -71,41 +74,45 @@ bool ac_judge_host_access(struct ac_model *m, const struct ac_alloc *a,
 
 bool ac_judge_attach_order(struct ac_model *m, const struct ac_alloc *a, struct ac_stream *t,
                            struct ac_finding *out) {
-  struct ac_stream *s = a->assoc == AC_ASSOC_SINGLE ? a->assoc_stream : NULL;
+  struct ac_stream *s = a->assoc == AC_ASSOC_SINGLE ? ac_alloc_assoc_stream(a) : NULL;
   if (!s || s == t || !ac_alloc_is_managed(a)) return false;
   ac_order_prepare(m, t);
   /* The work that may use the memory under its old association: what s runs
    * after the attach that gave it to s. The attach itself touches nothing. */
   uint64_t ordered = ac_clock_get(&t->waited, s->serial);
-  if (a->attach_stream == s && a->attach_seq > ordered) ordered = a->attach_seq;
+  if (ac_alloc_attach_stream(a) == s && a->more->attach_seq > ordered)
+    ordered = a->more->attach_seq;
   if (s->seq <= ordered || !ac_order_stream_busy(m, s)) return false;
   finding_for(out, AC_RULE_AC401, a, m, s);
   return true;
 }
 
-struct destroyed {
-  struct ac_model *m;
-  struct ac_stream *s;
-  void (*emit)(struct ac_finding *, void *);
-  void *ctx;
-  int count;
-};
-
-static void revert_if_attached(struct ac_alloc *a, void *arg) {
-  struct destroyed *d = arg;
-  if (a->assoc != AC_ASSOC_SINGLE || a->assoc_stream != d->s) return;
-  struct ac_finding f;
-  finding_for(&f, AC_RULE_AC402, a, d->m, d->s);
-  enum ac_assoc fallback = a->default_flags == AC_ASSOC_HOST ? AC_ASSOC_HOST : AC_ASSOC_GLOBAL;
-  /* The revert is an "attach" that completes with the stream's last operation. */
-  ac_order_attach(d->m, a, fallback, d->s, d->s->seq, NULL);
-  d->emit(&f, d->ctx);
-  d->count++;
+static int by_base(const void *x, const void *y) {
+  const struct ac_alloc *a = *(struct ac_alloc *const *)x, *b = *(struct ac_alloc *const *)y;
+  return (a->base > b->base) - (a->base < b->base);
 }
 
+/* The allocations single-attached to s - its members, never every
+ * allocation - by address. */
 int ac_judge_stream_destroyed(struct ac_model *m, struct ac_stream *s,
                               void (*emit)(struct ac_finding *, void *), void *ctx) {
-  struct destroyed d = {m, s, emit, ctx, 0};
-  ac_model_for_each_alloc(m, revert_if_attached, &d);
-  return d.count;
+  size_t n = 0;
+  struct ac_alloc_more *x;
+  DL_FOREACH2(s->members, x, member_next) n++;
+  struct ac_alloc **members = n ? malloc(n * sizeof *members) : NULL;
+  if (!members) return 0;
+  n = 0;
+  DL_FOREACH2(s->members, x, member_next) members[n++] = x->alloc;
+  qsort(members, n, sizeof *members, by_base);
+  for (size_t i = 0; i < n; i++) {
+    struct ac_alloc *a = members[i];
+    struct ac_finding f;
+    finding_for(&f, AC_RULE_AC402, a, m, s);
+    enum ac_assoc fallback = a->default_flags == AC_ASSOC_HOST ? AC_ASSOC_HOST : AC_ASSOC_GLOBAL;
+    /* The revert is an "attach" that completes with the stream's last operation. */
+    ac_order_attach(m, a, fallback, s, s->seq, NULL);
+    emit(&f, ctx);
+  }
+  free(members);
+  return (int)n;
 }

@@ -12,23 +12,23 @@
 
 #include "grow.h"
 #include "shim.h"
+#include "stack_depot.h"
 
 static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdeviceptr base,
                    size_t size, unsigned flags, uintptr_t module, const char *name) {
   struct ac_alloc a;
+  struct ac_stack stack = {0, {0}};
   memset(&a, 0, sizeof a);
   a.base = (uintptr_t)base;
   a.size = size;
-  a.kind = kind;
+  a.kind = (uint8_t)kind;
   a.learned = learned;
-  a.default_flags = flags;
+  a.default_flags = (uint8_t)flags;
   a.assoc = flags == CU_MEM_ATTACH_HOST ? AC_ASSOC_HOST : AC_ASSOC_GLOBAL;
-  a.module = module;
-  if (name) strncpy(a.name, name, sizeof a.name - 1);
   if (api) {
     a.origin_api = api;
-    a.origin_thread = ac_thread_id();
-    ac_stack_capture(&a.origin_stack);
+    a.origin_thread = (uint32_t)ac_thread_id();
+    ac_stack_capture(&stack);
   }
   ac_model_enter();
   /* The same live record again (a __managed__ variable looked up twice) is
@@ -37,7 +37,9 @@ static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdevic
   struct ac_alloc *known = ac_model_find_alloc_at(ac_model, a.base);
   if (!known || known->size != a.size || known->kind != kind || known->retiring) {
     ac_model_forget_overlapping(ac_model, a.base, a.size);
-    ac_model_add_alloc(ac_model, &a);
+    a.origin_stack = ac_stack_depot_put(&stack); /* the depot is under the model lock */
+    struct ac_alloc *added = ac_model_add_alloc(ac_model, &a);
+    if (added && (module || name)) ac_model_name_alloc(ac_model, added, module, name);
   }
   if (kind == AC_MEM_MANAGED_VAR) ac_kernel_args_note_variable(module, a.base);
   ac_guard_refresh_locked(); /* a page it shares with forbidden memory is the CPU's again */
@@ -135,7 +137,7 @@ struct doomed {
 };
 
 static bool doomed_one(const struct ac_alloc *a, const struct doomed *d) {
-  if (d->module) return a->kind == AC_MEM_MANAGED_VAR && a->module == d->module;
+  if (d->module) return a->kind == AC_MEM_MANAGED_VAR && ac_alloc_module(a) == d->module;
   if (d->end) return a->base < d->end && a->base + a->size > d->base && a->serial <= d->upto;
   return true;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "shim.h"
+#include "stack_depot.h"
 
 static __thread const struct ac_stream *running_host_function;
 
@@ -34,10 +35,11 @@ static uint64_t enqueue_locked(struct ac_stream *s, const char *api, enum ac_op_
   return seq;
 }
 
-/* Outside the lock: the stack of the operation that turned s busy. */
-static void record_busy_stack(struct ac_stream *s, uint64_t seq) {
+/* Outside the lock: the stack of the operation that turned the stream with
+ * this serial busy. */
+static void record_busy_stack(uint64_t serial, uint64_t seq) {
   struct ac_stack stack;
-  struct ac_op_origin_slot slot = {s, seq, true};
+  struct ac_op_origin_slot slot = {NULL, seq, true, serial};
   ac_stack_capture(&stack);
   ac_on_work_busy_stack(&slot, &stack);
 }
@@ -50,13 +52,17 @@ struct ac_stream *ac_on_work_locked(const char *api, CUstream stream, bool per_t
   AC_ASSERT_MODEL_HELD();
   slot->stream = stream_of(stream, per_thread);
   slot->seq = enqueue_locked(slot->stream, api, AC_OP_WORK, &slot->turned_busy);
+  slot->serial = slot->stream ? slot->stream->serial : 0;
   return slot->stream;
 }
 
+/* The stream is found again by its serial: while the lock was released,
+ * another thread may have seen its work complete and its record forgotten. */
 void ac_on_work_busy_stack(const struct ac_op_origin_slot *slot, const struct ac_stack *stack) {
   if (!slot->turned_busy) return;
   ac_model_enter();
-  ac_order_set_busy_stack(ac_model, slot->stream, slot->seq, stack);
+  struct ac_stream *s = ac_model_stream_by_serial(ac_model, slot->serial);
+  if (s) ac_order_set_busy_stack(ac_model, s, slot->seq, stack);
   ac_model_leave();
 }
 
@@ -66,7 +72,7 @@ void ac_on_work(const char *api, CUstream stream, bool per_thread) {
   ac_on_work_locked(api, stream, per_thread, &slot);
   ac_guard_refresh_locked();
   ac_model_leave();
-  if (slot.turned_busy) record_busy_stack(slot.stream, slot.seq);
+  if (slot.turned_busy) record_busy_stack(slot.serial, slot.seq);
 }
 
 void ac_on_stream_sync(CUstream stream, bool per_thread) {
@@ -212,7 +218,8 @@ struct host_call {
   CUstreamCallback callback;
   void *data;
   CUstream handle;
-  struct ac_stream *stream;
+  struct ac_stream *stream; /* busy until the function ran: its record stays */
+  uint64_t serial;
   struct ac_clock before;
 };
 
@@ -258,8 +265,9 @@ struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
   uint64_t seq = enqueue_locked(s, api, AC_OP_HOST_FUNCTION, &turned_busy);
+  uint64_t serial = s ? s->serial : 0;
   if (seq && ac_order_snapshot_before(ac_model, s, seq, &c->before)) {
-    *c = (struct host_call){seq, fn, callback, data, stream, s, c->before};
+    *c = (struct host_call){seq, fn, callback, data, stream, s, serial, c->before};
   } else {
     ac_clock_free(&c->before);
     free(c);
@@ -267,7 +275,7 @@ struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per
   }
   ac_guard_refresh_locked();
   ac_model_leave();
-  if (turned_busy) record_busy_stack(s, seq);
+  if (turned_busy) record_busy_stack(serial, seq);
   return c;
 }
 
@@ -283,7 +291,8 @@ CUstreamCallback ac_stream_callback_trampoline(void) {
  * counts as complete once the host observes the stream. */
 void ac_host_function_not_enqueued(struct host_call *c) {
   ac_model_enter();
-  ac_order_retract(ac_model, c->stream, c->seq);
+  struct ac_stream *s = ac_model_stream_by_serial(ac_model, c->serial);
+  if (s) ac_order_retract(ac_model, s, c->seq);
   ac_guard_refresh_locked();
   ac_model_leave();
   ac_clock_free(&c->before);
@@ -298,7 +307,7 @@ void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdevicep
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
   uint64_t seq = enqueue_locked(s, api, AC_OP_ATTACH, &turned_busy);
-  if (turned_busy) s->busy_origin.stack = *stack;
+  if (turned_busy) ac_order_set_busy_stack(ac_model, s, seq, stack);
   struct ac_alloc *a = ac_model_find_alloc(ac_model, (uintptr_t)dptr);
   if (seq) {
     struct ac_op_record *r = ac_history_last(s);
@@ -307,7 +316,7 @@ void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdevicep
     r->alloc_serial = a ? a->serial : 0;
   }
   if (a && seq) {
-    struct ac_op_origin origin = {api, ac_thread_id(), seq, *stack};
+    struct ac_origin origin = {api, ac_thread_id(), seq, ac_stack_depot_put(stack)};
     ac_order_attach(ac_model, a, (enum ac_assoc)flags, s, seq, &origin);
   }
   ac_guard_refresh_locked();

@@ -80,12 +80,15 @@ uint64_t ac_check_stream_to_destroy(CUstream stream) {
 /* cuStreamDestroy does not synchronise: the stream's work stays outstanding,
  * and memory single-attached to it reverts to its default association once
  * that work is complete (AC402, a note for each). serial is the stream the
- * handle named before the call: by now it may name another thread's new one. */
+ * handle named before the call: by now it may name another thread's new one.
+ * The findings' timelines read the stream's record: it stays pinned until
+ * they are reported. */
 void ac_check_stream_destroyed(const char *api, CUstream stream, uint64_t serial) {
   struct notes notes = {0};
   ac_model_enter();
   struct ac_stream *s = ac_model_stream_destroyed_if(ac_model, (uintptr_t)stream, serial);
   if (s) ac_judge_stream_destroyed(ac_model, s, collect, &notes);
+  if (notes.n) ac_model_pin_streams(ac_model);
   ac_guard_refresh_locked();
   ac_model_leave();
   if (notes.n == 0) return;
@@ -96,12 +99,15 @@ void ac_check_stream_destroyed(const char *api, CUstream stream, uint64_t serial
     f->api = api;
     f->args.stream = (uintptr_t)stream;
     f->stream_kind = AC_STREAM_DESTROYED;
-    f->stream_serial = s->serial;
+    f->stream_serial = serial;
     f->thread = ac_thread_id();
     f->stack = stack;
     ac_emit_finding(f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
   }
   free(notes.f);
+  ac_model_enter();
+  ac_model_unpin_streams(ac_model, 1);
+  ac_model_leave();
 }
 
 static void set_capturing(CUstream stream, bool per_thread, bool capturing) {

@@ -6,6 +6,7 @@
 
 #include "report.h"
 #include "shim.h"
+#include "stack_depot.h"
 
 /* The latest operations of ring up to tick; the call itself (the first later
  * record of api by the finding's thread: an attach is recorded after it was
@@ -32,7 +33,7 @@ static void copy_stream(struct ac_history *h, uint64_t serial, uint64_t tick,
   h->stream_kind = s->live ? s->kind : AC_STREAM_DESTROYED;
   h->stream_handle = s->handle;
   h->owner_thread = s->owner_thread;
-  h->created = s->created;
+  ac_origin_expand(&s->created, &h->created);
 }
 
 /* What the timeline of a report shows around f: the operations of its call's

@@ -7,10 +7,11 @@
  * freed) the protected pages are exactly those the model forbids the CPU,
  * before the call that made the transition returns. Memory the program may
  * touch is never left protected, so a correct program never faults and never
- * sees EFAULT from a system call. The allocations are grouped, once per
- * change of layout, into classes of byte ranges - globally attached, HOST,
- * single-attached to stream S, pending an attach - so a transition costs a
- * few merges of sorted lists and the mprotect calls for what changed.
+ * sees EFAULT from a system call. The allocations are grouped into classes of
+ * byte ranges - globally attached, HOST, single-attached to stream S, pending
+ * an attach - kept up to date allocation by allocation (guard_classes.c), so
+ * a transition costs a few merges of sorted lists and the mprotect calls for
+ * what changed.
  *
  * Small allocations share pages. A page is protected only if some forbidden
  * allocation lies in it and no allowed one does: a touch of the forbidden
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include "grow.h"
+#include "guard_classes.h"
 #include "guard_internal.h"
 #include "ranges.h"
 #include "rules_host.h"
@@ -40,20 +42,7 @@
 struct ac_guard_shared ac_guard = {.driver_lo = UINTPTR_MAX};
 
 static uint64_t seen_generation = UINT64_MAX, seen_layout = UINT64_MAX;
-static uint64_t classes_layout = UINT64_MAX;
 static bool seen_any_busy;
-
-/* The allocations by class (exact bytes), rebuilt when the layout changes. */
-struct stream_ranges {
-  const struct ac_stream *stream;
-  struct range_list ranges;
-};
-static struct range_list all_managed; /* every managed allocation not being freed */
-static struct range_list global_ranges;
-static struct stream_ranges *single_ranges;
-static size_t single_count, single_cap;
-static struct ac_alloc **pending;
-static size_t pending_count, pending_cap;
 
 static struct range_list wanted_now; /* what the CPU may not touch now (pages) */
 
@@ -68,69 +57,6 @@ double ac_guard_now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* ---- classes ---- */
-
-static struct range_list *ranges_of_stream(const struct ac_stream *s) {
-  for (size_t i = 0; i < single_count; i++)
-    if (single_ranges[i].stream == s) return &single_ranges[i].ranges;
-  if (!AC_GROW(single_ranges, single_count, single_cap, 8)) return NULL;
-  single_ranges[single_count] = (struct stream_ranges){s, {0, 0, NULL}};
-  return &single_ranges[single_count++].ranges;
-}
-
-static void note_pending(struct ac_alloc *a) {
-  if (AC_GROW(pending, pending_count, pending_cap, 16)) pending[pending_count++] = a;
-}
-
-static void classify(struct ac_alloc *a, void *ctx) {
-  (void)ctx;
-  if (!ac_alloc_is_managed(a) || a->size == 0 || a->retiring) return;
-  enum ac_assoc assoc[2];
-  struct ac_stream *stream[2];
-  uintptr_t start = a->base, end = a->base + a->size;
-  range_push(&all_managed, start, end);
-  if (ac_order_binding_assocs(ac_model, a, assoc, stream) == 2) {
-    note_pending(a);
-  } else if (assoc[0] == AC_ASSOC_GLOBAL) {
-    range_push(&global_ranges, start, end);
-  } else if (assoc[0] == AC_ASSOC_SINGLE && stream[0]) {
-    struct range_list *l = ranges_of_stream(stream[0]);
-    if (l) range_push(l, start, end);
-  } /* HOST: the CPU may always touch it */
-}
-
-/* The classes that may get protection keys: each stream's, and GLOBAL's
- * where all of it is off-limits at once (strict semantics). */
-static void key_classes(void) {
-  if (!ac_guard_keys_active()) return;
-  ac_guard_keys_layout_begin();
-  if (!ac_model_reach_semantics(ac_model))
-    ac_guard_keys_layout_class(&ac_guard_global_class, &global_ranges);
-  for (size_t i = 0; i < single_count; i++)
-    ac_guard_keys_layout_class(single_ranges[i].stream, &single_ranges[i].ranges);
-  ac_guard_keys_layout_end(&all_managed);
-  install_handler_once();
-}
-
-static bool class_forbidden(const void *id) {
-  return id == &ac_guard_global_class || ac_order_stream_busy(ac_model, id);
-}
-
-static void rebuild_classes(void) {
-  all_managed.n = global_ranges.n = 0;
-  for (size_t i = 0; i < single_count; i++)
-    range_free(&single_ranges[i].ranges);
-  single_count = 0;
-  pending_count = 0;
-  ac_model_for_each_alloc(ac_model, classify, NULL);
-  range_normalise(&all_managed);
-  range_normalise(&global_ranges);
-  for (size_t i = 0; i < single_count; i++)
-    range_normalise(&single_ranges[i].ranges);
-  ac_guard.stats.rebuilds++;
-  key_classes();
 }
 
 /* Under `device` semantics, globally attached memory is off-limits only while
@@ -158,6 +84,12 @@ static void join(struct range_list *forbidden, const struct range_list *l) {
   joined = swap;
 }
 
+/* A busy stream's memory; what a protection key covers is the key's. */
+static void join_stream_class(const struct ac_stream *s, const struct range_list *ranges,
+                              void *forbidden) {
+  join(forbidden, ac_guard_keys_unkeyed(s, ranges));
+}
+
 /* The allocations the CPU may not touch now, in exact bytes (normalised).
  * Lists are merged, never sorted again: a transition over 10,000 allocations
  * stays linear. */
@@ -165,16 +97,16 @@ static void forbidden_bytes(struct range_list *forbidden) {
   static struct range_list extra;
   forbidden->n = extra.n = 0;
   if (ac_model_reach_semantics(ac_model)) {
-    ac_model_for_each_stream(ac_model, add_reached_global, &extra);
+    ac_model_for_each_busy_stream(ac_model, add_reached_global, &extra);
     range_normalise(&extra);
     join(forbidden, &extra);
   } else {
-    join(forbidden, ac_guard_keys_unkeyed(&ac_guard_global_class, &global_ranges));
+    join(forbidden, ac_guard_keys_unkeyed(&ac_guard_global_class, ac_guard_classes_global()));
   }
-  for (size_t i = 0; i < single_count; i++)
-    if (ac_order_stream_busy(ac_model, single_ranges[i].stream))
-      join(forbidden, ac_guard_keys_unkeyed(single_ranges[i].stream, &single_ranges[i].ranges));
+  ac_guard_classes_for_each_stream(true, join_stream_class, forbidden);
   extra.n = 0;
+  size_t pending_count;
+  struct ac_alloc *const *pending = ac_guard_classes_pending(&pending_count);
   for (size_t i = 0; i < pending_count; i++) {
     struct ac_stream *blocker;
     enum ac_rule_id rule;
@@ -186,6 +118,46 @@ static void forbidden_bytes(struct range_list *forbidden) {
   join(forbidden, &extra);
 }
 
+/* ---- protection keys ---- */
+
+static void key_class_of_stream(const struct ac_stream *s, const struct range_list *ranges,
+                                void *ctx) {
+  (void)ctx;
+  ac_guard_keys_layout_class(s, ranges);
+}
+
+/* The classes that may get protection keys: each stream's, and GLOBAL's
+ * where all of it is off-limits at once (strict semantics). */
+static void lay_out_keys(void) {
+  ac_guard_keys_layout_begin();
+  if (!ac_model_reach_semantics(ac_model))
+    ac_guard_keys_layout_class(&ac_guard_global_class, ac_guard_classes_global());
+  ac_guard_classes_for_each_stream(false, key_class_of_stream, NULL);
+  ac_guard_keys_layout_end(ac_guard_classes_all_managed());
+  install_handler_once();
+}
+
+/* Keys are laid out again after the layout changed, but not at every
+ * change: a program allocating or attaching thousands of times while work
+ * runs would pay a regrouping each time. Until they are, the keys stand
+ * aside (mprotect covers everything, exactly as without them); they are laid
+ * out when the changes pause (two refreshes with the same layout) or have
+ * added up to an eighth of what was laid out last. */
+static void follow_layout_with_keys(uint64_t layout) {
+  static uint64_t keys_layout = UINT64_MAX;
+  static unsigned quiet;
+  if (!ac_guard_keys_count() || layout == keys_layout) return;
+  quiet = layout == seen_layout ? quiet + 1 : 0;
+  uint64_t changes = keys_layout == UINT64_MAX ? UINT64_MAX : layout - keys_layout;
+  if (quiet >= 2 || changes >= 32 + ac_guard_keys_laid_out() / 8) {
+    lay_out_keys();
+    keys_layout = layout;
+    quiet = 0;
+  } else {
+    ac_guard_keys_stand_aside();
+  }
+}
+
 /* Pages to protect: those of forbidden allocations, less every page that
  * also holds memory the CPU may touch (allocations are disjoint, so the
  * allowed bytes are all managed bytes less the forbidden ones). */
@@ -195,7 +167,8 @@ static void desired_pages(struct range_list *want, bool any_busy) {
   if (!any_busy) return;
   forbidden_bytes(&forbidden);
   if (!forbidden.n) return;
-  range_subtract(&allowed, ac_guard_keys_unkeyed_managed(&all_managed), &forbidden);
+  range_subtract(&allowed, ac_guard_keys_unkeyed_managed(ac_guard_classes_all_managed()),
+                 &forbidden);
   range_round_out(&forbidden_pages, &forbidden, (uintptr_t)ac_guard.page_size);
   range_round_out(&allowed_pages, &allowed, (uintptr_t)ac_guard.page_size);
   range_subtract(want, &forbidden_pages, &allowed_pages);
@@ -272,10 +245,8 @@ void ac_guard_refresh_locked(void) {
   double started = ac_opts.verbose ? ac_guard_now_seconds() : 0; /* a clock read costs */
   ac_guard.stats.refreshes++;
   bool any_busy = ac_order_any_busy(ac_model, NULL) != NULL;
-  if (any_busy && (layout != classes_layout || pending_count)) {
-    rebuild_classes();
-    classes_layout = layout;
-  }
+  if (any_busy) ac_guard_classes_update();
+  if (any_busy) follow_layout_with_keys(layout);
   seen_any_busy = any_busy;
   seen_generation = generation;
   seen_layout = layout;
@@ -283,7 +254,7 @@ void ac_guard_refresh_locked(void) {
   if (wanted_now.n) install_handler_once();
   settle_actual_protection();
   apply_wanted();
-  ac_guard_keys_transition(class_forbidden, any_busy);
+  ac_guard_keys_transition(any_busy, !ac_model_reach_semantics(ac_model));
   if (ac_opts.verbose) ac_guard.stats.seconds += ac_guard_now_seconds() - started;
 }
 
@@ -373,7 +344,8 @@ void ac_guard_start(void) {
 void ac_guard_after_fork_child(void) {
   ac_guard.protected_now.n = wanted_now.n = 0;
   ac_guard.lifted_count = 0;
-  seen_generation = seen_layout = classes_layout = UINT64_MAX;
+  seen_generation = seen_layout = UINT64_MAX;
+  ac_guard_classes_reset();
   ac_guard.published_count = 0;
   ac_guard_keys_after_fork_child();
   ac_guard_reporter_after_fork_child();

@@ -63,9 +63,14 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed);
 /* What of a class, or of all managed memory, no key covers: mprotect's. */
 const struct range_list *ac_guard_keys_unkeyed(const void *id, const struct range_list *bytes);
 const struct range_list *ac_guard_keys_unkeyed_managed(const struct range_list *all_managed);
-/* At a transition: the keys of the forbidden classes disabled, in this
- * thread and every other that holds them, before it returns. */
-void ac_guard_keys_transition(bool (*forbidden)(const void *id), bool any_busy);
+/* At a transition: the keys of the forbidden classes (GLOBAL's under strict
+ * semantics, each busy stream's) disabled, in this thread and every other
+ * that holds them, before it returns. */
+void ac_guard_keys_transition(bool any_busy, bool strict);
+/* Until the next layout the keys protect nothing more (mprotect covers it
+ * all); how many ranges were offered at the last layout. */
+void ac_guard_keys_stand_aside(void);
+size_t ac_guard_keys_laid_out(void);
 void ac_guard_keys_forget(uintptr_t start, uintptr_t end);
 int ac_guard_keys_slot_of(int pkey);
 bool ac_guard_keys_slot_forbidden(int slot);

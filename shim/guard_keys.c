@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "grow.h"
+#include "guard_classes.h"
 #include "guard_internal.h"
 #include "pkeys.h"
 #include "shim.h"
@@ -246,17 +247,21 @@ void ac_guard_unpark(void) {
 
 /* ---- classes and tags ---- */
 
-struct keyed_class {
+/* The classes offered at a layout, with their bytes; only the ones that get
+ * a key are kept past it, by slot. */
+struct offered_class {
   const void *id;
-  int slot;
-  struct range_list pages;    /* its pages alone: tagged with its key when it has one */
-  struct range_list residual; /* its bytes outside them: for mprotect */
+  struct range_list bytes;
 };
-static struct keyed_class *classes;
-static size_t class_count, class_cap;
-static const void *slot_owner[AC_PKEYS_HW_MAX]; /* the class each slot went to */
-static struct range_list tagged[AC_PKEYS_HW_MAX];
-static struct range_list managed_residual; /* managed bytes on pages without a key */
+static struct offered_class *offered;
+static size_t offered_count, offered_cap;
+
+static const void *slot_owner[AC_PKEYS_HW_MAX];     /* the class each slot went to */
+static struct range_list tagged[AC_PKEYS_HW_MAX];   /* its pages alone, tagged with its key */
+static struct range_list residual[AC_PKEYS_HW_MAX]; /* its bytes elsewhere: mprotect's */
+static struct range_list managed_residual;          /* managed bytes on pages without a key */
+static size_t laid_out;                             /* ranges offered at the last layout */
+static bool standing_aside; /* the layout changed since: mprotect covers all */
 
 /* The tagged pages as the handler and the system-call check read them
  * without the lock: sorted, with their slot; a seqlock'd copy. */
@@ -273,20 +278,33 @@ bool ac_guard_keys_active(void) {
   return key_count > 0 && !keys_broken;
 }
 
+size_t ac_guard_keys_laid_out(void) {
+  return laid_out;
+}
+
+void ac_guard_keys_stand_aside(void) {
+  standing_aside = true;
+}
+
 void ac_guard_keys_layout_begin(void) {
-  for (size_t i = 0; i < class_count; i++) {
-    range_free(&classes[i].pages);
-    range_free(&classes[i].residual);
-  }
-  class_count = 0;
+  for (size_t i = 0; i < offered_count; i++)
+    offered[i].bytes.n = 0;
+  offered_count = 0;
 }
 
 void ac_guard_keys_layout_class(const void *id, const struct range_list *bytes) {
   if (!ac_guard_keys_active() || !bytes->n) return;
-  if (!AC_GROW(classes, class_count, class_cap, 8)) return;
-  struct keyed_class *c = &classes[class_count++];
-  *c = (struct keyed_class){.id = id, .slot = -1};
-  range_append_list(&c->residual, bytes); /* the bytes, until the pages are known */
+  if (offered_count == offered_cap) {
+    size_t cap = offered_cap ? 2 * offered_cap : 8;
+    struct offered_class *grown = realloc(offered, cap * sizeof *offered);
+    if (!grown) return;
+    memset(grown + offered_cap, 0, (cap - offered_cap) * sizeof *grown);
+    offered = grown, offered_cap = cap;
+  }
+  struct offered_class *c = &offered[offered_count++];
+  c->id = id;
+  c->bytes.n = 0;
+  range_append_list(&c->bytes, bytes);
 }
 
 static int by_start(const void *a, const void *b) {
@@ -301,25 +319,25 @@ static void mixed_pages(struct range_list *mixed, const struct range_list *all_m
   static struct range_list classed, unclassed;
   static struct keyed_range *entries;
   static size_t entry_cap;
-  size_t n = 0;
+  size_t n = 0, total = 0;
   uintptr_t page = (uintptr_t)ac_guard.page_size;
   classed.n = mixed->n = 0;
-  for (size_t i = 0; i < class_count; i++)
-    range_append_list(&classed, &classes[i].residual);
+  for (size_t i = 0; i < offered_count; i++) {
+    range_append_list(&classed, &offered[i].bytes);
+    total += offered[i].bytes.n;
+  }
   range_normalise(&classed);
   range_subtract(&unclassed, all_managed, &classed);
-  size_t total = unclassed.n;
-  for (size_t i = 0; i < class_count; i++)
-    total += classes[i].residual.n;
+  total += unclassed.n;
   if (total > entry_cap) {
     struct keyed_range *grown = realloc(entries, total * sizeof *entries);
     if (!grown) return;
     entries = grown, entry_cap = total;
   }
-  for (size_t i = 0; i < class_count; i++)
-    for (size_t j = 0; j < classes[i].residual.n; j++)
-      entries[n++] = (struct keyed_range){classes[i].residual.r[j].start,
-                                          classes[i].residual.r[j].end, (int)i};
+  for (size_t i = 0; i < offered_count; i++)
+    for (size_t j = 0; j < offered[i].bytes.n; j++)
+      entries[n++] =
+          (struct keyed_range){offered[i].bytes.r[j].start, offered[i].bytes.r[j].end, (int)i};
   for (size_t j = 0; j < unclassed.n; j++)
     entries[n++] = (struct keyed_range){unclassed.r[j].start, unclassed.r[j].end, -1};
   qsort(entries, n, sizeof *entries, by_start);
@@ -348,96 +366,135 @@ static void publish_tags(void) {
   __atomic_add_fetch(&published_seq, 1, __ATOMIC_RELEASE);
 }
 
+/* Tagging a page makes it readable and writable again (pkey_mprotect sets
+ * both): mprotect's record of what it protected must forget those pages, so
+ * that what is still wanted is protected again. */
+static void tag_ranges(const struct range_list *l, int key, struct range_list *made_accessible) {
+  for (size_t i = 0; i < l->n; i++) {
+    ac_pkeys_tag(l->r[i].start, l->r[i].end, key);
+    range_push(made_accessible, l->r[i].start, l->r[i].end);
+  }
+  ac_guard.stats.tags += l->n;
+}
+
+static void forget_protection_of(struct range_list *made_accessible) {
+  static struct range_list rest;
+  if (!made_accessible->n) return;
+  range_normalise(made_accessible);
+  range_subtract(&rest, &ac_guard.protected_now, made_accessible);
+  struct range_list t = ac_guard.protected_now;
+  ac_guard.protected_now = rest;
+  rest = t;
+}
+
 /* Tags slot s's pages with its key, and gives key 0 back to those that left
  * every slot (all: the union of the new tags). */
 static void retag(struct range_list *next, const struct range_list *all) {
-  static struct range_list change;
+  static struct range_list change, touched;
+  touched.n = 0;
   for (int s = 0; s < key_count; s++) {
     range_subtract(&change, &tagged[s], all);
-    for (size_t i = 0; i < change.n; i++)
-      ac_pkeys_tag(change.r[i].start, change.r[i].end, 0);
+    tag_ranges(&change, 0, &touched);
     range_subtract(&change, &next[s], &tagged[s]);
-    for (size_t i = 0; i < change.n; i++)
-      ac_pkeys_tag(change.r[i].start, change.r[i].end, keys[s]);
-    ac_guard.stats.tags += change.n;
+    tag_ranges(&change, keys[s], &touched);
   }
   for (int s = 0; s < key_count; s++) {
     struct range_list swap = tagged[s];
     tagged[s] = next[s];
     next[s] = swap;
   }
+  forget_protection_of(&touched);
   publish_tags();
 }
 
 void ac_guard_keys_layout_end(const struct range_list *all_managed) {
   static struct range_list mixed, pages, next[AC_PKEYS_HW_MAX], all_tagged, swap;
+  static struct range_list *exclusive;
   static struct ac_key_class *wanted;
   static size_t wanted_cap;
   if (!ac_guard_keys_active()) return;
   mixed_pages(&mixed, all_managed);
-  if (class_count > wanted_cap) {
-    struct ac_key_class *grown = realloc(wanted, class_count * sizeof *wanted);
-    if (!grown) return;
-    wanted = grown, wanted_cap = class_count;
+  if (offered_count > wanted_cap) {
+    struct ac_key_class *grown = realloc(wanted, offered_count * sizeof *wanted);
+    struct range_list *more = realloc(exclusive, offered_count * sizeof *exclusive);
+    if (more) {
+      memset(more + wanted_cap, 0, (offered_count - wanted_cap) * sizeof *more);
+      exclusive = more;
+    }
+    if (grown) wanted = grown;
+    if (!grown || !more) return;
+    wanted_cap = offered_count;
   }
-  for (size_t i = 0; i < class_count; i++) {
-    struct keyed_class *c = &classes[i];
-    range_round_out(&pages, &c->residual, (uintptr_t)ac_guard.page_size);
-    range_subtract(&c->pages, &pages, &mixed);
+  laid_out = 0;
+  for (size_t i = 0; i < offered_count; i++) {
+    range_round_out(&pages, &offered[i].bytes, (uintptr_t)ac_guard.page_size);
+    range_subtract(&exclusive[i], &pages, &mixed);
     size_t count = 0;
-    for (size_t j = 0; j < c->pages.n; j++)
-      count += (c->pages.r[j].end - c->pages.r[j].start) / (uintptr_t)ac_guard.page_size;
+    for (size_t j = 0; j < exclusive[i].n; j++)
+      count += (exclusive[i].r[j].end - exclusive[i].r[j].start) / (uintptr_t)ac_guard.page_size;
     int had = -1;
     for (int s = 0; s < key_count; s++)
-      if (slot_owner[s] == c->id) had = s;
-    wanted[i] = (struct ac_key_class){c->id, count, had};
+      if (slot_owner[s] == offered[i].id) had = s;
+    wanted[i] = (struct ac_key_class){offered[i].id, count, had};
+    laid_out += offered[i].bytes.n;
   }
-  ac_pkeys_assign(wanted, class_count, key_count);
+  ac_pkeys_assign(wanted, offered_count, key_count);
   for (int s = 0; s < key_count; s++) {
     slot_owner[s] = NULL;
-    next[s].n = 0;
+    next[s].n = residual[s].n = 0;
   }
   all_tagged.n = 0;
-  for (size_t i = 0; i < class_count; i++) {
-    struct keyed_class *c = &classes[i];
-    c->slot = wanted[i].slot;
-    if (c->slot < 0) {
-      c->pages.n = 0;
-      continue;
-    }
-    slot_owner[c->slot] = c->id;
-    range_append_list(&next[c->slot], &c->pages);
-    range_union(&swap, &all_tagged, &c->pages);
-    range_subtract(&pages, &c->residual, &c->pages);
-    struct range_list t = c->residual;
-    c->residual = pages;
-    pages = t;
-    t = all_tagged, all_tagged = swap, swap = t;
+  for (size_t i = 0; i < offered_count; i++) {
+    int s = wanted[i].slot;
+    if (s < 0) continue;
+    slot_owner[s] = offered[i].id;
+    range_append_list(&next[s], &exclusive[i]);
+    range_subtract(&residual[s], &offered[i].bytes, &exclusive[i]);
+    range_union(&swap, &all_tagged, &exclusive[i]);
+    struct range_list t = all_tagged;
+    all_tagged = swap, swap = t;
   }
   retag(next, &all_tagged);
   range_subtract(&managed_residual, all_managed, &all_tagged);
+  standing_aside = false;
+}
+
+static int slot_of_class(const void *id) {
+  for (int s = 0; s < key_count; s++)
+    if (slot_owner[s] == id) return s;
+  return -1;
 }
 
 /* The bytes of class id that mprotect must protect when it is forbidden. */
 const struct range_list *ac_guard_keys_unkeyed(const void *id, const struct range_list *bytes) {
-  if (!ac_guard_keys_active()) return bytes;
-  for (size_t i = 0; i < class_count; i++)
-    if (classes[i].id == id && classes[i].slot >= 0) return &classes[i].residual;
-  return bytes;
+  if (!ac_guard_keys_active() || standing_aside) return bytes;
+  int s = slot_of_class(id);
+  return s < 0 ? bytes : &residual[s];
 }
 
 const struct range_list *ac_guard_keys_unkeyed_managed(const struct range_list *all_managed) {
-  return ac_guard_keys_active() ? &managed_residual : all_managed;
+  return ac_guard_keys_active() && !standing_aside ? &managed_residual : all_managed;
 }
 
 /* ---- transitions ---- */
 
-void ac_guard_keys_transition(bool (*forbidden)(const void *id), bool any_busy) {
+static void disable_busy_stream(const struct ac_stream *s, const struct range_list *ranges,
+                                void *disabled) {
+  (void)ranges;
+  int slot = slot_of_class(s);
+  if (slot >= 0) *(uint32_t *)disabled |= 1u << slot;
+}
+
+/* strict: globally attached memory is forbidden while anything is busy. */
+void ac_guard_keys_transition(bool any_busy, bool strict) {
   AC_ASSERT_MODEL_HELD();
   if (!ac_guard_keys_active()) return;
   uint32_t disabled = 0;
-  for (size_t i = 0; any_busy && i < class_count; i++)
-    if (classes[i].slot >= 0 && forbidden(classes[i].id)) disabled |= 1u << classes[i].slot;
+  if (any_busy && !standing_aside) {
+    int global = slot_of_class(&ac_guard_global_class);
+    if (strict && global >= 0) disabled |= 1u << global;
+    ac_guard_classes_for_each_stream(true, disable_busy_stream, &disabled);
+  }
   uint32_t before = __atomic_exchange_n(&disabled_now, disabled, __ATOMIC_SEQ_CST);
   /* The calling thread keeps the keys it turned either way: the memory it
    * just gave to work or took back is what it goes on to touch. */
@@ -449,23 +506,22 @@ void ac_guard_keys_transition(bool (*forbidden)(const void *id), bool any_busy) 
 
 /* Memory about to go back to the driver keeps no key. */
 void ac_guard_keys_forget(uintptr_t start, uintptr_t end) {
-  static struct range_list pages, gone, rest;
+  static struct range_list pages, gone, rest, touched;
   if (!ac_guard_keys_active() || start >= end) return;
-  pages.n = 0;
+  pages.n = touched.n = 0;
   range_push(&pages, ac_guard_page_floor(start),
              ac_guard_page_floor(end - 1) + (uintptr_t)ac_guard.page_size);
-  bool changed = false;
   for (int s = 0; s < key_count; s++) {
     range_subtract(&rest, &tagged[s], &pages);
     if (rest.n == tagged[s].n && !range_contains(&tagged[s], pages.r[0].start)) continue;
     range_subtract(&gone, &tagged[s], &rest);
-    for (size_t i = 0; i < gone.n; i++)
-      ac_pkeys_tag(gone.r[i].start, gone.r[i].end, 0);
+    tag_ranges(&gone, 0, &touched);
     struct range_list t = tagged[s];
     tagged[s] = rest, rest = t;
-    changed = true;
   }
-  if (changed) publish_tags();
+  if (!touched.n) return;
+  forget_protection_of(&touched);
+  publish_tags();
 }
 
 /* ---- the fault side ---- */
@@ -601,7 +657,9 @@ void ac_guard_keys_after_fork_child(void) {
   for (int s = 0; s < key_count; s++)
     tagged[s].n = 0;
   published_count = 0;
-  class_count = 0;
+  offered_count = 0;
+  for (int s = 0; s < key_count; s++)
+    slot_owner[s] = NULL;
   if (key_count) ac_pkru_write(ac_pkru_read() & ~our_bits);
   keys_broken = true;
 }

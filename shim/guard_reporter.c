@@ -65,6 +65,7 @@ struct ac_finding *ac_guard_ring_slot_locked(void) {
 void ac_guard_ring_commit_locked(void) {
   AC_ASSERT_MODEL_HELD();
   ring_count++;
+  ac_model_pin_streams(ac_model); /* the finding's timeline reads its streams' records */
   wake_reporter();
 }
 
@@ -91,6 +92,11 @@ void ac_guard_drain(void) {
   ac_model_leave();
   for (size_t i = 0; i < n; i++)
     ac_emit_finding(&batch[i], AC_DRIVER_RETURNED, CUDA_SUCCESS);
+  if (n) {
+    ac_model_enter();
+    ac_model_unpin_streams(ac_model, n);
+    ac_model_leave();
+  }
   if (lost) ac_log("%lu CPU accesses were not judged: the reporter could not keep up", lost);
   __atomic_sub_fetch(&batches_in_flight, 1, __ATOMIC_ACQ_REL);
   pthread_mutex_unlock(&drain_lock);

@@ -235,6 +235,7 @@ struct ac_op_origin_slot {
   struct ac_stream *stream;
   uint64_t seq;
   bool turned_busy;
+  uint64_t serial; /* the stream's: outside the lock it is found again by it */
 };
 void ac_on_work(const char *api, CUstream stream, bool per_thread);
 struct ac_stream *ac_on_work_locked(const char *api, CUstream stream, bool per_thread,

@@ -128,6 +128,53 @@ static void destroy_then_touch(void) {
   cpu_read(m);                                    /* AC201 */
   EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
 }
+/* The same, and the next stream made gets the destroyed one's handle (the
+ * stand-in driver hands it out again at once): the record lives on without a
+ * handle while its work runs - the touch names it - and is forgotten once
+ * the host has seen that work complete. */
+static void destroy_reuse_touch(void) {
+  CUstream d, e;
+  EXPECT_RC(cu.cuStreamCreate(&d, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  attach(d, m, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cu.cuStreamSynchronize(d), CUDA_SUCCESS);
+  launch(d, m);
+  EXPECT_RC(cu.cuStreamDestroy(d), CUDA_SUCCESS); /* AC402; its work still runs */
+  EXPECT_RC(cu.cuStreamCreate(&e, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  cpu_read(m);                                    /* AC201: d's work */
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS); /* d's record can go */
+  launch(e, m);
+  EXPECT_RC(cu.cuStreamSynchronize(e), CUDA_SUCCESS);
+  cpu_write(m); /* reverted to CU_MEM_ATTACH_GLOBAL, nothing busy */
+  EXPECT_RC(cu.cuStreamDestroy(e), CUDA_SUCCESS);
+}
+/* Streams made, used and destroyed by the hundred - blocking ones that the
+ * legacy stream joins, memory single-attached to each, an event recorded on
+ * each that outlives it and that another stream waits for: each record is
+ * forgotten once its work is done, and nothing that named it is left behind. */
+static void stream_cycles(void) {
+  CUevent ev;
+  CUdeviceptr x;
+  EXPECT_RC(cu.cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&x, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  for (int i = 0; i < 300; i++) {
+    CUstream c;
+    EXPECT_RC(cu.cuStreamCreate(&c, i % 2 ? CU_STREAM_NON_BLOCKING : CU_STREAM_DEFAULT),
+              CUDA_SUCCESS);
+    attach(c, x, CU_MEM_ATTACH_SINGLE);
+    launch(c, x);
+    EXPECT_RC(cu.cuEventRecord(ev, c), CUDA_SUCCESS);
+    EXPECT_RC(cu.cuStreamDestroy(c), CUDA_SUCCESS); /* AC402, with its work pending */
+    EXPECT_RC(cu.cuStreamWaitEvent(s, ev, 0), CUDA_SUCCESS);
+    launch(NULL, m); /* the legacy stream: after c's work if c is blocking */
+    EXPECT_RC(cu.cuEventSynchronize(ev), CUDA_SUCCESS);
+    EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  }
+  cpu_write(x);
+  cpu_write(m);
+  EXPECT_RC(cu.cuStreamWaitEvent(t, ev, 0), CUDA_SUCCESS); /* names forgotten streams */
+  EXPECT_RC(cu.cuEventSynchronize(ev), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuEventDestroy(ev), CUDA_SUCCESS);
+}
 static void reattach_unordered(void) {
   setup_single();
   launch(s, m);
@@ -342,6 +389,8 @@ static const struct scenario_case cases[] = {
     {"sync_copy_nonblocking", sync_copy_nonblocking},
     {"callback_other_stream_busy", callback_other_stream_busy},
     {"destroy_then_touch", destroy_then_touch},
+    {"destroy_reuse_touch", destroy_reuse_touch},
+    {"stream_cycles", stream_cycles},
     {"reattach_unordered", reattach_unordered},
     {"pending_attach", pending_attach},
     {"read_syscall", read_syscall},

@@ -95,8 +95,9 @@ static void test_stream_handles_are_reused(void) {
   r = ac_model_resolve_stream(m, 0x5000, false, 1);
   CHECK(r.kind == AC_STREAM_DESTROYED);
   CHECK(ac_model_stream_destroyed(m, 0x5000) == NULL); /* twice: nothing live */
-  struct ac_stream *s2 = ac_model_stream_created(m, 0x5000, 1, -1);
-  CHECK(s2 != s1 && s2->serial != s1->serial);
+  uint64_t first = s1->serial;
+  struct ac_stream *s2 = ac_model_stream_created(m, 0x5000, 1, -1); /* s1 is forgotten */
+  CHECK(s2->serial != first && ac_model_stream_by_serial(m, first) == NULL);
   r = ac_model_resolve_stream(m, 0x5000, false, 1);
   CHECK(r.kind == AC_STREAM_CREATED && r.stream == s2 && s2->flags == 1);
   ac_model_destroy(m);
@@ -182,7 +183,48 @@ static void test_forget_overlapping(void) {
   ac_model_destroy(m);
 }
 
+/* Nested records in one granule (the model allows them, the driver never
+ * makes them) are all found; records side by side, found by search. */
+static void test_forget_nested_and_neighbours(void) {
+  struct ac_model *m = ac_model_create();
+  struct ac_alloc outer = proto(0x7f0000400000, 0x10000), a = proto(0x7f0000401000, 0x100),
+                  b = proto(0x7f0000408000, 0x100);
+  ac_model_add_alloc(m, &outer);
+  ac_model_add_alloc(m, &a);
+  ac_model_add_alloc(m, &b);
+  CHECK(ac_model_forget_overlapping(m, 0x7f0000408000, 0x10) == 2); /* b and outer */
+  CHECK(ac_model_find_alloc(m, 0x7f0000401000) != NULL && ac_model_alloc_count(m) == 1);
+  ac_model_destroy(m);
+  m = ac_model_create();
+  struct ac_alloc *row[100];
+  for (int i = 0; i < 100; i++) {
+    struct ac_alloc p = proto(0x7f0000600000 + (uintptr_t)i * 512, 100);
+    row[i] = ac_model_add_alloc(m, &p);
+  }
+  CHECK(ac_model_forget_overlapping(m, 0x7f0000600000 + 50 * 512 + 50, 1024) == 3);
+  CHECK(ac_model_find_alloc(m, 0x7f0000600000 + 49 * 512) == row[49]);
+  CHECK(ac_model_find_alloc(m, 0x7f0000600000 + 53 * 512) == row[53]);
+  CHECK(ac_model_find_alloc(m, 0x7f0000600000 + 51 * 512) == NULL);
+  CHECK(ac_model_forget_overlapping(m, 0x7f0000600000 + 51 * 512, 512) == 0);
+  ac_model_destroy(m);
+}
+
+/* What a tracked allocation costs: the record, with its stack a depot id;
+ * what only attached or named ones need is elsewhere. */
+static void test_record_is_small(void) {
+  CHECK(sizeof(struct ac_alloc) <= 64);
+  struct ac_model *m = ac_model_create();
+  struct ac_alloc p = proto(0x1000, 64);
+  struct ac_alloc *a = ac_model_add_alloc(m, &p);
+  CHECK(a->more == NULL && strcmp(ac_alloc_name(a), "") == 0 && ac_alloc_module(a) == 0);
+  CHECK(ac_model_name_alloc(m, a, 0xabc, "counter"));
+  CHECK(strcmp(ac_alloc_name(a), "counter") == 0 && ac_alloc_module(a) == 0xabc);
+  ac_model_destroy(m);
+}
+
 int main(void) {
+  test_forget_nested_and_neighbours();
+  test_record_is_small();
   test_forget_overlapping();
   test_granules_that_need_judging();
   test_lookup_by_address();

@@ -112,8 +112,12 @@ static void test_destroyed_stream_stays_busy(void) {
   struct ac_stream *again = stream(0x100, NON_BLOCKING); /* handle reused */
   CHECK(again != a && !ac_order_stream_busy(m, again) && ac_order_stream_busy(m, a));
   CHECK(ac_order_any_busy(m, NULL) == a);
+  uint64_t serial = a->serial;
+  size_t held = ac_model_stream_count(m);
   ac_order_host_syncs_all(m);
-  CHECK(!ac_order_stream_busy(m, a) && ac_order_any_busy(m, NULL) == NULL);
+  /* Its work complete and its handle another stream's: forgotten. */
+  CHECK(ac_order_any_busy(m, NULL) == NULL && ac_model_stream_by_serial(m, serial) == NULL);
+  CHECK(ac_model_stream_count(m) == held - 1 && !ac_order_stream_busy(m, again));
   ac_model_destroy(m);
 }
 

@@ -1,0 +1,381 @@
+/* guard_classes.c - the page guard's classes (guard_classes.h): the managed
+ * allocations grouped by what decides whether the CPU may touch them -
+ * globally attached, HOST, single-attached to stream S, or with an attach
+ * still pending - as normalised byte ranges.
+ *
+ * Incremental. The model tells of every allocation that may change class
+ * (ac_model_set_alloc_observer: made, retiring, attached, its attach settled,
+ * forgotten) and only that one moves: its range is logged as added to one
+ * class and removed from another. A class's list is merged with its log when
+ * it is next read - one linear pass, which reading it costs anyway - or once
+ * the log is as long as the list, so a log never holds more than its class.
+ * Each allocation carries the class it is in (ac_alloc.guard_tag), so
+ * leaving one needs no search.
+ *
+ * Nothing is grouped until the guard first needs the classes (something
+ * turned busy): a program that never runs work beside its CPU pays nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#include "grow.h"
+#include "guard_classes.h"
+#include "guard_internal.h"
+#include "shim.h"
+
+/* ac_alloc.guard_tag: which class holds the allocation. */
+#define TAG_NONE 0u             /* not managed memory the guard looks at */
+#define TAG_HOST 1u             /* in all_managed only: the CPU may always touch it */
+#define TAG_GLOBAL 2u           /* globally attached */
+#define TAG_STREAM 3u           /* + the slot of its stream's class */
+#define TAG_PENDING 0x80000000u /* | its index in pending[] */
+
+/* One class: its list as of the last merge, and what moved since (exact
+ * allocation ranges, in no order). */
+struct class {
+  struct range_list ranges, added, removed;
+  bool dirty; /* on the dirty list, to be merged by the next update */
+};
+
+struct stream_class {
+  struct class c;
+  const struct ac_stream *stream; /* NULL: a free slot */
+  uint32_t slot;                  /* its index in slots[] */
+  size_t members;
+  UT_hash_handle hh; /* by stream */
+};
+
+static bool built;
+static struct class all_managed, global;
+static struct stream_class **slots; /* index: TAG_STREAM + slot */
+static size_t slot_count, slot_cap, live_classes;
+static uint32_t *free_slots;
+static size_t free_count, free_cap;
+static struct stream_class *by_stream;
+static struct ac_alloc **pending;
+static size_t pending_count, pending_cap;
+static struct class **dirty;
+static size_t dirty_count, dirty_cap;
+
+/* ---- one class's list and log ---- */
+
+static int by_start_then_end(const void *x, const void *y) {
+  const struct range *a = x, *b = y;
+  if (a->start != b->start) return a->start < b->start ? -1 : 1;
+  return (a->end > b->end) - (a->end < b->end);
+}
+
+/* Ranges both added and removed since the last merge cancel out, pair by
+ * pair: an allocation that came and went, or one that went and another that
+ * came over the same bytes. The rest of removed is in the list (members never
+ * overlap); the rest of added is not. */
+static void cancel_pairs(struct range_list *added, struct range_list *removed) {
+  if (added->n > 1) qsort(added->r, added->n, sizeof added->r[0], by_start_then_end);
+  if (removed->n > 1) qsort(removed->r, removed->n, sizeof removed->r[0], by_start_then_end);
+  size_t i = 0, j = 0, a = 0, r = 0;
+  while (i < added->n || j < removed->n) {
+    int order = i == added->n     ? 1
+                : j == removed->n ? -1
+                                  : by_start_then_end(&added->r[i], &removed->r[j]);
+    if (order == 0)
+      i++, j++;
+    else if (order < 0)
+      added->r[a++] = added->r[i++];
+    else
+      removed->r[r++] = removed->r[j++];
+  }
+  added->n = a;
+  removed->n = r;
+}
+
+/* The index of the last range of l starting at or below addr, or l->n if none. */
+static size_t range_at_or_below(const struct range_list *l, uintptr_t addr) {
+  size_t lo = 0, hi = l->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (l->r[mid].start <= addr)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo ? lo - 1 : l->n;
+}
+
+/* Room for one more range at index i (l grows by one; r[i] is then free). */
+static bool open_at(struct range_list *l, size_t i) {
+  if (!range_push(l, 0, 1)) return false;
+  memmove(&l->r[i + 1], &l->r[i], (l->n - 1 - i) * sizeof l->r[0]);
+  return true;
+}
+
+static void close_at(struct range_list *l, size_t i) {
+  memmove(&l->r[i], &l->r[i + 1], (l->n - 1 - i) * sizeof l->r[0]);
+  l->n--;
+}
+
+/* Takes x, which lies inside one range of l, out of it. */
+static void cut_one(struct range_list *l, struct range x) {
+  size_t i = range_at_or_below(l, x.start);
+  if (i == l->n || x.end > l->r[i].end) return; /* not there: nothing to cut */
+  struct range *r = &l->r[i];
+  if (r->start == x.start && r->end == x.end) {
+    close_at(l, i);
+  } else if (r->start == x.start) {
+    r->start = x.end;
+  } else if (r->end == x.end) {
+    r->end = x.start;
+  } else if (open_at(l, i + 1)) { /* x splits it in two */
+    l->r[i + 1] = (struct range){x.end, l->r[i].end};
+    l->r[i].end = x.start;
+  }
+}
+
+/* Adds x, which meets no range of l but may touch one on either side. */
+static void put_one(struct range_list *l, struct range x) {
+  size_t below = range_at_or_below(l, x.start), i = below == l->n ? 0 : below + 1;
+  bool joins_left = below != l->n && l->r[below].end == x.start;
+  bool joins_right = i < l->n && l->r[i].start == x.end;
+  if (joins_left && joins_right) {
+    l->r[below].end = l->r[i].end;
+    close_at(l, i);
+  } else if (joins_left) {
+    l->r[below].end = x.end;
+  } else if (joins_right) {
+    l->r[i].start = x.start;
+  } else if (open_at(l, i)) {
+    l->r[i] = x;
+  }
+}
+
+/* The list with its log applied. A short log is applied in place, a range at
+ * a time; a long one in one pass over the list. */
+static void merge(struct class *c) {
+  static struct range_list rest;
+  cancel_pairs(&c->added, &c->removed);
+  if (c->added.n + c->removed.n <= 16) {
+    for (size_t i = 0; i < c->removed.n; i++)
+      cut_one(&c->ranges, c->removed.r[i]);
+    for (size_t i = 0; i < c->added.n; i++)
+      put_one(&c->ranges, c->added.r[i]);
+  } else {
+    range_normalise(&c->removed);
+    range_normalise(&c->added);
+    range_subtract(&rest, &c->ranges, &c->removed);
+    range_union(&c->ranges, &rest, &c->added);
+  }
+  c->added.n = c->removed.n = 0;
+}
+
+static void log_move(struct class *c, struct range_list *log, const struct ac_alloc *a) {
+  range_push(log, a->base, a->base + a->size);
+  if (c->added.n + c->removed.n > 64 && c->added.n + c->removed.n > c->ranges.n) {
+    merge(c); /* a log never outgrows its class */
+    return;
+  }
+  if (!c->dirty && AC_GROW(dirty, dirty_count, dirty_cap, 16)) {
+    c->dirty = true;
+    dirty[dirty_count++] = c;
+  }
+}
+
+/* Empties c; it stays on the dirty list if it is (merging nothing is harmless). */
+static void class_free(struct class *c) {
+  range_free(&c->ranges);
+  range_free(&c->added);
+  range_free(&c->removed);
+}
+
+/* ---- streams' classes ---- */
+
+static struct stream_class *class_of_stream(const struct ac_stream *s, bool make) {
+  struct stream_class *sc;
+  HASH_FIND_PTR(by_stream, &s, sc);
+  if (sc || !make) return sc;
+  if (free_count) {
+    sc = slots[free_slots[--free_count]];
+  } else {
+    if (!AC_GROW(slots, slot_count, slot_cap, 8)) return NULL;
+    sc = calloc(1, sizeof *sc);
+    if (!sc) return NULL;
+    sc->slot = (uint32_t)slot_count;
+    slots[slot_count++] = sc;
+  }
+  sc->stream = s;
+  sc->members = 0;
+  HASH_ADD_PTR(by_stream, stream, sc);
+  live_classes++;
+  return sc;
+}
+
+/* Its last member left: the class goes, so none outlives its stream. */
+static void stream_class_release(struct stream_class *sc) {
+  if (--sc->members) return;
+  class_free(&sc->c);
+  HASH_DEL(by_stream, sc);
+  sc->stream = NULL;
+  live_classes--;
+  if (AC_GROW(free_slots, free_count, free_cap, 8)) free_slots[free_count++] = sc->slot;
+}
+
+/* ---- which class an allocation belongs in ---- */
+
+struct place {
+  uint32_t kind; /* TAG_NONE, TAG_HOST, TAG_GLOBAL, TAG_STREAM or TAG_PENDING */
+  const struct ac_stream *stream;
+};
+
+static struct place place_of(const struct ac_alloc *a) {
+  enum ac_assoc assoc[2];
+  struct ac_stream *stream[2];
+  if (!ac_alloc_is_managed(a) || a->size == 0 || a->retiring) return (struct place){TAG_NONE, 0};
+  if (ac_order_binding_assocs(ac_model, a, assoc, stream) == 2)
+    return (struct place){TAG_PENDING, NULL};
+  if (assoc[0] == AC_ASSOC_GLOBAL) return (struct place){TAG_GLOBAL, NULL};
+  if (assoc[0] == AC_ASSOC_SINGLE && stream[0]) return (struct place){TAG_STREAM, stream[0]};
+  return (struct place){TAG_HOST, NULL}; /* the CPU may always touch it */
+}
+
+static struct place place_tagged(const struct ac_alloc *a) {
+  uint32_t tag = a->guard_tag;
+  if (tag & TAG_PENDING) return (struct place){TAG_PENDING, NULL};
+  if (tag >= TAG_STREAM) return (struct place){TAG_STREAM, slots[tag - TAG_STREAM]->stream};
+  return (struct place){tag, NULL};
+}
+
+static void leave(struct ac_alloc *a) {
+  uint32_t tag = a->guard_tag;
+  if (tag & TAG_PENDING) {
+    size_t i = tag & ~TAG_PENDING;
+    pending[i] = pending[--pending_count];
+    if (i < pending_count) pending[i]->guard_tag = TAG_PENDING | (uint32_t)i;
+  } else if (tag == TAG_GLOBAL) {
+    log_move(&global, &global.removed, a);
+  } else if (tag >= TAG_STREAM) {
+    struct stream_class *sc = slots[tag - TAG_STREAM];
+    log_move(&sc->c, &sc->c.removed, a);
+    stream_class_release(sc);
+  }
+  a->guard_tag = TAG_NONE;
+}
+
+/* false when memory ran out: a is then in no class but all_managed's. */
+static bool enter(struct ac_alloc *a, struct place p) {
+  a->guard_tag = p.kind == TAG_NONE ? TAG_NONE : TAG_HOST;
+  if (p.kind == TAG_PENDING) {
+    if (!AC_GROW(pending, pending_count, pending_cap, 16)) return false;
+    a->guard_tag = TAG_PENDING | (uint32_t)pending_count;
+    pending[pending_count++] = a;
+  } else if (p.kind == TAG_GLOBAL) {
+    log_move(&global, &global.added, a);
+    a->guard_tag = TAG_GLOBAL;
+  } else if (p.kind == TAG_STREAM) {
+    struct stream_class *sc = class_of_stream(p.stream, true);
+    if (!sc) return false;
+    sc->members++;
+    log_move(&sc->c, &sc->c.added, a);
+    a->guard_tag = TAG_STREAM + sc->slot;
+  }
+  return true;
+}
+
+/* The model's observer: a may have changed class. */
+static void note(struct ac_alloc *a, bool leaving, void *unused) {
+  (void)unused;
+  struct place was = place_tagged(a);
+  struct place now = leaving ? (struct place){TAG_NONE, NULL} : place_of(a);
+  if (was.kind == now.kind && was.stream == now.stream) return;
+  if (was.kind != TAG_NONE && now.kind == TAG_NONE) log_move(&all_managed, &all_managed.removed, a);
+  if (was.kind == TAG_NONE && now.kind != TAG_NONE) log_move(&all_managed, &all_managed.added, a);
+  leave(a);
+  enter(a, now);
+}
+
+/* ---- the whole of it ---- */
+
+static void place_first(struct ac_alloc *a, void *unused) {
+  (void)unused;
+  a->guard_tag = TAG_NONE;
+  struct place p = place_of(a);
+  if (p.kind != TAG_NONE) log_move(&all_managed, &all_managed.added, a);
+  enter(a, p);
+}
+
+void ac_guard_classes_reset(void) {
+  HASH_CLEAR(hh, by_stream);
+  class_free(&all_managed);
+  class_free(&global);
+  for (size_t i = 0; i < slot_count; i++) {
+    class_free(&slots[i]->c);
+    free(slots[i]);
+  }
+  free(slots);
+  free(free_slots);
+  slots = NULL;
+  free_slots = NULL;
+  slot_count = slot_cap = free_count = free_cap = live_classes = 0;
+  pending_count = dirty_count = 0;
+  all_managed.dirty = global.dirty = false;
+  built = false;
+}
+
+/* Groups every allocation: once, or when the model is a new one (a forked
+ * child's), which has no observer yet. */
+static void build(void) {
+  ac_guard_classes_reset();
+  ac_model_set_alloc_observer(ac_model, note, NULL);
+  ac_model_for_each_alloc(ac_model, place_first, NULL);
+  built = true;
+  ac_guard.stats.rebuilds++;
+}
+
+void ac_guard_classes_update(void) {
+  AC_ASSERT_MODEL_HELD();
+  if (!built || ac_model_alloc_observer(ac_model) != note) build();
+  for (size_t i = 0; i < dirty_count; i++) {
+    merge(dirty[i]);
+    dirty[i]->dirty = false;
+  }
+  dirty_count = 0;
+}
+
+const struct range_list *ac_guard_classes_all_managed(void) {
+  return &all_managed.ranges;
+}
+
+const struct range_list *ac_guard_classes_global(void) {
+  return &global.ranges;
+}
+
+struct walk {
+  void (*fn)(const struct ac_stream *, const struct range_list *, void *);
+  void *ctx;
+};
+
+static void visit_busy(struct ac_stream *s, void *arg) {
+  struct walk *w = arg;
+  struct stream_class *sc = class_of_stream(s, false);
+  if (sc) w->fn(s, &sc->c.ranges, w->ctx);
+}
+
+void ac_guard_classes_for_each_stream(bool busy_only,
+                                      void (*fn)(const struct ac_stream *s,
+                                                 const struct range_list *ranges, void *ctx),
+                                      void *ctx) {
+  if (busy_only && ac_order_busy_count(ac_model) < live_classes) {
+    struct walk w = {fn, ctx};
+    ac_model_for_each_busy_stream(ac_model, visit_busy, &w);
+    return;
+  }
+  for (size_t i = 0; i < slot_count; i++) {
+    const struct stream_class *sc = slots[i];
+    if (sc->stream && (!busy_only || ac_order_stream_busy(ac_model, sc->stream)))
+      fn(sc->stream, &sc->c.ranges, ctx);
+  }
+}
+
+struct ac_alloc *const *ac_guard_classes_pending(size_t *count) {
+  *count = pending_count;
+  return pending;
+}

@@ -1,0 +1,264 @@
+/* test_guard_classes.c - the page guard's classes, kept allocation by
+ * allocation (shim/guard_classes.c), checked against the grouping made from
+ * scratch after every few of thousands of random changes: allocations made,
+ * attached, retired and freed over a few pages (so ranges touch and come back),
+ * streams made, used, synchronised, destroyed and their handles reused. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "guard_classes.h"
+#include "guard_internal.h"
+#include "ranges.h"
+#include "rules_host.h"
+#include "shim.h"
+#include "test.h"
+
+/* What the shim defines and the classes use. */
+struct ac_model *ac_model;
+__thread bool ac_model_held = true;
+struct ac_guard_shared ac_guard;
+void ac_lock_violation(const char *what) {
+  (void)what;
+  abort();
+}
+
+/* ---- the reference: every allocation grouped from scratch ---- */
+
+#define STREAMS 6
+#define CELLS 48 /* of CELL bytes from BASE: allocations come and go over them */
+#define CELL 4096u
+#define BASE ((uintptr_t)0x7f0000000000)
+
+struct reference {
+  struct range_list all, global, single[STREAMS + 1];
+  const struct ac_stream *stream[STREAMS + 1];
+  int streams;
+  struct ac_alloc *pending[CELLS];
+  int pending_count;
+};
+
+static struct range_list *single_of(struct reference *r, const struct ac_stream *s) {
+  for (int i = 0; i < r->streams; i++)
+    if (r->stream[i] == s) return &r->single[i];
+  r->stream[r->streams] = s;
+  r->single[r->streams].n = 0;
+  return &r->single[r->streams++];
+}
+
+static void group(struct ac_alloc *a, void *ctx) {
+  struct reference *r = ctx;
+  enum ac_assoc assoc[2];
+  struct ac_stream *stream[2];
+  if (!ac_alloc_is_managed(a) || a->size == 0 || a->retiring) return;
+  range_push(&r->all, a->base, a->base + a->size);
+  if (ac_order_binding_assocs(ac_model, a, assoc, stream) == 2)
+    r->pending[r->pending_count++] = a;
+  else if (assoc[0] == AC_ASSOC_GLOBAL)
+    range_push(&r->global, a->base, a->base + a->size);
+  else if (assoc[0] == AC_ASSOC_SINGLE && stream[0])
+    range_push(single_of(r, stream[0]), a->base, a->base + a->size);
+}
+
+static bool same_list(const struct range_list *a, const struct range_list *b) {
+  return a->n == b->n && (a->n == 0 || memcmp(a->r, b->r, a->n * sizeof a->r[0]) == 0);
+}
+
+struct seen {
+  struct reference *r;
+  int classes, wrong;
+  bool busy_only;
+};
+
+static void compare_stream(const struct ac_stream *s, const struct range_list *l, void *ctx) {
+  struct seen *v = ctx;
+  v->classes++;
+  for (int i = 0; i < v->r->streams; i++)
+    if (v->r->stream[i] == s) {
+      v->wrong += !same_list(l, &v->r->single[i]);
+      return;
+    }
+  v->wrong++; /* a class the reference does not have */
+}
+
+static int by_address(const void *x, const void *y) {
+  uintptr_t a = (uintptr_t) * (void *const *)x, b = (uintptr_t) * (void *const *)y;
+  return (a > b) - (a < b);
+}
+
+static int saw_pending, saw_single, saw_touching; /* the test reaches each case */
+
+/* Whether the classes are exactly the reference's. */
+static bool classes_right(void) {
+  static struct reference r;
+  r.all.n = r.global.n = 0;
+  r.streams = r.pending_count = 0;
+  ac_model_for_each_alloc(ac_model, group, &r);
+  range_normalise(&r.all);
+  range_normalise(&r.global);
+  for (int i = 0; i < r.streams; i++)
+    range_normalise(&r.single[i]);
+  ac_guard_classes_update();
+  saw_pending += r.pending_count > 0;
+  saw_single += r.streams > 0;
+  for (size_t i = 0; i < r.all.n; i++) /* neighbours merged into one range */
+    saw_touching += r.all.r[i].end - r.all.r[i].start > CELL;
+  bool right = same_list(ac_guard_classes_all_managed(), &r.all) &&
+               same_list(ac_guard_classes_global(), &r.global);
+  struct seen all = {&r, 0, 0, false}, busy = {&r, 0, 0, true};
+  ac_guard_classes_for_each_stream(false, compare_stream, &all);
+  ac_guard_classes_for_each_stream(true, compare_stream, &busy);
+  int busy_classes = 0;
+  for (int i = 0; i < r.streams; i++)
+    busy_classes += ac_order_stream_busy(ac_model, r.stream[i]);
+  right &= all.wrong == 0 && all.classes == r.streams;
+  right &= busy.wrong == 0 && busy.classes == busy_classes;
+  size_t n;
+  struct ac_alloc *const *pending = ac_guard_classes_pending(&n);
+  struct ac_alloc *mine[CELLS];
+  right &= n == (size_t)r.pending_count;
+  if (right && n) {
+    memcpy(mine, pending, n * sizeof mine[0]);
+    qsort(mine, n, sizeof mine[0], by_address);
+    qsort(r.pending, n, sizeof r.pending[0], by_address);
+    right &= memcmp(mine, r.pending, n * sizeof mine[0]) == 0;
+  }
+  for (int i = 0; i < r.pending_count; i++)
+    right &= (r.pending[i]->guard_tag & 0x80000000u) != 0;
+  return right;
+}
+
+/* ---- random changes ---- */
+
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static unsigned roll(unsigned n) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (unsigned)(rng % n);
+}
+
+static struct ac_stream *streams[STREAMS];
+
+static struct ac_stream *some_stream(void) {
+  unsigned i = roll(STREAMS + 1);
+  if (i == STREAMS) return ac_model_legacy_stream(ac_model);
+  if (!streams[i] || !streams[i]->live)
+    streams[i] = ac_model_stream_created(ac_model, 0x1000 + i * 16, roll(2), 0);
+  return streams[i];
+}
+
+static struct ac_alloc *some_alloc(void) {
+  return ac_model_find_alloc(ac_model, BASE + roll(CELLS) * CELL + 8);
+}
+
+static void make(void) {
+  unsigned cell = roll(CELLS);
+  struct ac_alloc p;
+  memset(&p, 0, sizeof p);
+  p.base = BASE + cell * CELL;
+  p.size = roll(3) ? CELL : 1 + roll(CELL - 1); /* whole cells touch their neighbours */
+  p.kind = roll(8) ? AC_MEM_MANAGED : AC_MEM_DEVICE;
+  p.assoc = p.default_flags = roll(4) ? AC_ASSOC_GLOBAL : AC_ASSOC_HOST;
+  ac_model_forget_overlapping(ac_model, p.base, p.size);
+  ac_model_add_alloc(ac_model, &p);
+}
+
+static void free_one(void) {
+  struct ac_alloc *a = some_alloc();
+  if (!a) return;
+  if (roll(2)) ac_model_retire_alloc(ac_model, a);
+  if (roll(4)) ac_model_remove_alloc(ac_model, a);
+}
+
+static void attach_one(void) {
+  struct ac_alloc *a = some_alloc();
+  if (!a) return;
+  static const enum ac_assoc flags[] = {AC_ASSOC_SINGLE, AC_ASSOC_SINGLE, AC_ASSOC_GLOBAL,
+                                        AC_ASSOC_HOST};
+  struct ac_stream *s = some_stream();
+  uint64_t seq = ac_order_enqueue(ac_model, s, NULL);
+  ac_order_attach(ac_model, a, flags[roll(4)], s, seq, NULL);
+}
+
+static void ignore(struct ac_finding *f, void *ctx) {
+  (void)f, (void)ctx;
+}
+
+static void step(void) {
+  switch (roll(12)) {
+  case 0:
+  case 1:
+    make();
+    break;
+  case 2:
+    free_one();
+    break;
+  case 3:
+  case 4:
+    attach_one();
+    break;
+  case 5:
+  case 6:
+    ac_order_enqueue(ac_model, some_stream(), NULL);
+    break;
+  case 7:
+    ac_order_host_syncs_stream(ac_model, some_stream());
+    break;
+  case 8:
+    ac_order_event_recorded(ac_model, 0xe1, some_stream());
+    break;
+  case 9:
+    ac_order_host_syncs_event(ac_model, 0xe1);
+    break;
+  case 10: {
+    struct ac_stream *s = some_stream();
+    if (s->kind == AC_STREAM_CREATED && ac_model_stream_destroyed(ac_model, s->handle))
+      ac_judge_stream_destroyed(ac_model, s, ignore, NULL); /* the handle is taken next time */
+    break;
+  }
+  default:
+    if (!roll(8)) ac_order_host_syncs_all(ac_model);
+    break;
+  }
+}
+
+/* Changes between checks: one, a few (logs merged in place), many (merged in
+ * one pass), very many (logs merged as they grow). */
+static void test_against_scratch(void) {
+  ac_model = ac_model_create();
+  int wrong = 0;
+  CHECK(classes_right()); /* nothing yet */
+  for (int round = 0; round < 3000; round++) {
+    static const int batch[] = {1, 1, 3, 10, 40, 200};
+    for (int i = batch[roll(6)]; i > 0; i--)
+      step();
+    if (!classes_right()) wrong++;
+  }
+  CHECK(wrong == 0);
+  CHECK(ac_guard.stats.rebuilds == 1); /* grouped from scratch once */
+  CHECK(saw_pending > 100 && saw_single > 100 && saw_touching > 100);
+  ac_model_destroy(ac_model);
+  ac_guard_classes_reset();
+}
+
+/* A new model (a forked child's) is grouped anew. */
+static void test_new_model(void) {
+  ac_model = ac_model_create();
+  for (int i = 0; i < 200; i++)
+    step();
+  CHECK(classes_right());
+  ac_model_destroy(ac_model);
+  memset(streams, 0, sizeof streams);
+  ac_model = ac_model_create();
+  CHECK(classes_right() && ac_guard_classes_all_managed()->n == 0);
+  for (int i = 0; i < 200; i++)
+    step();
+  CHECK(classes_right());
+  ac_model_destroy(ac_model);
+  ac_guard_classes_reset();
+}
+
+int main(void) {
+  test_against_scratch();
+  memset(streams, 0, sizeof streams);
+  test_new_model();
+  return TEST_SUMMARY("test_guard_classes");
+}
