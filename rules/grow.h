@@ -16,12 +16,13 @@
 void *ac_grow_array(void *array, size_t *cap, size_t n, size_t elem, size_t first);
 
 #define AC_GROW(Array, Count, Cap, First)                                                          \
-  ({                                                                                               \
-    size_t ac_grow_cap_ = (size_t)(Cap);                                                           \
-    void *ac_grown_ =                                                                              \
-        ac_grow_array((Array), &ac_grow_cap_, (size_t)(Count), sizeof *(Array), (First));          \
-    if (ac_grown_) (Array) = ac_grown_, (Cap) = ac_grow_cap_;                                      \
-    ac_grown_ != NULL;                                                                             \
-  })
+  ((size_t)(Count) < (size_t)(Cap) || /* room already: no call (lists filled in hot loops) */      \
+   ({                                                                                              \
+     size_t ac_grow_cap_ = (size_t)(Cap);                                                          \
+     void *ac_grown_ =                                                                             \
+         ac_grow_array((Array), &ac_grow_cap_, (size_t)(Count), sizeof *(Array), (First));         \
+     if (ac_grown_) (Array) = ac_grown_, (Cap) = ac_grow_cap_;                                     \
+     ac_grown_ != NULL;                                                                            \
+   }))
 
 #endif
