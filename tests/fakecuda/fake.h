@@ -98,6 +98,8 @@ bool fake_launch_events_valid(const CUlaunchConfig *config);
 void fake_launch_events_record(const CUlaunchConfig *config, bool per_thread_entry);
 /* Whether the driver takes these memory operations: none names managed memory. */
 bool fake_mem_ops_valid(unsigned count, const CUstreamBatchMemOpParams *ops);
+/* Whether one of the operations names managed memory. */
+bool fake_mem_ops_name_managed(unsigned count, const CUstreamBatchMemOpParams *ops);
 /* The graph the stream captures into, or NULL; caller holds fake_lock. */
 struct fake_graph *fake_capture_graph_locked(CUstream h, bool per_thread_entry);
 

@@ -31,6 +31,7 @@ struct node {
   CUDA_MEMCPY3D copy;
   CUDA_MEMSET_NODE_PARAMS set;
   struct fake_graph *child;
+  bool names_managed; /* a memory-operation node on managed memory: its launch fails */
 };
 
 struct fake_graph {
@@ -203,15 +204,19 @@ FAKE_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *out, CUgraph graph, const
   return CUDA_SUCCESS;
 }
 
-/* A memory-operation node, refused where its stream form would be (a managed
- * address); launched, it is work of the launch's stream like any node. */
+/* A memory-operation node; launched, it is work of the launch's stream like
+ * any node. One naming managed memory is accepted and instantiated, and the
+ * launch answers CUDA_ERROR_INVALID_VALUE, as the real driver does
+ * (docs/driver-facts.md). */
 FAKE_EXPORT CUresult cuGraphAddBatchMemOpNode(CUgraphNode *out, CUgraph graph,
                                               const CUgraphNode *deps, size_t n,
                                               const CUDA_BATCH_MEM_OP_NODE_PARAMS *p) {
   (void)deps, (void)n;
-  if (!p || !fake_mem_ops_valid(p->count, p->paramArray)) return CUDA_ERROR_INVALID_VALUE;
-  return added(out, graph, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) ? CUDA_SUCCESS
-                                                            : CUDA_ERROR_INVALID_VALUE;
+  if (!p || !p->count || !p->paramArray) return CUDA_ERROR_INVALID_VALUE;
+  struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);
+  if (!node) return CUDA_ERROR_INVALID_VALUE;
+  node->names_managed = fake_mem_ops_name_managed(p->count, p->paramArray);
+  return CUDA_SUCCESS;
 }
 
 FAKE_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph graph,
@@ -343,16 +348,23 @@ FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
   return CUDA_SUCCESS;
 }
 
+static bool names_managed(const struct flat *f) {
+  for (size_t i = 0; i < f->count; i++)
+    if (f->node[i]->names_managed) return true;
+  return false;
+}
+
 /* Launching or uploading an executable graph is an operation of the stream. */
-#define GRAPH_WORK(Name, PerThread)                                                                \
+#define GRAPH_WORK(Name, PerThread, Launch)                                                        \
   FAKE_EXPORT CUresult Name(CUgraphExec exec, CUstream h) {                                        \
-    if (!exec) return CUDA_ERROR_INVALID_VALUE;                                                    \
+    if (!exec || (Launch && names_managed((const struct flat *)exec)))                             \
+      return CUDA_ERROR_INVALID_VALUE;                                                             \
     return fake_enqueue_work(h, PerThread);                                                        \
   }
-GRAPH_WORK(cuGraphLaunch, false)
-GRAPH_WORK(cuGraphLaunch_ptsz, true)
-GRAPH_WORK(cuGraphUpload, false)
-GRAPH_WORK(cuGraphUpload_ptsz, true)
+GRAPH_WORK(cuGraphLaunch, false, true)
+GRAPH_WORK(cuGraphLaunch_ptsz, true, true)
+GRAPH_WORK(cuGraphUpload, false, false)
+GRAPH_WORK(cuGraphUpload_ptsz, true, false)
 
 /* Where node is among exec's nodes if it is one of type, else -1. */
 static long exec_node(CUgraphExec exec, CUgraphNode node, CUgraphNodeType type) {

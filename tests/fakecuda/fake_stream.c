@@ -708,11 +708,14 @@ FAKE_VALUE_OP(cuStreamWriteValue32_v2_ptsz, true, cuuint32_t)
 FAKE_VALUE_OP(cuStreamWriteValue64_v2, false, cuuint64_t)
 FAKE_VALUE_OP(cuStreamWriteValue64_v2_ptsz, true, cuuint64_t)
 
+bool fake_mem_ops_name_managed(unsigned count, const CUstreamBatchMemOpParams *ops) {
+  for (unsigned i = 0; ops && i < count; i++)
+    if (managed_address(op_address(&ops[i]))) return true;
+  return false;
+}
+
 bool fake_mem_ops_valid(unsigned count, const CUstreamBatchMemOpParams *ops) {
-  if (count == 0 || !ops) return false;
-  for (unsigned i = 0; i < count; i++)
-    if (managed_address(op_address(&ops[i]))) return false;
-  return true;
+  return count && ops && !fake_mem_ops_name_managed(count, ops);
 }
 
 static CUresult batch_mem_op(CUstream h, bool pt, unsigned count,

@@ -280,11 +280,15 @@ static CUresult add_write_node(CUgraph *graph, CUdeviceptr at) {
   EXPECT_RC(cuGraphCreate(graph, 0), CUDA_SUCCESS);
   return cuGraphAddBatchMemOpNode(&node, *graph, NULL, 0, &p);
 }
-/* The driver refuses a managed address in the node, as in stream memory
- * operations (docs/driver-facts.md): nothing to judge */
+/* The driver takes a managed address in the node and instantiates it, and
+ * refuses the launch, as it refuses stream memory operations there
+ * (docs/driver-facts.md): no work, nothing to judge */
 static void batch_node_managed_refused(void) {
   CUgraph graph;
-  EXPECT_RC(add_write_node(&graph, m), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_RC(add_write_node(&graph, m), CUDA_SUCCESS);
+  CUgraphExec exec = instantiate(graph);
+  EXPECT_RC(cuGraphLaunch(exec, s), CUDA_ERROR_INVALID_VALUE);
+  *(volatile int *)m = 1; /* the stream never turned busy */
 }
 /* A graph writing device memory launched on s; the CPU touches m
  * (single-attached to s) after the host waited for s, or, wrong, before (AC201) */
