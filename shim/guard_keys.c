@@ -25,7 +25,6 @@
  * signalled. Everything here is under ac_model_lock unless said otherwise.
  */
 #define _GNU_SOURCE
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -294,13 +293,10 @@ void ac_guard_keys_layout_begin(void) {
 
 void ac_guard_keys_layout_class(const void *id, const struct range_list *bytes) {
   if (!ac_guard_keys_active() || !bytes->n) return;
-  if (offered_count == offered_cap) {
-    size_t cap = offered_cap ? 2 * offered_cap : 8;
-    struct offered_class *grown = realloc(offered, cap * sizeof *offered);
-    if (!grown) return;
-    memset(grown + offered_cap, 0, (cap - offered_cap) * sizeof *grown);
-    offered = grown, offered_cap = cap;
-  }
+  size_t old_cap = offered_cap;
+  if (!AC_GROW(offered, offered_count, offered_cap, 8)) return;
+  if (offered_cap != old_cap) /* new slots own no list yet */
+    memset(offered + old_cap, 0, (offered_cap - old_cap) * sizeof *offered);
   struct offered_class *c = &offered[offered_count++];
   c->id = id;
   c->bytes.n = 0;
