@@ -31,15 +31,9 @@ static bool published_overlaps(uintptr_t start, uintptr_t end, bool *overflow) {
   do {
     seq = __atomic_load_n(&ac_guard.published_seq, __ATOMIC_ACQUIRE);
     *overflow = ac_guard.published_overflow;
-    size_t lo = 0, hi = ac_guard.published_count; /* sorted: the first range ending after start */
-    while (lo < hi) {
-      size_t mid = (lo + hi) / 2;
-      if (ac_guard.published[mid].end <= start)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    hit = lo < ac_guard.published_count && ac_guard.published[lo].start < end;
+    const struct range_list view = {ac_guard.published_count, 0, ac_guard.published};
+    size_t i = range_first_ending_after(&view, start);
+    hit = i < view.n && view.r[i].start < end;
   } while ((seq & 1) || seq != __atomic_load_n(&ac_guard.published_seq, __ATOMIC_ACQUIRE));
   return hit;
 }
@@ -81,14 +75,20 @@ static enum ac_guard_claim lift_without_lock(uintptr_t a) {
   return AC_GUARD_HANDLED;
 }
 
-/* Judges the access at a against the model (lock held); a finding goes to the
- * reporter's ring. */
-static void judge_fault(uintptr_t a, struct ac_alloc *alloc, bool is_write, void *ucontext) {
-  struct ac_host_access access = {{a, 0, is_write ? AC_ACCESS_WRITE : AC_ACCESS_READ, "page fault"},
+/* Judges a CPU access of len bytes at a, in alloc, made through `via`,
+ * against the model (lock held): true with *f filled for a finding. */
+static bool judge_access(uintptr_t a, size_t len, struct ac_alloc *alloc, bool is_write,
+                         const char *via, struct ac_finding *f) {
+  struct ac_host_access access = {{a, len, is_write ? AC_ACCESS_WRITE : AC_ACCESS_READ, via},
                                   ac_thread_id(),
                                   ac_current_host_function_stream()};
+  return ac_judge_host_access(ac_model, alloc, &access, f);
+}
+
+/* Judges the access at a (lock held); a finding goes to the reporter's ring. */
+static void judge_fault(uintptr_t a, struct ac_alloc *alloc, bool is_write, void *ucontext) {
   static __thread struct ac_finding f; /* large: not on a signal stack */
-  if (!ac_judge_host_access(ac_model, alloc, &access, &f)) return;
+  if (!judge_access(a, 0, alloc, is_write, "page fault", &f)) return;
   ac_stack_capture_from_signal(ucontext, &f.stack);
   struct ac_finding *slot = ac_guard_ring_slot_locked();
   if (!slot) return;
@@ -178,6 +178,12 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
  * program hands the kernel a protected buffer; the calls the shim sees are
  * judged and the buffer lifted before they run, so they still succeed. */
 
+/* A buffer's finding, outside the lock, in normal context: reported now. */
+static void report_buffer_finding(struct ac_finding *f) {
+  ac_stack_capture(&f->stack);
+  ac_emit_finding(f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
+}
+
 /* Judges a buffer on keyed pages whose key this thread has disabled, and
  * enables each such key here, so the call succeeds. */
 static void check_keyed_buffer(const char *via, uintptr_t start, uintptr_t end, bool cpu_writes) {
@@ -189,25 +195,18 @@ static void check_keyed_buffer(const char *via, uintptr_t start, uintptr_t end, 
   bool found = false;
   ac_model_enter();
   in_guard = true;
+  slot = ac_guard_keys_disabled_in(start, end, &page, &maybe); /* exact, under the lock */
   for (int rounds = 0; rounds < AC_PKEYS_HW_MAX && slot >= 0; rounds++) {
     struct ac_alloc *alloc = ac_model_find_alloc(ac_model, page < start ? start : page);
     bool allowed = !ac_guard_keys_slot_forbidden(slot);
-    if (!found && !allowed && alloc && ac_alloc_is_managed(alloc)) {
-      struct ac_host_access access = {{page < start ? start : page, end - start,
-                                       cpu_writes ? AC_ACCESS_WRITE : AC_ACCESS_READ, via},
-                                      ac_thread_id(),
-                                      ac_current_host_function_stream()};
-      found = ac_judge_host_access(ac_model, alloc, &access, &f);
-    }
+    if (!found && !allowed && alloc && ac_alloc_is_managed(alloc))
+      found = judge_access(page < start ? start : page, end - start, alloc, cpu_writes, via, &f);
     ac_guard_keys_enable(slot, allowed, NULL, page);
     slot = ac_guard_keys_disabled_in(start, end, &page, &maybe);
   }
   in_guard = false;
   ac_model_leave();
-  if (found) {
-    ac_stack_capture(&f.stack);
-    ac_emit_finding(&f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
-  }
+  if (found) report_buffer_finding(&f);
 }
 
 void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes) {
@@ -227,19 +226,11 @@ void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cp
     if (!range_contains(&ac_guard.protected_now, page) || page_lifted(page)) continue;
     uintptr_t probe = page < start ? start : page;
     struct ac_alloc *alloc = ac_model_find_alloc(ac_model, probe);
-    if (!found && alloc && ac_alloc_is_managed(alloc)) {
-      struct ac_host_access access = {
-          {probe, len, cpu_writes ? AC_ACCESS_WRITE : AC_ACCESS_READ, via},
-          ac_thread_id(),
-          ac_current_host_function_stream()};
-      found = ac_judge_host_access(ac_model, alloc, &access, &f);
-    }
+    if (!found && alloc && ac_alloc_is_managed(alloc))
+      found = judge_access(probe, len, alloc, cpu_writes, via, &f);
     lift_page(page);
   }
   in_guard = false;
   ac_model_leave();
-  if (found) {
-    ac_stack_capture(&f.stack);
-    ac_emit_finding(&f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
-  }
+  if (found) report_buffer_finding(&f);
 }

@@ -17,8 +17,8 @@
  * judged as under mprotect, and the key is enabled in the PKRU its signal
  * frame gives back. A transition that forbids a key disables it in the
  * calling thread and, before the call returns, in every other thread that
- * holds it: a SIGSEGV sent with tgkill, whose handler edits the PKRU of the
- * frame; the caller waits for each. A thread parked in a call that a signal
+ * holds it: a SIGSEGV queued with a marker value, whose handler edits the
+ * PKRU of the frame; the caller waits for each. A thread parked in a call that a signal
  * would cut short (nanosleep, poll, a stream synchronisation: the program
  * and the shim wrap them) is not signalled; it catches up when the call
  * returns. Threads that never touch keyed memory hold nothing and are never
@@ -114,6 +114,15 @@ static void write_holding(struct key_thread *t, uint32_t holding) {
   if (want != now) ac_pkru_write(want);
 }
 
+/* In signal context: the thread's holding less what is forbidden now, plus
+ * `also`, recorded and written into the PKRU its frame gives back. */
+static void hold_in_frame(struct key_thread *t, void *ucontext, uint32_t also) {
+  uint32_t holding = (t->holding & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST)) | also;
+  uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
+  if (pkru) *pkru = pkru_of(*pkru, holding);
+  __atomic_store_n(&t->holding, holding, __ATOMIC_RELEASE);
+}
+
 /* The calling thread catches up with the model: it holds what it wants and
  * is allowed. Lock not needed: its own record, and disabled_now atomic. */
 static void catch_up(void) {
@@ -205,10 +214,7 @@ bool ac_guard_keys_on_revocation(const siginfo_t *info, void *ucontext) {
   struct key_thread *t = self;
   if (!t) return true; /* sent to a thread that ended since: nothing to drop */
   unsigned sent = __atomic_load_n(&t->sent, __ATOMIC_ACQUIRE);
-  uint32_t holding = t->holding & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
-  uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
-  if (pkru) *pkru = pkru_of(*pkru, holding);
-  __atomic_store_n(&t->holding, holding, __ATOMIC_RELEASE);
+  hold_in_frame(t, ucontext, 0);
   int expected = SIGNALLED;
   __atomic_compare_exchange_n(&t->state, &expected, RUNNING, false, __ATOMIC_SEQ_CST,
                               __ATOMIC_SEQ_CST);
@@ -221,8 +227,7 @@ bool ac_guard_keys_on_revocation(const siginfo_t *info, void *ucontext) {
 void ac_guard_park(void) {
   struct key_thread *t = self;
   if (!t) return;
-  struct timespec started;
-  clock_gettime(CLOCK_MONOTONIC, &started);
+  struct timespec started = {0, 0}; /* read only if a revocation is on its way */
   for (;;) {
     int expected = RUNNING;
     if (__atomic_compare_exchange_n(&t->state, &expected, PARKED, false, __ATOMIC_SEQ_CST,
@@ -230,7 +235,10 @@ void ac_guard_park(void) {
         expected == PARKED)
       return;
     /* A revocation is on its way: take it here, not inside the call. */
-    if (elapsed_ns(&started) > REVOKE_WAIT_NS / 10) return;
+    if (!started.tv_sec && !started.tv_nsec)
+      clock_gettime(CLOCK_MONOTONIC, &started);
+    else if (elapsed_ns(&started) > REVOKE_WAIT_NS / 10)
+      return;
     sched_yield();
   }
 }
@@ -548,29 +556,27 @@ bool ac_guard_keys_slot_forbidden(int slot) {
  * frame has no PKRU to edit: the keys are given up, the access let through. */
 bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr) {
   AC_ASSERT_MODEL_HELD();
-  struct key_thread *t = this_thread();
-  uint32_t bit = 1u << slot, holding = bit;
-  if (t) {
-    if (allowed) t->wants |= bit;
-    /* What it holds of what is forbidden now goes: this is also where a
-     * revocation waiting behind this handler is taken. */
-    holding = (t->holding & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST)) | bit;
-  }
-  uint32_t *pkru = ucontext ? ac_pkeys_frame_pkru(ucontext) : NULL;
-  if (ucontext && !pkru) {
+  if (ucontext && !ac_pkeys_frame_pkru(ucontext)) {
     /* No PKRU in the frame: the access cannot be let through by key. */
     keys_broken = true;
     uintptr_t page = ac_guard_page_floor(addr);
     ac_pkeys_tag(page, page + (uintptr_t)ac_guard.page_size, 0);
     return false;
   }
-  if (t) __atomic_store_n(&t->holding, holding, __ATOMIC_RELEASE);
-  if (pkru)
-    *pkru = t ? pkru_of(*pkru, holding) : *pkru & ~ac_pkru_disable_bits(keys[slot]);
-  else if (t)
-    write_holding(t, holding);
-  else
+  struct key_thread *t = this_thread();
+  uint32_t bit = 1u << slot;
+  if (!t) { /* no record to keep (the table is full): this access only */
+    if (ucontext) return ac_guard_keys_let_through(slot, ucontext);
     ac_pkru_write(ac_pkru_read() & ~ac_pkru_disable_bits(keys[slot]));
+    return true;
+  }
+  if (allowed) t->wants |= bit;
+  /* What it holds of what is forbidden now goes: this is also where a
+   * revocation waiting behind this handler is taken. */
+  if (ucontext)
+    hold_in_frame(t, ucontext, bit);
+  else
+    write_holding(t, (t->holding & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST)) | bit);
   return true;
 }
 
@@ -581,23 +587,33 @@ bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr
 void ac_guard_keys_handler_waits(bool waiting, void *ucontext) {
   struct key_thread *t = self;
   if (!t) return;
-  if (!waiting && ucontext) { /* a revocation skipped while it waited is taken here */
-    uint32_t holding = t->holding & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
-    uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
-    if (pkru) *pkru = pkru_of(*pkru, holding);
-    __atomic_store_n(&t->holding, holding, __ATOMIC_RELEASE);
-  }
+  if (!waiting && ucontext) hold_in_frame(t, ucontext, 0); /* a revocation skipped meanwhile */
   __atomic_store_n(&t->state, waiting ? PARKED : RUNNING, __ATOMIC_SEQ_CST);
 }
 
+/* The same, exactly, from the tagged lists themselves (lock held). */
+static int disabled_in_tagged(uint32_t pkru, uintptr_t start, uintptr_t end, uintptr_t *page) {
+  int found = -1;
+  for (int s = 0; s < key_count; s++) {
+    if (!(pkru & ac_pkru_disable_bits(keys[s]))) continue;
+    size_t i = range_first_ending_after(&tagged[s], start);
+    if (i == tagged[s].n || tagged[s].r[i].start >= end) continue;
+    uintptr_t at = tagged[s].r[i].start > start ? tagged[s].r[i].start : ac_guard_page_floor(start);
+    if (found < 0 || at < *page) found = s, *page = at;
+  }
+  return found;
+}
+
 /* The first keyed page of [start, end) whose key the calling thread has
- * disabled, and its slot; -1 if none. Without the lock; when more ranges
- * were tagged than published, *maybe says the caller must look under it. */
+ * disabled, and its slot; -1 if none. Without the lock it reads the
+ * published copy, and when more ranges were tagged than published *maybe
+ * says the caller must ask again under the lock, which reads the lists. */
 int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, bool *maybe) {
   *maybe = false;
   if (!ac_guard_keys_active()) return -1;
   uint32_t pkru = ac_pkru_read();
   if (!(pkru & our_bits)) return -1; /* every key of ours enabled here */
+  if (ac_model_held) return disabled_in_tagged(pkru, start, end, page);
   unsigned seq;
   int found;
   do {

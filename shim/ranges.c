@@ -87,18 +87,21 @@ bool range_subtract(struct range_list *out, const struct range_list *a,
   return true;
 }
 
-bool range_contains(const struct range_list *l, uintptr_t addr) {
+size_t range_first_ending_after(const struct range_list *l, uintptr_t addr) {
   size_t lo = 0, hi = l->n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (addr < l->r[mid].start)
-      hi = mid;
-    else if (addr >= l->r[mid].end)
+    if (l->r[mid].end <= addr)
       lo = mid + 1;
     else
-      return true;
+      hi = mid;
   }
-  return false;
+  return lo;
+}
+
+bool range_contains(const struct range_list *l, uintptr_t addr) {
+  size_t i = range_first_ending_after(l, addr);
+  return i < l->n && l->r[i].start <= addr;
 }
 
 void range_free(struct range_list *l) {

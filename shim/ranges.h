@@ -31,6 +31,9 @@ bool range_round_out(struct range_list *out, const struct range_list *l, uintptr
 /* out = a less b (a, b normalised; out is cleared first and comes out normalised). */
 bool range_subtract(struct range_list *out, const struct range_list *a, const struct range_list *b);
 bool range_contains(const struct range_list *l, uintptr_t addr);
+/* The index of the first range of l (normalised) that ends after addr: the
+ * one holding addr, or the next; l->n if none. */
+size_t range_first_ending_after(const struct range_list *l, uintptr_t addr);
 void range_free(struct range_list *l);
 
 #endif

@@ -26,6 +26,10 @@ static void normalise_merges_touching_and_overlapping(void) {
   CHECK(same(&l, want, 6));
   CHECK(range_contains(&l, 0) && range_contains(&l, 19) && !range_contains(&l, 20));
   CHECK(range_contains(&l, 49) && !range_contains(&l, 50) && !range_contains(&l, 75));
+  /* The first range ending after an address: the one holding it, or the next. */
+  CHECK(range_first_ending_after(&l, 0) == 0 && range_first_ending_after(&l, 19) == 0);
+  CHECK(range_first_ending_after(&l, 20) == 1 && range_first_ending_after(&l, 49) == 1);
+  CHECK(range_first_ending_after(&l, 50) == 2 && range_first_ending_after(&l, 70) == l.n);
   range_free(&l);
 }
 
