@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h> /* program_invocation_name */
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "report.h"
+#include "sys.h"
 
 static pthread_mutex_t symbolize_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *strip_prefix;
@@ -63,6 +65,8 @@ static struct {
   const char *(*addrinfo)(Dwfl_Module *, GElf_Addr, GElf_Off *, GElf_Sym *, GElf_Word *, Elf **,
                           Dwarf_Addr *);
   Dwfl_Line *(*getsrc)(Dwfl_Module *, Dwarf_Addr);
+  int (*build_id_find_debuginfo)(Dwfl_Module *, void **, const char *, Dwarf_Addr, const char *,
+                                 const char *, GElf_Word, char **);
   const char *(*lineinfo)(Dwfl_Line *, Dwarf_Addr *, int *, int *, Dwarf_Word *, Dwarf_Word *);
   /* The session's view of the process. Names it returned stay valid as long
    * as it lives, so an outdated one (a library loaded since) is replaced but
@@ -88,6 +92,39 @@ static void *open_beside_report(const char *name) {
 
 #define LOAD(field, symbol) (*(void **)&dw.field = dlsym(h, symbol)) != NULL
 
+/* A module's separate debug information, looked for on this machine only:
+ * by build ID under /usr/lib/debug (libdw's own search), then by its debug
+ * link beside the file, in .debug/ beside it and under /usr/lib/debug (the
+ * link's CRC unchecked). Not dwfl_standard_find_debuginfo: when that finds
+ * nothing it asks debuginfod, which initialises libcurl and OpenSSL in the
+ * program's process, from the reporter thread - global state a program may
+ * be using or tearing down at exit (a crash seen at Python's exit) - and
+ * may wait on the network. */
+static int find_debuginfo_locally(Dwfl_Module *mod, void **userdata, const char *modname,
+                                  Dwarf_Addr base, const char *file_name,
+                                  const char *debuglink_file, GElf_Word debuglink_crc,
+                                  char **debuginfo_file_name) {
+  errno = 0;
+  int fd = dw.build_id_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+                                      debuglink_crc, debuginfo_file_name);
+  const char *slash = file_name ? strrchr(file_name, '/') : NULL;
+  if (fd >= 0 || errno != 0 || !debuglink_file || !slash) return fd;
+  int dir_len = (int)(slash - file_name);
+  static const char *const places[] = {"%.*s/%s", "%.*s/.debug/%s", "/usr/lib/debug%.*s/%s"};
+  char path[PATH_MAX];
+  for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
+    int n = snprintf(path, sizeof path, places[i], dir_len, file_name, debuglink_file);
+    if (n <= 0 || (size_t)n >= sizeof path || strcmp(path, file_name) == 0) continue;
+    fd = ac_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd >= 0) {
+      *debuginfo_file_name = strdup(path);
+      return fd;
+    }
+  }
+  errno = 0;
+  return -1;
+}
+
 static void load_libdw(void) {
   dw.tried = true;
   open_beside_report("libelf.so.1"); /* libdw's own dependency, from the same folder */
@@ -98,8 +135,9 @@ static void load_libdw(void) {
             LOAD(addrmodule, "dwfl_addrmodule") && LOAD(addrinfo, "dwfl_module_addrinfo") &&
             LOAD(getsrc, "dwfl_module_getsrc") && LOAD(lineinfo, "dwfl_lineinfo") &&
             LOAD(callbacks.find_elf, "dwfl_linux_proc_find_elf") &&
-            LOAD(callbacks.find_debuginfo, "dwfl_standard_find_debuginfo") &&
+            LOAD(build_id_find_debuginfo, "dwfl_build_id_find_debuginfo") &&
             LOAD(callbacks.section_address, "dwfl_offline_section_address");
+  dw.callbacks.find_debuginfo = find_debuginfo_locally;
   if (!ok) dw.begin = NULL;
 }
 

@@ -8,10 +8,13 @@
  * so each case prints the call's result, errno and a checksum of the bytes
  * moved. The busy_* cases make the call while the stream still works: the
  * call must still succeed as it does bare, and attachcheck reports it.
+ * libraries_after_finding prints which of the libraries a symboliser could
+ * drag in (debuginfod, libcurl, OpenSSL) are mapped after a finding.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -223,6 +226,31 @@ static void busy_read_single(void) {
   done(fd);
 }
 
+/* Which libraries the process has mapped of those a symboliser could drag
+ * in (debuginfod's client, and libcurl and OpenSSL under it): printed, so a
+ * checked run that loads any of them differs from the bare one. */
+static void attach_single_to_legacy(void) {
+  printf("cuStreamAttachMemAsync %d\n",
+         cu.cuStreamAttachMemAsync(CU_STREAM_LEGACY, m, 0, CU_MEM_ATTACH_SINGLE)); /* AC101 */
+}
+
+void tp_call_through(void (*fn)(void)); /* tp_stripped_lib.c */
+
+static void libraries_after_finding(void) {
+  setup();
+  tp_call_through(attach_single_to_legacy); /* the finding's stack has a stripped frame */
+  static const char *const watched[] = {"libdebuginfod", "libcurl", "libssl", "libcrypto"};
+  char line[4096];
+  FILE *maps = fopen("/proc/self/maps", "r");
+  bool seen[sizeof watched / sizeof watched[0]] = {false};
+  while (maps && fgets(line, sizeof line, maps))
+    for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++)
+      if (strstr(line, watched[i])) seen[i] = true;
+  if (maps) fclose(maps);
+  for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++)
+    if (seen[i]) printf("mapped: %s\n", watched[i]);
+}
+
 static const struct scenario_case cases[] = {
     {"fread_fwrite", fread_fwrite},
     {"read", plain_read},
@@ -238,6 +266,7 @@ static const struct scenario_case cases[] = {
     {"vmsplice", splice_managed},
     {"busy_read_global", busy_read_global},
     {"busy_read_single", busy_read_single},
+    {"libraries_after_finding", libraries_after_finding},
 };
 
 TP_MAIN(cases)
