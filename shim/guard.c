@@ -252,6 +252,7 @@ void ac_guard_refresh_locked(void) {
   seen_layout = layout;
   desired_pages(&wanted_now, any_busy);
   if (wanted_now.n) install_handler_once();
+  ac_guard_keys_restore_lifted();
   settle_actual_protection();
   apply_wanted();
   ac_guard_keys_transition(any_busy, !ac_model_reach_semantics(ac_model));
@@ -329,6 +330,15 @@ static void choose_backend(void) {
   }
   if (ac_opts.verbose && why) ac_log("page guard: mprotect (no protection keys: %s)", why);
   if (ac_opts.verbose && !why) ac_log("page guard: mprotect");
+}
+
+/* A device without concurrent managed access was seen: its driver protects
+ * managed memory itself, which protection keys cannot work beside. */
+void ac_guard_device_protects_managed(int device) {
+  if (!ac_guard.enabled) return;
+  ac_model_enter();
+  ac_guard_keys_decline(device);
+  ac_model_leave();
 }
 
 void ac_guard_start(void) {

@@ -72,6 +72,11 @@ void ac_guard_keys_transition(bool any_busy, bool strict);
 void ac_guard_keys_stand_aside(void);
 size_t ac_guard_keys_laid_out(void);
 void ac_guard_keys_forget(uintptr_t start, uintptr_t end);
+/* Pages a fault let go (a forbidden access, judged) get their keys back:
+ * at a transition, before mprotect's protection is settled. */
+void ac_guard_keys_restore_lifted(void);
+/* A device whose driver protects managed memory itself was seen: keys off. */
+void ac_guard_keys_decline(int device);
 int ac_guard_keys_slot_of(int pkey);
 bool ac_guard_keys_slot_forbidden(int slot);
 bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr);

@@ -270,6 +270,20 @@ static struct range_list managed_residual;          /* managed bytes on pages wi
 static size_t laid_out;                             /* ranges offered at the last layout */
 static bool standing_aside; /* the layout changed since: mprotect covers all */
 
+/* Keyed pages of a forbidden class that a fault was judged on and let go:
+ * key 0 until the next transition, as mprotect lifts a page, so that each
+ * other page of the class still faults and is judged (not only the class's
+ * first page a thread touches). A fixed table: it is filled in the SIGSEGV
+ * handler, which must not allocate; when it is full the key is enabled in
+ * the thread instead. */
+#define KEY_LIFTED_MAX 4096
+struct lifted_page {
+  uintptr_t page;
+  int slot;
+};
+static struct lifted_page key_lifted[KEY_LIFTED_MAX];
+static size_t key_lifted_count;
+
 /* The tagged pages as the handler and the system-call check read them
  * without the lock: sorted, with their slot; a seqlock'd copy. */
 struct keyed_range {
@@ -417,6 +431,7 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed) {
   static struct ac_key_class *wanted;
   static size_t wanted_cap;
   if (!ac_guard_keys_active()) return;
+  ac_guard_keys_restore_lifted(); /* the tags compared below are then the kernel's */
   mixed_pages(&mixed, all_managed);
   if (offered_count > wanted_cap) {
     struct ac_key_class *grown = realloc(wanted, offered_count * sizeof *wanted);
@@ -508,10 +523,49 @@ void ac_guard_keys_transition(bool any_busy, bool strict) {
   if (disabled & ~before) revoke_others(disabled);
 }
 
+/* A page lifted by a fault gets its key back (lock held, normal context). */
+void ac_guard_keys_restore_lifted(void) {
+  static struct range_list touched;
+  AC_ASSERT_MODEL_HELD();
+  if (!key_lifted_count) return;
+  touched.n = 0;
+  uintptr_t size = (uintptr_t)ac_guard.page_size;
+  for (size_t i = 0; i < key_lifted_count; i++) {
+    const struct lifted_page *l = &key_lifted[i];
+    ac_pkeys_tag(l->page, l->page + size, keys[l->slot]);
+    range_push(&touched, l->page, l->page + size);
+  }
+  key_lifted_count = 0;
+  forget_protection_of(&touched);
+}
+
+/* In the handler: the page at addr, of slot, let go alone; false when the
+ * table is full or the kernel refused. */
+static bool lift_keyed_page(int slot, uintptr_t addr) {
+  uintptr_t page = ac_guard_page_floor(addr);
+  if (key_lifted_count == KEY_LIFTED_MAX ||
+      ac_pkeys_tag(page, page + (uintptr_t)ac_guard.page_size, 0) != 0)
+    return false;
+  key_lifted[key_lifted_count++] = (struct lifted_page){page, slot};
+  ac_guard.stats.tags++;
+  return true;
+}
+
+/* Lifted pages in [start, end) are dropped: memory going back to the driver
+ * must not get a key back. */
+static void drop_lifted_in(uintptr_t start, uintptr_t end) {
+  size_t kept = 0;
+  for (size_t i = 0; i < key_lifted_count; i++)
+    if (key_lifted[i].page + (uintptr_t)ac_guard.page_size <= start || key_lifted[i].page >= end)
+      key_lifted[kept++] = key_lifted[i];
+  key_lifted_count = kept;
+}
+
 /* Memory about to go back to the driver keeps no key. */
 void ac_guard_keys_forget(uintptr_t start, uintptr_t end) {
   static struct range_list pages, gone, rest, touched;
   if (!ac_guard_keys_active() || start >= end) return;
+  drop_lifted_in(start, end);
   pages.n = touched.n = 0;
   range_push(&pages, ac_guard_page_floor(start),
              ac_guard_page_floor(end - 1) + (uintptr_t)ac_guard.page_size);
@@ -526,6 +580,32 @@ void ac_guard_keys_forget(uintptr_t start, uintptr_t end) {
   if (!touched.n) return;
   forget_protection_of(&touched);
   publish_tags();
+}
+
+/* A device without concurrent managed access: its driver protects managed
+ * memory itself while the GPU owns it, and pkey_mprotect, which sets a
+ * protection with every key, would undo the driver's (a touch that crashes
+ * bare would run on). The keys are given back, and mprotect, which the
+ * guard applies over what the driver asked for, covers everything. */
+void ac_guard_keys_decline(int device) {
+  static struct range_list touched;
+  AC_ASSERT_MODEL_HELD();
+  if (!ac_guard_keys_active()) return;
+  touched.n = 0;
+  key_lifted_count = 0;
+  for (int s = 0; s < key_count; s++) {
+    tag_ranges(&tagged[s], 0, &touched);
+    tagged[s].n = residual[s].n = 0;
+    slot_owner[s] = NULL;
+  }
+  __atomic_store_n(&disabled_now, 0, __ATOMIC_SEQ_CST);
+  forget_protection_of(&touched);
+  publish_tags();
+  keys_broken = true;
+  if (ac_opts.guard_pages == AC_GUARD_PKEYS || ac_opts.verbose)
+    ac_log("%spage guard: device %d has no concurrent managed access (its driver protects managed "
+           "memory itself); using mprotect, not protection keys",
+           ac_opts.guard_pages == AC_GUARD_PKEYS ? "warning: --guard-pages pkeys: " : "", device);
 }
 
 /* ---- the fault side ---- */
@@ -552,8 +632,10 @@ bool ac_guard_keys_slot_forbidden(int slot) {
 
 /* The calling thread gets slot enabled: in the PKRU of its signal frame
  * (ucontext) or, without one, in its PKRU. allowed: the model lets it touch
- * that memory now, so it keeps the key at its later steps. False when the
- * frame has no PKRU to edit: the keys are given up, the access let through. */
+ * that memory now, so it keeps the key at its later steps. A forbidden
+ * access in a fault lets go of its page alone (lift_keyed_page) while the
+ * table has room. False when the frame has no PKRU to edit: the keys are
+ * given up, the access let through. */
 bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr) {
   AC_ASSERT_MODEL_HELD();
   if (ucontext && !ac_pkeys_frame_pkru(ucontext)) {
@@ -565,6 +647,10 @@ bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr
   }
   struct key_thread *t = this_thread();
   uint32_t bit = 1u << slot;
+  if (!allowed && ucontext && lift_keyed_page(slot, addr)) {
+    if (t) hold_in_frame(t, ucontext, 0); /* a revocation taken meanwhile */
+    return true;
+  }
   if (!t) { /* no record to keep (the table is full): this access only */
     if (ucontext) return ac_guard_keys_let_through(slot, ucontext);
     ac_pkru_write(ac_pkru_read() & ~ac_pkru_disable_bits(keys[slot]));
@@ -668,6 +754,7 @@ void ac_guard_keys_after_fork_child(void) {
   __atomic_store_n(&disabled_now, 0, __ATOMIC_RELAXED);
   for (int s = 0; s < key_count; s++)
     tagged[s].n = 0;
+  key_lifted_count = 0;
   published_count = 0;
   offered_count = 0;
   for (int s = 0; s < key_count; s++)

@@ -190,7 +190,10 @@ static void on_segv(int sig, siginfo_t *info, void *context) {
     struct fault f = {info, uc, AC_GUARD_NOT_OURS};
     run_on_private_stack(judge, &f);
     if (f.claim == AC_GUARD_HANDLED) {
-      retries = 0;
+      /* Not where a retry was just let run: under keys a retried page can
+       * fault on its key first (handled) and then be refused again by the
+       * driver; counting on through that keeps the retries finite. */
+      if (info->si_addr != last_retry) retries = 0;
       return;
     }
     if (f.claim == AC_GUARD_RETRY && (info->si_addr != last_retry || retries < 3)) {

@@ -240,8 +240,10 @@ static bool every_device_concurrent(int *without) {
 void ac_semantics_decide(void) {
   if (__atomic_load_n(&decided_semantics, __ATOMIC_ACQUIRE)) return;
   int d = 1, without = -1;
+  bool concurrent =
+      ac_real.cuDeviceGet && ac_real.cuDeviceGetAttribute && every_device_concurrent(&without);
   if (ac_opts.semantics == AC_SEMANTICS_DEVICE) {
-    if (ac_real.cuDeviceGet && ac_real.cuDeviceGetAttribute && every_device_concurrent(&without))
+    if (concurrent)
       d = 2;
     else
       ac_log("--semantics device: device %d has no concurrent managed access; judging strictly",
@@ -251,6 +253,7 @@ void ac_semantics_decide(void) {
   if (!__atomic_compare_exchange_n(&decided_semantics, &expected, d, false, __ATOMIC_ACQ_REL,
                                    __ATOMIC_ACQUIRE))
     return;
+  if (without >= 0) ac_guard_device_protects_managed(without);
   if (d == 2) {
     ac_model_enter();
     ac_model_set_reach_semantics(ac_model, true);

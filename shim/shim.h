@@ -319,6 +319,9 @@ const struct ac_stream *ac_current_host_function_stream(void);
 
 /* ---- guard.c: the page guard ---- */
 void ac_guard_start(void);
+/* Device device has no concurrent managed access: its driver protects managed
+ * memory itself, so the guard gives up protection keys for mprotect. */
+void ac_guard_device_protects_managed(int device);
 /* Brings page protection exactly in line with the model; model lock held. */
 void ac_guard_refresh_locked(void);
 /* Marks a about to be freed and lifts what protected it; model lock held. */
