@@ -21,6 +21,14 @@
  * identical graphs), so a node of either graph names the same node after it;
  * where the shapes differ the new graph's nodes name them. A node the shim
  * never read gets its new uses added, never replaced.
+ *
+ * An event-record node records its event at each launch. The model orders a
+ * launch as one operation of its stream, so the record covers the launch
+ * only when every node of the top-level graph that does work comes before
+ * the record node (its dependencies, followed back: cuGraphGetEdges, 12.3
+ * on); any other record - in the middle of the graph, in a child graph, or
+ * where the edges cannot be read - covers nothing, and synchronising on its
+ * event tells the host nothing: a finding may be made up there, none hidden.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +41,8 @@ struct exec_node {
   uintptr_t alias; /* its pair in the graph of the last update, or 0 */
   size_t within;   /* 1 + the index of the child graph node it lies in; 0 at the top */
   CUgraphNodeType type;
+  uintptr_t event; /* an event-record node's event */
+  bool covers_all; /* ... which every working node of the top-level graph precedes */
 };
 
 struct graph_use {
@@ -68,7 +78,7 @@ static void exec_free(struct graph_exec *g) {
 /* Appends a node; its index, or SIZE_MAX when memory ran out. */
 static size_t add_node(struct graph_exec *g, uintptr_t key, size_t within, CUgraphNodeType type) {
   if (!AC_GROW(g->nodes, g->node_count, g->node_cap, 8)) return SIZE_MAX;
-  g->nodes[g->node_count] = (struct exec_node){key, 0, within, type};
+  g->nodes[g->node_count] = (struct exec_node){key, 0, within, type, 0, false};
   return g->node_count++;
 }
 
@@ -158,6 +168,57 @@ static void read_node(struct graph_exec *g, size_t index, CUgraphNode node, CUgr
   else if (type == CU_GRAPH_NODE_TYPE_MEMSET && ac_real.cuGraphMemsetNodeGetParams &&
            ac_real.cuGraphMemsetNodeGetParams(node, &set) == CUDA_SUCCESS)
     note_copy(g, index, set.dst, "graph set destination", 0);
+  else if (type == CU_GRAPH_NODE_TYPE_EVENT_RECORD && ac_real.cuGraphEventRecordNodeGetEvent) {
+    CUevent event = NULL;
+    if (ac_real.cuGraphEventRecordNodeGetEvent(node, &event) == CUDA_SUCCESS)
+      g->nodes[index].event = (uintptr_t)event;
+  }
+}
+
+/* Nodes that do no work of their own: a record need not follow them. */
+static bool does_no_work(CUgraphNodeType type) {
+  return type == CU_GRAPH_NODE_TYPE_EMPTY || type == CU_GRAPH_NODE_TYPE_EVENT_RECORD ||
+         type == CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+}
+
+/* Whether every working node among nodes[0, n) comes before nodes[r] in the
+ * graph's edges (from[e] before to[e]): followed back from r. */
+static bool precedes_all(const CUgraphNode *nodes, const CUgraphNodeType *types, size_t n, size_t r,
+                         const CUgraphNode *from, const CUgraphNode *to, size_t edges) {
+  bool *before = calloc(n, sizeof *before);
+  size_t *stack = calloc(n, sizeof *stack), top = 0;
+  bool all = before && stack;
+  if (all) stack[top++] = r;
+  while (all && top) {
+    CUgraphNode at = nodes[stack[--top]];
+    for (size_t e = 0; e < edges; e++) {
+      if (to[e] != at) continue;
+      for (size_t i = 0; i < n; i++)
+        if (nodes[i] == from[e] && !before[i]) before[i] = true, stack[top++] = i;
+    }
+  }
+  for (size_t i = 0; all && i < n; i++)
+    if (i != r && !before[i] && !does_no_work(types[i])) all = false;
+  free(before), free(stack);
+  return all;
+}
+
+/* For each event-record node of the executable's own graph (nodes[i], of
+ * types[i], kept at g->nodes[at[i]]): whether its record covers the whole
+ * launch. */
+static void mark_covering_records(struct graph_exec *g, const size_t *at, CUgraph graph,
+                                  const CUgraphNode *nodes, const CUgraphNodeType *types,
+                                  size_t n) {
+  size_t edges = 0;
+  if (!ac_real.cuGraphGetEdges_v2 ||
+      ac_real.cuGraphGetEdges_v2(graph, NULL, NULL, NULL, &edges) != CUDA_SUCCESS)
+    return;
+  CUgraphNode *from = calloc(edges + 1, sizeof *from), *to = calloc(edges + 1, sizeof *to);
+  if (from && to && ac_real.cuGraphGetEdges_v2(graph, from, to, NULL, &edges) == CUDA_SUCCESS)
+    for (size_t i = 0; i < n; i++)
+      if (types[i] == CU_GRAPH_NODE_TYPE_EVENT_RECORD)
+        g->nodes[at[i]].covers_all = precedes_all(nodes, types, n, i, from, to, edges);
+  free(from), free(to);
 }
 
 /* graph's nodes, depth first, lying within `within` (1 + a child graph node's index). */
@@ -166,20 +227,31 @@ static void read_graph(struct graph_exec *g, CUgraph graph, size_t within, int d
   if (depth > 8 || !ac_real.cuGraphGetNodes || ac_real.cuGraphGetNodes(graph, NULL, &n) != 0 || !n)
     return;
   CUgraphNode *nodes = calloc(n, sizeof *nodes);
-  if (!nodes || ac_real.cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) n = 0;
+  CUgraphNodeType *types = calloc(n, sizeof *types);
+  size_t *at = calloc(n, sizeof *at), records = 0;
+  if (!nodes || !types || !at || ac_real.cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) n = 0;
+  bool whole = true; /* every node of graph kept, nodes[i] at g->nodes[at[i]] */
   for (size_t i = 0; i < n; i++) {
-    CUgraphNodeType type;
     CUgraph child;
-    if (ac_real.cuGraphNodeGetType(nodes[i], &type) != CUDA_SUCCESS) continue;
-    size_t index = add_node(g, (uintptr_t)nodes[i], within, type);
-    if (index == SIZE_MAX) break;
-    if (type == CU_GRAPH_NODE_TYPE_GRAPH && ac_real.cuGraphChildGraphNodeGetGraph &&
+    if (ac_real.cuGraphNodeGetType(nodes[i], &types[i]) != CUDA_SUCCESS) {
+      whole = false;
+      continue;
+    }
+    size_t index = add_node(g, (uintptr_t)nodes[i], within, types[i]);
+    if (index == SIZE_MAX) {
+      whole = false;
+      break;
+    }
+    at[i] = index;
+    records += types[i] == CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    if (types[i] == CU_GRAPH_NODE_TYPE_GRAPH && ac_real.cuGraphChildGraphNodeGetGraph &&
         ac_real.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
       read_graph(g, child, index + 1, depth + 1);
     else
-      read_node(g, index, nodes[i], type);
+      read_node(g, index, nodes[i], types[i]);
   }
-  free(nodes);
+  if (records && whole && depth == 0) mark_covering_records(g, at, graph, nodes, types, n);
+  free(nodes), free(types), free(at);
 }
 
 /* ---- the executables: model lock held ---- */
@@ -283,7 +355,8 @@ static void node_changed(CUgraphExec exec, CUgraphNode node, struct graph_exec *
     splice(g, i + 1, subtree(g, i), part, i + 1);
   } else {
     struct exec_node same = g->nodes[i]; /* the same node, named as before */
-    part->nodes[0] = (struct exec_node){same.key, same.alias, 0, same.type};
+    part->nodes[0] =
+        (struct exec_node){same.key, same.alias, 0, same.type, same.event, same.covers_all};
     splice(g, i, 1, part, same.within);
   }
   ac_model_leave();
@@ -369,6 +442,17 @@ void ac_on_graph_child_node_set(CUgraphExec exec, CUgraphNode node, CUgraph chil
   node_changed(exec, node, part, true);
 }
 
+/* An event-record node of exec records `event` from now on; where it lies
+ * in the graph, and so what its record covers, stays. */
+void ac_on_graph_event_node_set(CUgraphExec exec, CUgraphNode node, CUevent event) {
+  ac_model_enter();
+  struct graph_exec *g = find_exec((uintptr_t)exec);
+  size_t i = g ? node_index(g, (uintptr_t)node) : SIZE_MAX;
+  if (i != SIZE_MAX && g->nodes[i].type == CU_GRAPH_NODE_TYPE_EVENT_RECORD)
+    g->nodes[i].event = (uintptr_t)event;
+  ac_model_leave();
+}
+
 void ac_on_graph_node_params_set(CUgraphExec exec, CUgraphNode node, const CUgraphNodeParams *p) {
   switch (p ? p->type : CU_GRAPH_NODE_TYPE_EMPTY) {
   case CU_GRAPH_NODE_TYPE_KERNEL: {
@@ -386,6 +470,9 @@ void ac_on_graph_node_params_set(CUgraphExec exec, CUgraphNode node, const CUgra
   case CU_GRAPH_NODE_TYPE_GRAPH:
     ac_on_graph_child_node_set(exec, node, p->graph.graph);
     break;
+  case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+    ac_on_graph_event_node_set(exec, node, p->eventRecord.event);
+    break;
   default: /* a node that gives the GPU no memory the shim follows */
     break;
   }
@@ -399,6 +486,16 @@ void ac_on_graph_exec_destroyed(CUgraphExec exec) {
   exec_free(g);
 }
 
+/* Model lock held, the launch enqueued on s: each event-record node's event
+ * recorded, over the launch where it follows the whole graph, else over
+ * nothing. */
+static void record_graph_events(const struct graph_exec *g, struct ac_stream *s) {
+  AC_ASSERT_MODEL_HELD();
+  for (size_t i = 0; g && s && !s->capturing && i < g->node_count; i++)
+    if (g->nodes[i].type == CU_GRAPH_NODE_TYPE_EVENT_RECORD && g->nodes[i].event)
+      ac_event_recorded_over_locked((CUevent)g->nodes[i].event, &s, g->nodes[i].covers_all);
+}
+
 /* Kernels' uses first: a kernel may not be given HOST-attached memory that a
  * copy may (AC302), and each allocation is judged once per launch. */
 void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread) {
@@ -406,8 +503,10 @@ void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool
   struct ac_op_origin_slot slot;
   bool kernels_host_legal = ac_concurrent_semantics();
   l.layout = NULL;
-  if (ac_work_begin(&l, api, stream, per_thread, kernels_host_legal, &slot)) {
-    struct graph_exec *g = find_exec((uintptr_t)exec);
+  bool judged = ac_work_begin(&l, api, stream, per_thread, kernels_host_legal, &slot);
+  struct graph_exec *g = find_exec((uintptr_t)exec);
+  record_graph_events(g, l.stream);
+  if (judged) {
     for (int copies = 0; g && copies < 2; copies++)
       for (size_t i = 0; i < g->count; i++) {
         const struct graph_use *u = &g->uses[i];

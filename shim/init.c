@@ -95,6 +95,8 @@ static bool resolve_driver(char *why, size_t len) {
   RESOLVE(cuGraphChildGraphNodeGetGraph)
   RESOLVE(cuGraphMemcpyNodeGetParams)
   RESOLVE(cuGraphMemsetNodeGetParams)
+  RESOLVE(cuGraphEventRecordNodeGetEvent)
+  RESOLVE(cuGraphGetEdges_v2)
   RESOLVE(cuDriverGetVersion)
   RESOLVE(cuDeviceGetCount)
   RESOLVE(cuDeviceGet)

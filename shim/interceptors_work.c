@@ -245,6 +245,9 @@ NODE_SET(cuGraphExecMemsetNodeSetParams,
 NODE_SET(cuGraphExecChildGraphNodeSetParams,
          (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph child), (hGraphExec, hNode, child),
          child, ac_on_graph_child_node_set(hGraphExec, hNode, child))
+NODE_SET(cuGraphExecEventRecordNodeSetEvent,
+         (CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event), (hGraphExec, hNode, event),
+         event, ac_on_graph_event_node_set(hGraphExec, hNode, event))
 NODE_SET(cuGraphExecNodeSetParams,
          (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *p), (hGraphExec, hNode, p),
          p, ac_on_graph_node_params_set(hGraphExec, hNode, p))

@@ -77,6 +77,8 @@ struct ac_real_table {
   __typeof__(&cuGraphChildGraphNodeGetGraph) cuGraphChildGraphNodeGetGraph;
   __typeof__(&cuGraphMemcpyNodeGetParams) cuGraphMemcpyNodeGetParams;
   __typeof__(&cuGraphMemsetNodeGetParams) cuGraphMemsetNodeGetParams;
+  __typeof__(&cuGraphEventRecordNodeGetEvent) cuGraphEventRecordNodeGetEvent;
+  __typeof__(&cuGraphGetEdges_v2) cuGraphGetEdges_v2; /* 12.3 on */
   __typeof__(&cuDriverGetVersion) cuDriverGetVersion;
   __typeof__(&cuDeviceGetCount) cuDeviceGetCount;
   __typeof__(&cuDeviceGet) cuDeviceGet;
@@ -271,7 +273,7 @@ void ac_image_module_unloaded(uintptr_t module);
 /* ---- graph_args.c: what an executable graph gives the GPU ----
  * Its kernel, memcpy and memset nodes are read at instantiation, follow every
  * change of the executable's parameters, and are judged against the stream of
- * each launch. */
+ * each launch; its event-record nodes' events are recorded by each launch. */
 void ac_on_graph_instantiated(CUgraphExec exec, CUgraph graph);
 void ac_on_graph_updated(CUgraphExec exec, CUgraph graph);
 void ac_on_graph_kernel_node_set(CUgraphExec exec, CUgraphNode node, CUfunction func, void **params,
@@ -279,6 +281,7 @@ void ac_on_graph_kernel_node_set(CUgraphExec exec, CUgraphNode node, CUfunction 
 void ac_on_graph_copy_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D *copy);
 void ac_on_graph_memset_node_set(CUgraphExec exec, CUgraphNode node, CUdeviceptr dst);
 void ac_on_graph_child_node_set(CUgraphExec exec, CUgraphNode node, CUgraph child);
+void ac_on_graph_event_node_set(CUgraphExec exec, CUgraphNode node, CUevent event);
 void ac_on_graph_node_params_set(CUgraphExec exec, CUgraphNode node, const CUgraphNodeParams *p);
 void ac_on_graph_exec_destroyed(CUgraphExec exec);
 void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread);

@@ -267,6 +267,58 @@ static void test_graphs(CUfunction kernel) {
   CHECK(cuMemFree(m) == CUDA_SUCCESS && cuMemFree(d) == CUDA_SUCCESS);
 }
 
+/* Dependencies read back, event-record nodes, and an executable's record
+ * node given another event (what graph_args.c reads). */
+static void test_graph_events(CUfunction kernel) {
+  CUstream s;
+  CUgraph graph;
+  CUgraphNode k, record, empty, from[4], to[4];
+  CUgraphExec exec;
+  CUevent e, f, got = NULL;
+  CUDA_KERNEL_NODE_PARAMS kp;
+  memset(&kp, 0, sizeof kp);
+  kp.func = kernel;
+  kp.gridDimX = kp.gridDimY = kp.gridDimZ = kp.blockDimX = kp.blockDimY = kp.blockDimZ = 1;
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CHECK(cuEventCreate(&e, CU_EVENT_DEFAULT) == CUDA_SUCCESS);
+  CHECK(cuEventCreate(&f, CU_EVENT_DEFAULT) == CUDA_SUCCESS);
+  CHECK(cuGraphCreate(&graph, 0) == CUDA_SUCCESS);
+  CHECK(cuGraphAddKernelNode(&k, graph, NULL, 0, &kp) == CUDA_SUCCESS);
+  CHECK(cuGraphAddEventRecordNode(&record, graph, &k, 1, e) == CUDA_SUCCESS);
+  CHECK(cuGraphAddEmptyNode(&empty, graph, NULL, 0) == CUDA_SUCCESS);
+  CHECK(cuGraphEventRecordNodeGetEvent(record, &got) == CUDA_SUCCESS && got == e);
+  size_t n = 0;
+  CHECK(cuGraphGetEdges(graph, NULL, NULL, NULL, &n) == CUDA_SUCCESS && n == 1);
+  n = 4;
+  CHECK(cuGraphGetEdges(graph, from, to, NULL, &n) == CUDA_SUCCESS && n == 1);
+  CHECK(from[0] == k && to[0] == record);
+  CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0) == CUDA_SUCCESS);
+  CHECK(cuGraphExecEventRecordNodeSetEvent(exec, record, f) == CUDA_SUCCESS);
+  CHECK(cuGraphExecEventRecordNodeSetEvent(exec, k, f) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuGraphLaunch(exec, s) == CUDA_SUCCESS);
+  CHECK(cuEventSynchronize(f) == CUDA_SUCCESS && cuEventQuery(f) == CUDA_SUCCESS);
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS);
+
+  CUgraph captured;
+  CUdeviceptr d;
+  CHECK(cuMemAlloc(&d, 4096) == CUDA_SUCCESS);
+  CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  CHECK(cuMemsetD32Async(d, 1, 16, s) == CUDA_SUCCESS);
+  CHECK(cuMemsetD32Async(d, 2, 16, s) == CUDA_SUCCESS);
+  CHECK(cuStreamEndCapture(s, &captured) == CUDA_SUCCESS);
+  CUgraphNode nodes[4];
+  size_t count = 4;
+  n = 4;
+  CHECK(cuGraphGetNodes(captured, nodes, &count) == CUDA_SUCCESS && count == 2);
+  CHECK(cuGraphGetEdges(captured, from, to, NULL, &n) == CUDA_SUCCESS && n == 1);
+  CHECK(from[0] == nodes[0] && to[0] == nodes[1]); /* a stream's work is a chain */
+
+  CHECK(cuGraphExecDestroy(exec) == CUDA_SUCCESS);
+  CHECK(cuGraphDestroy(graph) == CUDA_SUCCESS && cuGraphDestroy(captured) == CUDA_SUCCESS);
+  CHECK(cuEventDestroy(e) == CUDA_SUCCESS && cuEventDestroy(f) == CUDA_SUCCESS);
+  CHECK(cuStreamDestroy(s) == CUDA_SUCCESS && cuMemFree(d) == CUDA_SUCCESS);
+}
+
 int main(void) {
   CUdevice dev;
   CUcontext ctx;
@@ -286,6 +338,7 @@ int main(void) {
   CUfunction none;
   CHECK(cuModuleGetFunction(&none, mod, "none") == CUDA_SUCCESS);
   test_graphs(none);
+  test_graph_events(none);
   printf("conformance: %d passed, %d failed\n", passed, failed);
   return failed != 0;
 }

@@ -8,6 +8,10 @@
  * cuGraphAddMemsetNode would make: a 1D copy is one row of a 3D copy, each
  * side typed as the call named it (UNIFIED for cuMemcpyAsync's pointers).
  *
+ * Nodes keep their dependencies (cuGraphGetEdges gives them back); captured
+ * nodes depend each on the one captured before. An event-record node keeps
+ * its event.
+ *
  * An executable graph remembers the nodes it was instantiated from, child
  * graphs' included, depth first, and their types: its node setters refuse a
  * node of another graph or of another type, and an update needs a graph of
@@ -31,7 +35,10 @@ struct node {
   CUDA_MEMCPY3D copy;
   CUDA_MEMSET_NODE_PARAMS set;
   struct fake_graph *child;
+  CUevent event;      /* an event-record node's event */
   bool names_managed; /* a memory-operation node on managed memory: its launch fails */
+  size_t dep_count;   /* the nodes of its graph it depends on, by index */
+  size_t deps[GRAPH_NODES];
 };
 
 struct fake_graph {
@@ -93,11 +100,13 @@ static void keep_arguments(struct node *n, CUfunction f, void **params, size_t c
 
 /* ---- capture: launches, copies and sets on a capturing stream are nodes ---- */
 
-/* A new node of the graph h captures into; *capturing says whether it does. */
+/* A new node of the graph h captures into, after the one captured before it
+ * (a stream's work is a chain); *capturing says whether it captures. */
 static struct node *captured_node(CUstream h, bool pt, CUgraphNodeType type, bool *capturing) {
   pthread_mutex_lock(&fake_lock);
   struct fake_graph *g = fake_capture_graph_locked(h, pt);
   struct node *n = add_node(g, type);
+  if (n && g->count > 1) n->dep_count = 1, n->deps[0] = g->count - 2;
   pthread_mutex_unlock(&fake_lock);
   *capturing = g != NULL;
   return n;
@@ -138,11 +147,31 @@ FAKE_EXPORT CUresult cuGraphDestroy(CUgraph g) {
   return CUDA_SUCCESS;
 }
 
-/* A node of type added to graph, returned through out (dependencies are not kept). */
-static struct node *added(CUgraphNode *out, CUgraph graph, CUgraphNodeType type) {
-  struct node *n = out ? add_node((struct fake_graph *)graph, type) : NULL;
-  if (n) *out = (CUgraphNode)n;
-  return n;
+/* Where node lies in g, or -1 when it is not one of g's. */
+static long index_in(const struct fake_graph *g, CUgraphNode node) {
+  for (size_t i = 0; g && i < g->count; i++)
+    if ((CUgraphNode)&g->nodes[i] == node) return (long)i;
+  return -1;
+}
+
+/* A node of type added to graph after its n dependencies, returned through
+ * out; NULL when a dependency is not a node of graph (CUDA_ERROR_INVALID_VALUE). */
+static struct node *added(CUgraphNode *out, CUgraph graph, CUgraphNodeType type,
+                          const CUgraphNode *deps, size_t n) {
+  struct fake_graph *g = (struct fake_graph *)graph;
+  size_t index[GRAPH_NODES];
+  if (!out || n > GRAPH_NODES || (n && !deps)) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    long at = index_in(g, deps[i]);
+    if (at < 0) return NULL;
+    index[i] = (size_t)at;
+  }
+  struct node *node = add_node(g, type);
+  if (!node) return NULL;
+  node->dep_count = n;
+  memcpy(node->deps, index, n * sizeof index[0]);
+  *out = (CUgraphNode)node;
+  return node;
 }
 
 static bool set_valid(const CUDA_MEMSET_NODE_PARAMS *p) {
@@ -153,11 +182,10 @@ static bool set_valid(const CUDA_MEMSET_NODE_PARAMS *p) {
 #define ADD_KERNEL_NODE(Name, Params)                                                              \
   FAKE_EXPORT CUresult Name(CUgraphNode *out, CUgraph graph, const CUgraphNode *deps, size_t n,    \
                             const Params *p) {                                                     \
-    (void)deps, (void)n;                                                                           \
     size_t count;                                                                                  \
     const size_t *sizes;                                                                           \
     if (!p || !fake_function_layout(p->func, &count, &sizes)) return CUDA_ERROR_INVALID_VALUE;     \
-    struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_KERNEL);                              \
+    struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_KERNEL, deps, n);                     \
     if (!node) return CUDA_ERROR_INVALID_VALUE;                                                    \
     keep_arguments(node, p->func, p->kernelParams, count, sizes);                                  \
     return CUDA_SUCCESS;                                                                           \
@@ -185,9 +213,9 @@ static bool copy_valid(const CUDA_MEMCPY3D *c) {
 
 FAKE_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *out, CUgraph graph, const CUgraphNode *deps,
                                           size_t n, const CUDA_MEMCPY3D *copy, CUcontext ctx) {
-  (void)deps, (void)n, (void)ctx;
+  (void)ctx;
   if (!copy_valid(copy)) return CUDA_ERROR_INVALID_VALUE;
-  struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_MEMCPY);
+  struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_MEMCPY, deps, n);
   if (!node) return CUDA_ERROR_INVALID_VALUE;
   node->copy = *copy;
   return CUDA_SUCCESS;
@@ -196,9 +224,9 @@ FAKE_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode *out, CUgraph graph, const
 FAKE_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *out, CUgraph graph, const CUgraphNode *deps,
                                           size_t n, const CUDA_MEMSET_NODE_PARAMS *set,
                                           CUcontext ctx) {
-  (void)deps, (void)n, (void)ctx;
+  (void)ctx;
   if (!set_valid(set)) return CUDA_ERROR_INVALID_VALUE;
-  struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_MEMSET);
+  struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_MEMSET, deps, n);
   if (!node) return CUDA_ERROR_INVALID_VALUE;
   node->set = *set;
   return CUDA_SUCCESS;
@@ -211,9 +239,8 @@ FAKE_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode *out, CUgraph graph, const
 FAKE_EXPORT CUresult cuGraphAddBatchMemOpNode(CUgraphNode *out, CUgraph graph,
                                               const CUgraphNode *deps, size_t n,
                                               const CUDA_BATCH_MEM_OP_NODE_PARAMS *p) {
-  (void)deps, (void)n;
   if (!p || !p->count || !p->paramArray) return CUDA_ERROR_INVALID_VALUE;
-  struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);
+  struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP, deps, n);
   if (!node) return CUDA_ERROR_INVALID_VALUE;
   node->names_managed = fake_mem_ops_name_managed(p->count, p->paramArray);
   return CUDA_SUCCESS;
@@ -221,15 +248,64 @@ FAKE_EXPORT CUresult cuGraphAddBatchMemOpNode(CUgraphNode *out, CUgraph graph,
 
 FAKE_EXPORT CUresult cuGraphAddChildGraphNode(CUgraphNode *out, CUgraph graph,
                                               const CUgraphNode *deps, size_t n, CUgraph child) {
-  (void)deps, (void)n;
   if (!child) return CUDA_ERROR_INVALID_VALUE;
   struct fake_graph *copy = clone((struct fake_graph *)child);
-  struct node *node = copy ? added(out, graph, CU_GRAPH_NODE_TYPE_GRAPH) : NULL;
+  struct node *node = copy ? added(out, graph, CU_GRAPH_NODE_TYPE_GRAPH, deps, n) : NULL;
   if (!node) {
     fake_graph_free(copy);
     return CUDA_ERROR_INVALID_VALUE;
   }
   node->child = copy;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *out, CUgraph graph, const CUgraphNode *deps,
+                                         size_t n) {
+  return added(out, graph, CU_GRAPH_NODE_TYPE_EMPTY, deps, n) ? CUDA_SUCCESS
+                                                              : CUDA_ERROR_INVALID_VALUE;
+}
+
+FAKE_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *out, CUgraph graph,
+                                               const CUgraphNode *deps, size_t n, CUevent event) {
+  if (!event) return CUDA_ERROR_INVALID_VALUE;
+  struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_EVENT_RECORD, deps, n);
+  if (!node) return CUDA_ERROR_INVALID_VALUE;
+  node->event = event;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode node, CUevent *event) {
+  const struct node *n = (const struct node *)node;
+  if (!n || n->type != CU_GRAPH_NODE_TYPE_EVENT_RECORD || !event) return CUDA_ERROR_INVALID_VALUE;
+  *event = n->event;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode node, CUevent event) {
+  struct node *n = (struct node *)node;
+  if (!n || n->type != CU_GRAPH_NODE_TYPE_EVENT_RECORD || !event) return CUDA_ERROR_INVALID_VALUE;
+  n->event = event;
+  return CUDA_SUCCESS;
+}
+
+/* The graph's dependencies as pairs, from before to; with both NULL, how
+ * many (the edge data, where asked for, all default). */
+FAKE_EXPORT CUresult cuGraphGetEdges_v2(CUgraph hg, CUgraphNode *from, CUgraphNode *to,
+                                        CUgraphEdgeData *data, size_t *count) {
+  struct fake_graph *g = (struct fake_graph *)hg;
+  if (!g || !count || (!from != !to)) return CUDA_ERROR_INVALID_VALUE;
+  size_t total = 0;
+  for (size_t i = 0; i < g->count; i++)
+    for (size_t d = 0; d < g->nodes[i].dep_count; d++, total++) {
+      if (!from || total >= *count) continue;
+      from[total] = (CUgraphNode)&g->nodes[g->nodes[i].deps[d]];
+      to[total] = (CUgraphNode)&g->nodes[i];
+      if (data) memset(&data[total], 0, sizeof data[total]);
+    }
+  if (from)
+    for (size_t e = total; e < *count; e++)
+      from[e] = to[e] = NULL;
+  *count = total;
   return CUDA_SUCCESS;
 }
 
@@ -429,6 +505,13 @@ FAKE_EXPORT CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec exec, CUgraphNod
 FAKE_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec exec, CUgraphNode node,
                                                         CUgraph child) {
   return child_set(exec, node, child);
+}
+
+FAKE_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec exec, CUgraphNode node,
+                                                        CUevent event) {
+  if (!event || exec_node(exec, node, CU_GRAPH_NODE_TYPE_EVENT_RECORD) < 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
 }
 
 FAKE_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec exec, CUgraphNode node,

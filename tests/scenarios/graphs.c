@@ -4,7 +4,9 @@
  * node's parameters, a child graph node's graph, an update). Each is judged
  * at cuGraphLaunch against the launch stream: m is single-attached to s, so a
  * graph launched on t that touches it is AC301; g is global memory and d
- * device memory, which break no rule.
+ * device memory, which break no rule. An event-record node records its event
+ * at each launch: waiting for it is waiting for the graph where the record
+ * follows all of it.
  *
  *   graphs CASE
  */
@@ -307,6 +309,59 @@ static void batch_node_after_sync(void) {
   batch_node_then_touch(true);
 }
 
+/* ---- event-record nodes ---- */
+
+/* A graph of a kernel on m and a record of `event`, after the kernel
+ * (ordered) or beside it; *record is the record node. */
+static CUgraph kernel_and_record(CUevent event, bool ordered, CUgraphNode *record) {
+  CUgraph graph;
+  CUgraphNode kernel;
+  void *args[1];
+  CUDA_KERNEL_NODE_PARAMS k = kernel_on(&m, args);
+  EXPECT_RC(cuGraphCreate(&graph, 0), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphAddKernelNode(&kernel, graph, NULL, 0, &k), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphAddEventRecordNode(record, graph, ordered ? &kernel : NULL, ordered, event),
+            CUDA_SUCCESS);
+  return graph;
+}
+static CUevent new_event(void) {
+  CUevent e = NULL;
+  EXPECT_RC(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+  return e;
+}
+/* The graph launched on s (m is attached to it); the host waits for `waited`
+ * alone, then touches m. With `set`, the executable's record node is given
+ * `set` before the launch. */
+static void record_then_touch(bool ordered, CUevent recorded, CUevent set, CUevent waited) {
+  CUgraphNode record;
+  CUgraphExec exec = instantiate(kernel_and_record(recorded, ordered, &record));
+  if (set) EXPECT_RC(cuGraphExecEventRecordNodeSetEvent(exec, record, set), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphLaunch(exec, s), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuEventSynchronize(waited), CUDA_SUCCESS);
+  *(volatile int *)m = 1;
+}
+/* right: the record follows the graph's one kernel; its event waited for */
+static void event_record_after_work(void) {
+  CUevent e = new_event();
+  record_then_touch(true, e, NULL, e);
+}
+/* wrong: the record depends on nothing, so it may fire before the kernel
+ * runs (AC201) */
+static void event_record_beside_work(void) {
+  CUevent e = new_event();
+  record_then_touch(false, e, NULL, e);
+}
+/* right: the executable's node given another event, which is waited for */
+static void exec_event_set_waited(void) {
+  CUevent e = new_event(), f = new_event();
+  record_then_touch(true, e, f, f);
+}
+/* wrong: ... the node's first event waited for: never recorded (AC201) */
+static void exec_event_set_old_waited(void) {
+  CUevent e = new_event(), f = new_event();
+  record_then_touch(true, e, f, e);
+}
+
 static const struct scenario_case cases[] = {
     {"captured_copy_foreign", captured_copy_foreign},
     {"captured_copy_same_stream", captured_copy_same_stream},
@@ -330,6 +385,10 @@ static const struct scenario_case cases[] = {
     {"batch_node_managed_refused", batch_node_managed_refused},
     {"batch_node_busy_touch", batch_node_busy_touch},
     {"batch_node_after_sync", batch_node_after_sync},
+    {"event_record_after_work", event_record_after_work},
+    {"event_record_beside_work", event_record_beside_work},
+    {"exec_event_set_waited", exec_event_set_waited},
+    {"exec_event_set_old_waited", exec_event_set_old_waited},
 };
 
 int main(int argc, char **argv) {
