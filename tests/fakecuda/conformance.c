@@ -305,13 +305,19 @@ static void test_graph_events(CUfunction kernel) {
   CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
   CHECK(cuMemsetD32Async(d, 1, 16, s) == CUDA_SUCCESS);
   CHECK(cuMemsetD32Async(d, 2, 16, s) == CUDA_SUCCESS);
+  CHECK(cuEventRecordWithFlags(e, s, CU_EVENT_RECORD_EXTERNAL) == CUDA_SUCCESS);
   CHECK(cuStreamEndCapture(s, &captured) == CUDA_SUCCESS);
   CUgraphNode nodes[4];
+  CUgraphNodeType type;
   size_t count = 4;
   n = 4;
-  CHECK(cuGraphGetNodes(captured, nodes, &count) == CUDA_SUCCESS && count == 2);
-  CHECK(cuGraphGetEdges(captured, from, to, NULL, &n) == CUDA_SUCCESS && n == 1);
-  CHECK(from[0] == nodes[0] && to[0] == nodes[1]); /* a stream's work is a chain */
+  CHECK(cuGraphGetNodes(captured, nodes, &count) == CUDA_SUCCESS && count == 3);
+  CHECK(cuGraphGetEdges(captured, from, to, NULL, &n) == CUDA_SUCCESS && n == 2);
+  /* a stream's work is a chain, the external record a node of it */
+  CHECK(from[0] == nodes[0] && to[0] == nodes[1] && from[1] == nodes[1] && to[1] == nodes[2]);
+  CHECK(cuGraphNodeGetType(nodes[2], &type) == CUDA_SUCCESS &&
+        type == CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+  CHECK(cuGraphEventRecordNodeGetEvent(nodes[2], &got) == CUDA_SUCCESS && got == e);
 
   CHECK(cuGraphExecDestroy(exec) == CUDA_SUCCESS);
   CHECK(cuGraphDestroy(graph) == CUDA_SUCCESS && cuGraphDestroy(captured) == CUDA_SUCCESS);

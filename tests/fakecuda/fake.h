@@ -113,6 +113,7 @@ bool fake_capture_kernel(CUstream h, bool per_thread_entry, CUfunction f, void *
                          size_t count, const size_t *sizes);
 bool fake_capture_copy(CUstream h, bool per_thread_entry, const CUDA_MEMCPY3D *copy);
 bool fake_capture_set(CUstream h, bool per_thread_entry, const CUDA_MEMSET_NODE_PARAMS *set);
+bool fake_capture_event(CUstream h, bool per_thread_entry, CUevent event);
 
 /* ---- modules (fake_module.c) ---- */
 /* A function's parameter sizes; false for a handle that is no function. */

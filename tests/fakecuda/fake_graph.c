@@ -134,6 +134,15 @@ bool fake_capture_set(CUstream h, bool pt, const CUDA_MEMSET_NODE_PARAMS *set) {
   return capturing;
 }
 
+/* An event recorded with CU_EVENT_RECORD_EXTERNAL while capturing: an
+ * event-record node (a plain record there only orders the capture). */
+bool fake_capture_event(CUstream h, bool pt, CUevent event) {
+  bool capturing;
+  struct node *n = captured_node(h, pt, CU_GRAPH_NODE_TYPE_EVENT_RECORD, &capturing);
+  if (n) n->event = event;
+  return capturing;
+}
+
 /* ---- building and reading ---- */
 
 FAKE_EXPORT CUresult cuGraphCreate(CUgraph *graph, unsigned int flags) {

@@ -410,13 +410,17 @@ FAKE_EXPORT CUresult cuEventRecord(CUevent e, CUstream s) {
 FAKE_EXPORT CUresult cuEventRecord_ptsz(CUevent e, CUstream s) {
   return event_record(e, s, true);
 }
+/* CU_EVENT_RECORD_EXTERNAL on a capturing stream makes an event-record node. */
+static CUresult record_with_flags(CUevent e, CUstream s, unsigned f, bool pt) {
+  if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  if ((f & CU_EVENT_RECORD_EXTERNAL) && fake_capture_event(s, pt, e)) return CUDA_SUCCESS;
+  return event_record(e, s, pt);
+}
 FAKE_EXPORT CUresult cuEventRecordWithFlags(CUevent e, CUstream s, unsigned f) {
-  (void)f;
-  return event_record(e, s, false);
+  return record_with_flags(e, s, f, false);
 }
 FAKE_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned f) {
-  (void)f;
-  return event_record(e, s, true);
+  return record_with_flags(e, s, f, true);
 }
 
 FAKE_EXPORT CUresult cuEventSynchronize(CUevent h) {

@@ -362,6 +362,19 @@ static void exec_event_set_old_waited(void) {
   record_then_touch(true, e, f, e);
 }
 
+/* right: captured on s, a kernel on m then an external record of e; the
+ * launch waited for through e */
+static void captured_record_waited(void) {
+  CUevent e = new_event();
+  begin(s);
+  launch_with_pointer(use, s, m);
+  EXPECT_RC(cuEventRecordWithFlags(e, s, CU_EVENT_RECORD_EXTERNAL), CUDA_SUCCESS);
+  CUgraphExec exec = instantiate(end(s));
+  EXPECT_RC(cuGraphLaunch(exec, s), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuEventSynchronize(e), CUDA_SUCCESS);
+  *(volatile int *)m = 1;
+}
+
 static const struct scenario_case cases[] = {
     {"captured_copy_foreign", captured_copy_foreign},
     {"captured_copy_same_stream", captured_copy_same_stream},
@@ -389,6 +402,7 @@ static const struct scenario_case cases[] = {
     {"event_record_beside_work", event_record_beside_work},
     {"exec_event_set_waited", exec_event_set_waited},
     {"exec_event_set_old_waited", exec_event_set_old_waited},
+    {"captured_record_waited", captured_record_waited},
 };
 
 int main(int argc, char **argv) {
