@@ -358,7 +358,7 @@ static void mixed_pages(struct range_list *mixed, const struct range_list *all_m
           (struct keyed_range){offered[i].bytes.r[j].start, offered[i].bytes.r[j].end, (int)i};
   for (size_t j = 0; j < unclassed.n; j++)
     entries[n++] = (struct keyed_range){unclassed.r[j].start, unclassed.r[j].end, -1};
-  qsort(entries, n, sizeof *entries, by_start);
+  if (n > 1) qsort(entries, n, sizeof *entries, by_start);
   for (size_t i = 1; i < n; i++) {
     uintptr_t last = (entries[i - 1].end - 1) & ~(page - 1);
     if (entries[i].slot != entries[i - 1].slot && (entries[i].start & ~(page - 1)) == last)

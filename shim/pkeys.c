@@ -14,6 +14,25 @@
 
 #include "pkeys.h"
 
+/* Under AddressSanitizer: the kernel writes a signal frame on whatever stack
+ * the signal is delivered, and on a program's alternate stack that may be
+ * memory where a frame of the shim's own handler was abandoned (the program's
+ * handler left it by siglongjmp) and is still marked as that frame's redzones.
+ * The frame the kernel wrote is fresh data: it is unmarked before it is read. */
+#if defined(__SANITIZE_ADDRESS__)
+#define AC_FRAME_UNPOISON 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AC_FRAME_UNPOISON 1
+#endif
+#endif
+#ifdef AC_FRAME_UNPOISON
+#include <sanitizer/asan_interface.h>
+#define frame_written_by_kernel(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define frame_written_by_kernel(p, n) ((void)(p), (void)(n))
+#endif
+
 uint32_t ac_pkru_bits_of(uint32_t mask, const int *keys, int key_count) {
   uint32_t bits = 0;
   for (int i = 0; i < key_count; i++)
@@ -43,10 +62,12 @@ uint32_t *ac_pkeys_frame_pkru_at(void *fpstate, uint32_t pkru_offset) {
   if (!fpstate || pkru_offset < FXSAVE_SIZE + 64) return NULL;
   unsigned char *area = fpstate;
   struct sw_bytes sw;
+  frame_written_by_kernel(area, FXSAVE_SIZE + 64);
   memcpy(&sw, area + SW_BYTES_OFFSET, sizeof sw);
   if (sw.magic1 != XSTATE_MAGIC1 || !(sw.xfeatures & (1ull << XFEATURE_PKRU)) ||
       (uint64_t)pkru_offset + 4 > sw.xstate_size)
     return NULL;
+  frame_written_by_kernel(area, sw.xstate_size);
   uint64_t present;
   memcpy(&present, area + FXSAVE_SIZE, sizeof present);
   if (!(present & (1ull << XFEATURE_PKRU))) {
@@ -101,6 +122,7 @@ void ac_pkru_write(uint32_t pkru) {
 
 uint32_t *ac_pkeys_frame_pkru(void *ucontext) {
   ucontext_t *uc = ucontext;
+  frame_written_by_kernel(uc, sizeof *uc);
   return ac_pkeys_frame_pkru_at(uc->uc_mcontext.fpregs, pkru_offset_in_xsave());
 }
 
