@@ -6,7 +6,8 @@
 # ones here. The page guard's keys backend (--guard-pages pkeys, the default
 # on such CPUs) can then be tested without a GPU machine: the stand-in driver
 # runs as in CI, ten to twenty times slower. Prints what COMMAND prints and
-# exits with its status. Needs root (apt-get, 9p passthrough) on x86_64.
+# exits with its status, or 125 when the emulated machine could not be made,
+# started or finished. Needs root (apt-get, 9p passthrough) on x86_64.
 #
 #   tools/pkeys-vm.sh 'cd build && ctest -R "ac20|robustness"'
 #
@@ -24,20 +25,32 @@ vm=${AC_PKEYS_VM_DIR:-$root/build-vm}
   exit 2
 }
 say() { echo "pkeys-vm: $*" >&2; }
+cannot() {
+  say "$*"
+  exit 125
+}
 
 # qemu and a static busybox for the initramfs, from Debian.
-if ! command -v qemu-system-x86_64 >/dev/null || [ ! -x /bin/busybox ]; then
+static_busybox() { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; }
+if ! command -v qemu-system-x86_64 >/dev/null || ! static_busybox; then
   say "installing qemu-system-x86 and busybox-static"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-system-x86 busybox-static >/dev/null
+  install() { DEBIAN_FRONTEND=noninteractive apt-get install -y -q qemu-system-x86 busybox-static; }
+  install >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && install >/dev/null 2>&1; } ||
+    cannot "apt-get could not install qemu-system-x86 and busybox-static"
 fi
 
 # Debian's kernel (protection keys built in) and the modules 9p needs.
 mkdir -p "$vm"
 if ! ls "$vm"/root/boot/vmlinuz-* >/dev/null 2>&1; then
-  package=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+  kernel_package() {
+    apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ {print $2; exit}'
+  }
+  package=$(kernel_package)
+  [ -n "$package" ] || package=$(apt-get update -q >/dev/null 2>&1 && kernel_package)
+  [ -n "$package" ] || cannot "apt-cache knows no linux-image-amd64"
   say "fetching $package"
   (cd "$vm" && apt-get download "$package" >/dev/null 2>&1 && dpkg -x "$package"_*.deb root &&
-    rm -f "$package"_*.deb)
+    rm -f "$package"_*.deb) || cannot "could not fetch and unpack $package"
 fi
 kernel=$(ls "$vm"/root/boot/vmlinuz-* | head -n 1)
 release=${kernel##*/vmlinuz-}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# tools/test-keys.sh - the tests of build/ (tools/test.sh builds it) once more
+# with the page guard on protection keys, the default where the CPU has them:
+# on an emulated CPU that has keys (tools/pkeys-vm.sh) when this one has none.
+# Where this CPU has keys the tests already ran on them, and where no
+# emulated CPU can be started (not x86_64, no root, no qemu) it says so in a
+# line and skips. The browser and valgrind tests are left out: they take
+# minutes under the emulator and do not touch the guard.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if grep -qw pku /proc/cpuinfo; then
+  echo "test-keys: this CPU has protection keys: the tests above ran on them"
+  exit 0
+fi
+if [ "$(uname -m)" != x86_64 ] || [ "$(id -u)" != 0 ]; then
+  echo "test-keys: skipped: an emulated CPU with keys needs root on x86_64"
+  exit 0
+fi
+# A test that fails is run once more, alone: under the emulator a test with a
+# time limit (a hang check) can run out of time while another test runs
+# beside it. What passed only the second time is named.
+set +e
+tools/pkeys-vm.sh 'cd build && ctest --output-on-failure -j "$(nproc)" --timeout 600 \
+  -E "report\.html|valgrind" ||
+  { echo "test-keys: running the failed tests again, one at a time:" &&
+    grep -o "^[0-9]*:[^:]*" Testing/Temporary/LastTestsFailed.log &&
+    ctest --output-on-failure --rerun-failed --timeout 600; }'
+status=$?
+set -e
+if [ "$status" = 125 ]; then
+  echo "test-keys: skipped: the emulated CPU did not start or finish (see above)"
+  exit 0
+fi
+exit "$status"
