@@ -29,6 +29,8 @@
  * on); any other record - in the middle of the graph, in a child graph, or
  * where the edges cannot be read - covers nothing, and synchronising on its
  * event tells the host nothing: a finding may be made up there, none hidden.
+ * What the driver answers here: docs/driver-facts.md, "Graph edges and
+ * event-record nodes".
  */
 #include <stdio.h>
 #include <stdlib.h>
