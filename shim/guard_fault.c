@@ -96,6 +96,20 @@ static void judge_fault(uintptr_t a, struct ac_alloc *alloc, bool is_write, void
   ac_guard_ring_commit_locked();
 }
 
+/* What both kinds of fault do once the guard owns one (lock held): counted,
+ * the driver's own access let be, the program's judged, the judging timed. */
+static void judge_counted(uintptr_t a, struct ac_alloc *alloc, bool is_write, uintptr_t pc,
+                          void *ucontext) {
+  AC_ASSERT_MODEL_HELD();
+  ac_guard.stats.faults++;
+  double started = ac_opts.verbose ? ac_guard_now_seconds() : 0;
+  if (ac_pc_in_driver(pc))
+    ac_guard.stats.driver_faults++; /* the driver's own access, e.g. inside a synchronous 2D copy */
+  else if (alloc && ac_alloc_is_managed(alloc) && !alloc->retiring)
+    judge_fault(a, alloc, is_write, ucontext);
+  if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_guard_now_seconds() - started;
+}
+
 /* A fault on a page tagged with one of the guard's keys: judged as any
  * other, then the key is enabled in the PKRU the thread gets back (and kept
  * while the model allows that memory). */
@@ -109,17 +123,10 @@ static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, ui
   ac_guard_keys_handler_waits(true, NULL);
   ac_model_enter();
   in_guard = true;
-  ac_guard.stats.faults++;
   ac_guard.stats.key_faults++;
-  double started = ac_opts.verbose ? ac_guard_now_seconds() : 0;
-  struct ac_alloc *alloc = ac_model_find_alloc(ac_model, a);
-  if (ac_pc_in_driver(pc))
-    ac_guard.stats.driver_faults++;
-  else if (alloc && ac_alloc_is_managed(alloc) && !alloc->retiring)
-    judge_fault(a, alloc, is_write, ucontext);
+  judge_counted(a, ac_model_find_alloc(ac_model, a), is_write, pc, ucontext);
   ac_guard_keys_enable(slot, !ac_guard_keys_slot_forbidden(slot), ucontext, a);
   in_guard = false;
-  if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_guard_now_seconds() - started;
   ac_model_leave();
   ac_guard_keys_handler_waits(false, NULL);
   errno = saved_errno;
@@ -155,16 +162,9 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
     claim = managed ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
   } else {
     in_guard = true;
-    ac_guard.stats.faults++;
-    double started = ac_opts.verbose ? ac_guard_now_seconds() : 0;
-    if (ac_pc_in_driver(pc))
-      ac_guard.stats
-          .driver_faults++; /* the driver's own access, e.g. inside a synchronous 2D copy */
-    else if (managed && !alloc->retiring)
-      judge_fault(a, alloc, is_write, ucontext);
+    judge_counted(a, alloc, is_write, pc, ucontext);
     if (range_contains(&ac_guard.protected_now, a)) lift_page(a);
     in_guard = false;
-    if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_guard_now_seconds() - started;
   }
   ac_model_leave();
   ac_guard_keys_handler_waits(false, ucontext);
