@@ -11,6 +11,7 @@
 
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
+#include <uthash.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -70,7 +71,8 @@ struct fake_alloc {
   unsigned assoc;
   enum fake_mapping mapping;
   bool ipc_opened; /* by cuIpcOpenMemHandle: ended by cuIpcCloseMemHandle */
-  struct fake_alloc *next;
+  struct fake_alloc *next, *prev;
+  UT_hash_handle hh; /* by base: records never overlap, so a base names one */
 };
 /* The allocation holding addr, or NULL. Caller holds fake_lock. */
 struct fake_alloc *fake_find_alloc(uintptr_t addr);

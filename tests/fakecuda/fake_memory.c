@@ -19,7 +19,7 @@
 #define SMALL_LIMIT 4096u
 #define SMALL_STEP 512u
 
-static struct fake_alloc *allocs;
+static struct fake_alloc *allocs, *by_base;
 static uintptr_t small_next, small_end;
 
 static void *map_aligned(size_t bytes, int prot) {
@@ -51,7 +51,9 @@ static struct fake_alloc *record_mapped(uintptr_t base, size_t size, enum fake_m
   a->assoc = assoc;
   a->mapping = mapping;
   a->next = allocs;
+  if (allocs) allocs->prev = a;
   allocs = a;
+  HASH_ADD(hh, by_base, base, sizeof a->base, a);
   return a;
 }
 
@@ -60,8 +62,14 @@ static CUresult record(uintptr_t base, size_t size, enum fake_mem_kind kind, uns
                                                                        : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/* A base is found at once (a program passing the pointers it got, as most
+ * calls do, costs what it does with the real driver, whatever is alive);
+ * an address inside an allocation is searched for. */
 struct fake_alloc *fake_find_alloc(uintptr_t addr) {
-  for (struct fake_alloc *a = allocs; a; a = a->next)
+  struct fake_alloc *a;
+  HASH_FIND(hh, by_base, &addr, sizeof addr, a);
+  if (a) return a;
+  for (a = allocs; a; a = a->next)
     if (addr >= a->base && addr - a->base < a->size) return a;
   return NULL;
 }
@@ -158,11 +166,14 @@ FAKE_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int fla
 static CUresult release_mapped(uintptr_t base, enum fake_mem_kind kind,
                                const enum fake_mapping *mapping) {
   pthread_mutex_lock(&fake_lock);
-  struct fake_alloc **link = &allocs, *a;
-  while ((a = *link) &&
-         !(a->base == base && a->kind == kind && (!mapping || a->mapping == *mapping)))
-    link = &a->next;
-  if (a) *link = a->next;
+  struct fake_alloc *a;
+  HASH_FIND(hh, by_base, &base, sizeof base, a);
+  if (a && !(a->kind == kind && (!mapping || a->mapping == *mapping))) a = NULL;
+  if (a) {
+    HASH_DEL(by_base, a);
+    *(a->prev ? &a->prev->next : &allocs) = a->next;
+    if (a->next) a->next->prev = a->prev;
+  }
   if (a && a->kind == FAKE_MANAGED && a->size > SMALL_LIMIT) {
     freed_base = a->base;
     freed_len = page_round(a->size);
@@ -210,6 +221,7 @@ void fake_memory_end_all(void) {
   pthread_mutex_lock(&fake_lock);
   struct fake_alloc *a = allocs;
   allocs = NULL;
+  HASH_CLEAR(hh, by_base);
   small_next = small_end = 0;
   pthread_mutex_unlock(&fake_lock);
   while (a) {
