@@ -9,9 +9,10 @@
  * touch is never left protected, so a correct program never faults and never
  * sees EFAULT from a system call. The allocations are grouped into classes of
  * byte ranges - globally attached, HOST, single-attached to stream S, pending
- * an attach - kept up to date allocation by allocation (guard_classes.c), so
- * a transition costs a few merges of sorted lists and the mprotect calls for
- * what changed.
+ * an attach - kept up to date allocation by allocation (guard_classes.c), and
+ * the pages to protect are recomputed only where something changed
+ * (guard_wanted.c), so a transition costs what it changed, not what is alive,
+ * and the mprotect calls for it.
  *
  * Small allocations share pages. A page is protected only if some forbidden
  * allocation lies in it and no allowed one does: a touch of the forbidden
@@ -33,6 +34,7 @@
 #include "grow.h"
 #include "guard_classes.h"
 #include "guard_internal.h"
+#include "guard_wanted.h"
 #include "ranges.h"
 #include "rules_host.h"
 #include "shim.h"
@@ -57,65 +59,6 @@ double ac_guard_now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Under `device` semantics, globally attached memory is off-limits only while
- * work that was given it runs: the busy streams' reach. */
-static void add_reached_global(struct ac_stream *s, void *ctx) {
-  struct range_list *forbidden = ctx;
-  if (!s->reach_count || !ac_order_stream_busy(ac_model, s)) return;
-  for (size_t i = 0; i < s->reach_count; i++) {
-    struct ac_alloc *a = ac_model_find_alloc_at(ac_model, s->reach[i].base);
-    enum ac_assoc assoc[2];
-    struct ac_stream *stream[2];
-    if (!a || a->serial != s->reach[i].serial || a->retiring) continue;
-    int n = ac_order_binding_assocs(ac_model, a, assoc, stream);
-    if (assoc[0] == AC_ASSOC_GLOBAL || (n == 2 && assoc[1] == AC_ASSOC_GLOBAL))
-      range_push(forbidden, a->base, a->base + a->size);
-  }
-}
-
-/* forbidden = forbidden joined with l (both normalised). */
-static void join(struct range_list *forbidden, const struct range_list *l) {
-  static struct range_list joined;
-  range_union(&joined, forbidden, l);
-  struct range_list swap = *forbidden;
-  *forbidden = joined;
-  joined = swap;
-}
-
-/* A busy stream's memory; what a protection key covers is the key's. */
-static void join_stream_class(const struct ac_stream *s, const struct range_list *ranges,
-                              void *forbidden) {
-  join(forbidden, ac_guard_keys_unkeyed(s, ranges));
-}
-
-/* The allocations the CPU may not touch now, in exact bytes (normalised).
- * Lists are merged, never sorted again: a transition over 10,000 allocations
- * stays linear. */
-static void forbidden_bytes(struct range_list *forbidden) {
-  static struct range_list extra;
-  forbidden->n = extra.n = 0;
-  if (ac_model_reach_semantics(ac_model)) {
-    ac_model_for_each_busy_stream(ac_model, add_reached_global, &extra);
-    range_normalise(&extra);
-    join(forbidden, &extra);
-  } else {
-    join(forbidden, ac_guard_keys_unkeyed(&ac_guard_global_class, ac_guard_classes_global()));
-  }
-  ac_guard_classes_for_each_stream(true, join_stream_class, forbidden);
-  extra.n = 0;
-  size_t pending_count;
-  struct ac_alloc *const *pending = ac_guard_classes_pending(&pending_count);
-  for (size_t i = 0; i < pending_count; i++) {
-    struct ac_stream *blocker;
-    enum ac_rule_id rule;
-    const struct ac_alloc *a = pending[i];
-    if (!ac_host_may_touch(ac_model, a, NULL, &blocker, &rule))
-      range_push(&extra, a->base, a->base + a->size);
-  }
-  range_normalise(&extra);
-  join(forbidden, &extra);
 }
 
 /* ---- protection keys ---- */
@@ -158,20 +101,22 @@ static void follow_layout_with_keys(uint64_t layout) {
   }
 }
 
-/* Pages to protect: those of forbidden allocations, less every page that
- * also holds memory the CPU may touch (allocations are disjoint, so the
- * allowed bytes are all managed bytes less the forbidden ones). */
-static void desired_pages(struct range_list *want, bool any_busy) {
-  static struct range_list forbidden, allowed, forbidden_pages, allowed_pages;
-  want->n = 0;
-  if (!any_busy) return;
-  forbidden_bytes(&forbidden);
-  if (!forbidden.n) return;
-  range_subtract(&allowed, ac_guard_keys_unkeyed_managed(ac_guard_classes_all_managed()),
-                 &forbidden);
-  range_round_out(&forbidden_pages, &forbidden, (uintptr_t)ac_guard.page_size);
-  range_round_out(&allowed_pages, &allowed, (uintptr_t)ac_guard.page_size);
-  range_subtract(want, &forbidden_pages, &allowed_pages);
+/* The pages to protect now, into wanted_now: kept up to date from what
+ * changed (guard_wanted.c); with --guard-verify, checked against the same
+ * from scratch, and a difference is a bug of the guard's own: said, and the
+ * process stops. */
+static void desired_pages(bool any_busy) {
+  static struct range_list scratch;
+  ac_guard_wanted_update(&wanted_now, any_busy);
+  if (!ac_opts.guard_verify) return;
+  ac_guard_wanted_from_scratch(&scratch, any_busy);
+  if (scratch.n == wanted_now.n &&
+      (!scratch.n || memcmp(scratch.r, wanted_now.r, scratch.n * sizeof scratch.r[0]) == 0))
+    return;
+  ac_log("internal error: --guard-verify: the pages kept up to date (%zu ranges) differ from "
+         "those computed from scratch (%zu ranges)",
+         wanted_now.n, scratch.n);
+  abort();
 }
 
 /* ---- transitions ---- */
@@ -250,7 +195,7 @@ void ac_guard_refresh_locked(void) {
   seen_any_busy = any_busy;
   seen_generation = generation;
   seen_layout = layout;
-  desired_pages(&wanted_now, any_busy);
+  desired_pages(any_busy);
   if (wanted_now.n) install_handler_once();
   ac_guard_keys_restore_lifted();
   settle_actual_protection();
@@ -356,6 +301,7 @@ void ac_guard_after_fork_child(void) {
   ac_guard.lifted_count = 0;
   seen_generation = seen_layout = UINT64_MAX;
   ac_guard_classes_reset();
+  ac_guard_wanted_reset();
   ac_guard.published_count = 0;
   ac_guard_keys_after_fork_child();
   ac_guard_reporter_after_fork_child();

@@ -14,6 +14,11 @@
  *
  * Nothing is grouped until the guard first needs the classes (something
  * turned busy): a program that never runs work beside its CPU pays nothing.
+ *
+ * The classes also say what changed since the guard's wanted pages were last
+ * brought up to date (guard_wanted.c): the bytes of every allocation that
+ * moved, the stream classes that turned busy or idle, the pending attaches
+ * whose verdict changed - so that a transition recomputes those pages only.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +49,8 @@ struct stream_class {
   const struct ac_stream *stream; /* NULL: a free slot */
   uint32_t slot;                  /* its index in slots[] */
   size_t members;
-  UT_hash_handle hh; /* by stream */
+  uint64_t busy_round; /* the last busy_flips round that found its stream busy */
+  UT_hash_handle hh;   /* by stream */
 };
 
 static bool built;
@@ -56,6 +62,14 @@ static size_t free_count, free_cap;
 static struct stream_class *by_stream;
 static struct ac_alloc **pending;
 static size_t pending_count, pending_cap;
+static bool *pending_forbidden; /* beside pending[]: the verdict at the last pending_flips */
+static size_t pending_forbidden_cap;
+/* What changed since the wanted pages were last brought up to date. */
+static struct range_list moved;       /* bytes of allocations that changed class */
+static bool moved_all;                /* more than is worth listing, or regrouped: everything */
+static uint32_t *was_busy, *now_busy; /* slots of the classes busy at the last two rounds */
+static size_t was_busy_count, now_busy_count, was_busy_cap, now_busy_cap;
+static uint64_t busy_round = 1;
 static struct class **dirty;
 static size_t dirty_count, dirty_cap;
 
@@ -204,6 +218,7 @@ static struct stream_class *class_of_stream(const struct ac_stream *s, bool make
   }
   sc->stream = s;
   sc->members = 0;
+  sc->busy_round = 0;
   HASH_ADD_PTR(by_stream, stream, sc);
   live_classes++;
   return sc;
@@ -249,6 +264,7 @@ static void leave(struct ac_alloc *a) {
   if (tag & TAG_PENDING) {
     size_t i = tag & ~TAG_PENDING;
     pending[i] = pending[--pending_count];
+    pending_forbidden[i] = pending_forbidden[pending_count];
     if (i < pending_count) pending[i]->guard_tag = TAG_PENDING | (uint32_t)i;
   } else if (tag == TAG_GLOBAL) {
     log_move(&global, &global.removed, a);
@@ -264,8 +280,11 @@ static void leave(struct ac_alloc *a) {
 static bool enter(struct ac_alloc *a, struct place p) {
   a->guard_tag = p.kind == TAG_NONE ? TAG_NONE : TAG_HOST;
   if (p.kind == TAG_PENDING) {
-    if (!AC_GROW(pending, pending_count, pending_cap, 16)) return false;
+    if (!AC_GROW(pending, pending_count, pending_cap, 16) ||
+        !AC_GROW(pending_forbidden, pending_count, pending_forbidden_cap, 16))
+      return false;
     a->guard_tag = TAG_PENDING | (uint32_t)pending_count;
+    pending_forbidden[pending_count] = false; /* it moved: its pages are looked at anyway */
     pending[pending_count++] = a;
   } else if (p.kind == TAG_GLOBAL) {
     log_move(&global, &global.added, a);
@@ -280,12 +299,24 @@ static bool enter(struct ac_alloc *a, struct place p) {
   return true;
 }
 
+/* a's bytes changed class: the wanted pages there are to be looked at again.
+ * Past as many entries as all_managed has ranges, a list is no cheaper than
+ * looking at everything. */
+static void log_moved(const struct ac_alloc *a) {
+  if (moved_all) return;
+  if (moved.n > 64 + all_managed.ranges.n || !range_push(&moved, a->base, a->base + a->size)) {
+    moved_all = true;
+    moved.n = 0;
+  }
+}
+
 /* The model's observer: a may have changed class. */
 static void note(struct ac_alloc *a, bool leaving, void *unused) {
   (void)unused;
   struct place was = place_tagged(a);
   struct place now = leaving ? (struct place){TAG_NONE, NULL} : place_of(a);
   if (was.kind == now.kind && was.stream == now.stream) return;
+  log_moved(a);
   if (was.kind != TAG_NONE && now.kind == TAG_NONE) log_move(&all_managed, &all_managed.removed, a);
   if (was.kind == TAG_NONE && now.kind != TAG_NONE) log_move(&all_managed, &all_managed.added, a);
   leave(a);
@@ -318,6 +349,8 @@ void ac_guard_classes_reset(void) {
   pending_count = dirty_count = 0;
   all_managed.dirty = global.dirty = false;
   built = false;
+  moved.n = was_busy_count = now_busy_count = 0;
+  moved_all = true;
 }
 
 /* Groups every allocation: once, or when the model is a new one (a forked
@@ -348,31 +381,106 @@ const struct range_list *ac_guard_classes_global(void) {
   return &global.ranges;
 }
 
+/* Calls visit for each stream class, or (busy_only) each whose stream is busy
+ * now - found through whichever is shorter, the busy streams or the classes. */
 struct walk {
-  void (*fn)(const struct ac_stream *, const struct range_list *, void *);
+  void (*visit)(struct stream_class *sc, void *ctx);
   void *ctx;
 };
 
 static void visit_busy(struct ac_stream *s, void *arg) {
   struct walk *w = arg;
   struct stream_class *sc = class_of_stream(s, false);
-  if (sc) w->fn(s, &sc->c.ranges, w->ctx);
+  if (sc) w->visit(sc, w->ctx);
+}
+
+static void walk_classes(bool busy_only, void (*visit)(struct stream_class *, void *), void *ctx) {
+  struct walk w = {visit, ctx};
+  if (busy_only && ac_order_busy_count(ac_model) < live_classes) {
+    ac_model_for_each_busy_stream(ac_model, visit_busy, &w);
+    return;
+  }
+  for (size_t i = 0; i < slot_count; i++) {
+    struct stream_class *sc = slots[i];
+    if (sc->stream && (!busy_only || ac_order_stream_busy(ac_model, sc->stream))) visit(sc, ctx);
+  }
+}
+
+struct stream_fn {
+  void (*fn)(const struct ac_stream *, const struct range_list *, void *);
+  void *ctx;
+};
+
+static void call_stream_fn(struct stream_class *sc, void *arg) {
+  struct stream_fn *f = arg;
+  f->fn(sc->stream, &sc->c.ranges, f->ctx);
 }
 
 void ac_guard_classes_for_each_stream(bool busy_only,
                                       void (*fn)(const struct ac_stream *s,
                                                  const struct range_list *ranges, void *ctx),
                                       void *ctx) {
-  if (busy_only && ac_order_busy_count(ac_model) < live_classes) {
-    struct walk w = {fn, ctx};
-    ac_model_for_each_busy_stream(ac_model, visit_busy, &w);
-    return;
+  struct stream_fn f = {fn, ctx};
+  walk_classes(busy_only, call_stream_fn, &f);
+}
+
+/* ---- what changed since the wanted pages were brought up to date ---- */
+
+const struct range_list *ac_guard_classes_moved(bool *all) {
+  *all = moved_all;
+  return &moved;
+}
+
+void ac_guard_classes_moved_clear(void) {
+  moved.n = 0;
+  moved_all = false;
+}
+
+/* A class busy this round: a flip if it was not busy the round before. */
+static void mark_busy(struct stream_class *sc, void *arg) {
+  struct stream_fn *f = arg;
+  if (sc->busy_round != busy_round - 1) f->fn(sc->stream, &sc->c.ranges, f->ctx);
+  sc->busy_round = busy_round;
+  if (AC_GROW(now_busy, now_busy_count, now_busy_cap, 16)) now_busy[now_busy_count++] = sc->slot;
+}
+
+void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
+                                            const struct range_list *ranges, void *ctx),
+                                 void *ctx) {
+  struct stream_fn f = {fn, ctx};
+  busy_round++;
+  now_busy_count = 0;
+  walk_classes(true, mark_busy, &f);
+  /* Busy last round and not now. A slot given to another stream since is
+   * looked at for nothing: its members all moved, so are looked at anyway. */
+  for (size_t i = 0; i < was_busy_count; i++) {
+    struct stream_class *sc = slots[was_busy[i]];
+    if (sc->stream && sc->busy_round == busy_round - 1) fn(sc->stream, &sc->c.ranges, ctx);
   }
-  for (size_t i = 0; i < slot_count; i++) {
-    const struct stream_class *sc = slots[i];
-    if (sc->stream && (!busy_only || ac_order_stream_busy(ac_model, sc->stream)))
-      fn(sc->stream, &sc->c.ranges, ctx);
+  uint32_t *swap = was_busy;
+  size_t swap_cap = was_busy_cap;
+  was_busy = now_busy, was_busy_cap = now_busy_cap, was_busy_count = now_busy_count;
+  now_busy = swap, now_busy_cap = swap_cap, now_busy_count = 0;
+}
+
+void ac_guard_classes_pending_flips(bool (*forbidden)(const struct ac_alloc *a),
+                                    void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx) {
+  for (size_t i = 0; i < pending_count; i++) {
+    bool now = forbidden(pending[i]);
+    if (now != pending_forbidden[i]) fn(pending[i], ctx);
+    pending_forbidden[i] = now;
   }
+}
+
+bool ac_guard_classes_pending_forbidden(size_t i) {
+  return pending_forbidden[i];
+}
+
+void ac_guard_classes_forget_flips(void) {
+  busy_round += 2; /* no class was busy the round before the next */
+  was_busy_count = 0;
+  for (size_t i = 0; i < pending_count; i++)
+    pending_forbidden[i] = false;
 }
 
 struct ac_alloc *const *ac_guard_classes_pending(size_t *count) {

@@ -32,6 +32,31 @@ void ac_guard_classes_for_each_stream(bool busy_only,
 /* The allocations with an attach not known complete; *count of them. */
 struct ac_alloc *const *ac_guard_classes_pending(size_t *count);
 
+/* ---- what changed since the wanted pages were last brought up to date ----
+ * (guard_wanted.c; each of these is for it alone) */
+
+/* The bytes of each allocation that changed class since the last clear
+ * (normalised or not); *all when that is not known - too many to be worth
+ * listing, or everything was grouped anew. */
+const struct range_list *ac_guard_classes_moved(bool *all);
+void ac_guard_classes_moved_clear(void);
+/* Calls fn for each stream class whose stream is busy now and was not at the
+ * last call, or was and is not now (a stream class that went since is not
+ * called: its members all moved). */
+void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
+                                            const struct range_list *ranges, void *ctx),
+                                 void *ctx);
+/* Calls fn for each pending allocation whose verdict - forbidden(a) now -
+ * differs from the one at the last call (one that just became pending had
+ * none: false); keeps the new verdicts, which pending_forbidden(i) gives for
+ * ac_guard_classes_pending()[i]. */
+void ac_guard_classes_pending_flips(bool (*forbidden)(const struct ac_alloc *a),
+                                    void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx);
+bool ac_guard_classes_pending_forbidden(size_t i);
+/* Nothing was busy: at the next call no class was busy before and no pending
+ * allocation forbidden. */
+void ac_guard_classes_forget_flips(void);
+
 /* Forgets every class (a forked child's model is a new one). */
 void ac_guard_classes_reset(void);
 

@@ -70,6 +70,8 @@ void ac_guard_keys_transition(bool any_busy, bool strict);
 /* Until the next layout the keys protect nothing more (mprotect covers it
  * all); how many ranges were offered at the last layout. */
 void ac_guard_keys_stand_aside(void);
+/* Moves whenever what keys cover changes (so what mprotect covers does). */
+uint64_t ac_guard_keys_epoch(void);
 size_t ac_guard_keys_laid_out(void);
 void ac_guard_keys_forget(uintptr_t start, uintptr_t end);
 /* Pages a fault let go (a forbidden access, judged) get their keys back:

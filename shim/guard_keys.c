@@ -268,7 +268,8 @@ static struct range_list tagged[AC_PKEYS_HW_MAX];   /* its pages alone, tagged w
 static struct range_list residual[AC_PKEYS_HW_MAX]; /* its bytes elsewhere: mprotect's */
 static struct range_list managed_residual;          /* managed bytes on pages without a key */
 static size_t laid_out;                             /* ranges offered at the last layout */
-static bool standing_aside; /* the layout changed since: mprotect covers all */
+static bool standing_aside;    /* the layout changed since: mprotect covers all */
+static uint64_t keyed_changes; /* moves whenever the pages keys cover change */
 
 /* Keyed pages of a forbidden class that a fault was judged on and let go:
  * key 0 until the next transition, as mprotect lifts a page, so that each
@@ -304,7 +305,14 @@ size_t ac_guard_keys_laid_out(void) {
 }
 
 void ac_guard_keys_stand_aside(void) {
+  keyed_changes += !standing_aside;
   standing_aside = true;
+}
+
+/* The pages mprotect is to cover change with it: where keys are given up (in
+ * a handler, too) as where they are laid out again. */
+uint64_t ac_guard_keys_epoch(void) {
+  return keyed_changes * 2 + ac_guard_keys_active();
 }
 
 void ac_guard_keys_layout_begin(void) {
@@ -476,6 +484,7 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed) {
   retag(next, &all_tagged);
   range_subtract(&managed_residual, all_managed, &all_tagged);
   standing_aside = false;
+  keyed_changes++;
 }
 
 static int slot_of_class(const void *id) {
@@ -578,6 +587,7 @@ void ac_guard_keys_forget(uintptr_t start, uintptr_t end) {
     tagged[s] = rest, rest = t;
   }
   if (!touched.n) return;
+  keyed_changes++;
   forget_protection_of(&touched);
   publish_tags();
 }
@@ -602,6 +612,7 @@ void ac_guard_keys_decline(int device) {
   forget_protection_of(&touched);
   publish_tags();
   keys_broken = true;
+  keyed_changes++;
   if (ac_opts.guard_pages == AC_GUARD_PKEYS || ac_opts.verbose)
     ac_log("%spage guard: device %d has no concurrent managed access (its driver protects managed "
            "memory itself); using mprotect, not protection keys",

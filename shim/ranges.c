@@ -87,6 +87,19 @@ bool range_subtract(struct range_list *out, const struct range_list *a,
   return true;
 }
 
+bool range_clip(struct range_list *out, const struct range_list *l,
+                const struct range_list *window) {
+  out->n = 0;
+  for (size_t w = 0; w < window->n; w++) {
+    uintptr_t start = window->r[w].start, end = window->r[w].end;
+    for (size_t i = range_first_ending_after(l, start); i < l->n && l->r[i].start < end; i++)
+      if (!push_merging(out, l->r[i].start > start ? l->r[i].start : start,
+                        l->r[i].end < end ? l->r[i].end : end))
+        return false;
+  }
+  return true;
+}
+
 size_t range_first_ending_after(const struct range_list *l, uintptr_t addr) {
   size_t lo = 0, hi = l->n;
   while (lo < hi) {

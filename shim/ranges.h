@@ -30,6 +30,10 @@ bool range_union(struct range_list *out, const struct range_list *a, const struc
 bool range_round_out(struct range_list *out, const struct range_list *l, uintptr_t page_size);
 /* out = a less b (a, b normalised; out is cleared first and comes out normalised). */
 bool range_subtract(struct range_list *out, const struct range_list *a, const struct range_list *b);
+/* out = the parts of l inside window (both normalised; out is cleared first;
+ * a binary search of l per range of window, so l may be long). */
+bool range_clip(struct range_list *out, const struct range_list *l,
+                const struct range_list *window);
 bool range_contains(const struct range_list *l, uintptr_t addr);
 /* The index of the first range of l (normalised) that ends after addr: the
  * one holding addr, or the next; l->n if none. */

@@ -19,6 +19,8 @@ status=0
   # The suite under each page-guard backend: protection keys where the CPU
   # has them (the run says so, or fails when it was asked for and is absent),
   # then mprotect.
+  # The scenarios and the transparency cases check the guard's kept pages
+  # against those computed from scratch at every transition (--guard-verify).
   for backend in ${GUARD_BACKENDS:-pkeys mprotect}; do
     export ATTACHCHECK_GUARD_PAGES=$backend
     echo "== page guard: $backend"
@@ -29,14 +31,16 @@ status=0
       continue
     fi
     echo "== scenarios (real driver, $backend)"
-    python3 "$here/tests/scenarios/run.py" --build "$build" --driver real || status=1
+    ATTACHCHECK_GUARD_VERIFY=on python3 "$here/tests/scenarios/run.py" --build "$build" \
+      --driver real || status=1
     echo "== transparency: each case bare and under attachcheck (real driver, $backend)"
-    python3 "$here/tests/transparency/run.py" --build "$build" --driver real || status=1
+    ATTACHCHECK_GUARD_VERIFY=on python3 "$here/tests/transparency/run.py" --build "$build" \
+      --driver real || status=1
     echo "== two devices (real driver, $backend)"
     gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
     if [ "${gpus:-0}" -ge 2 ]; then
-      python3 "$here/tests/scenarios/run.py" --build "$build" --driver real \
-        --expectations "$here/tests/gpu/multi_gpu.txt" || status=1
+      ATTACHCHECK_GUARD_VERIFY=on python3 "$here/tests/scenarios/run.py" --build "$build" \
+        --driver real --expectations "$here/tests/gpu/multi_gpu.txt" || status=1
     else
       echo "skip tests/gpu/multi_gpu.txt: nvidia-smi lists ${gpus:-0} GPU(s), it needs 2"
     fi

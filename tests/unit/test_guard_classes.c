@@ -2,12 +2,16 @@
  * allocation (shim/guard_classes.c), checked against the grouping made from
  * scratch after every few of thousands of random changes: allocations made,
  * attached, retired and freed over a few pages (so ranges touch and come back),
- * streams made, used, synchronised, destroyed and their handles reused. */
+ * streams made, used, synchronised, destroyed and their handles reused. The
+ * pages to protect, kept up to date from what changed (shim/guard_wanted.c),
+ * are checked the same way against those computed from scratch, with pages of
+ * two cells, so that allocations share pages. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "guard_classes.h"
 #include "guard_internal.h"
+#include "guard_wanted.h"
 #include "ranges.h"
 #include "rules_host.h"
 #include "shim.h"
@@ -20,6 +24,18 @@ struct ac_guard_shared ac_guard;
 void ac_lock_violation(const char *what) {
   (void)what;
   abort();
+}
+/* No protection keys: mprotect covers every class. */
+const char ac_guard_global_class;
+const struct range_list *ac_guard_keys_unkeyed(const void *id, const struct range_list *bytes) {
+  (void)id;
+  return bytes;
+}
+const struct range_list *ac_guard_keys_unkeyed_managed(const struct range_list *all_managed) {
+  return all_managed;
+}
+uint64_t ac_guard_keys_epoch(void) {
+  return 0;
 }
 
 /* ---- the reference: every allocation grouped from scratch ---- */
@@ -85,7 +101,18 @@ static int by_address(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
-static int saw_pending, saw_single, saw_touching; /* the test reaches each case */
+static int saw_pending, saw_single, saw_touching, saw_wanted; /* the test reaches each case */
+
+/* Whether the pages kept up to date are those computed from scratch (the
+ * classes are up to date: classes_right has just run). */
+static bool wanted_right(void) {
+  static struct range_list kept, scratch;
+  bool any_busy = ac_order_any_busy(ac_model, NULL) != NULL;
+  ac_guard_wanted_update(&kept, any_busy);
+  ac_guard_wanted_from_scratch(&scratch, any_busy);
+  saw_wanted += kept.n > 0;
+  return same_list(&kept, &scratch);
+}
 
 /* Whether the classes are exactly the reference's. */
 static bool classes_right(void) {
@@ -224,15 +251,17 @@ static void step(void) {
  * one pass), very many (logs merged as they grow). */
 static void test_against_scratch(void) {
   ac_model = ac_model_create();
-  int wrong = 0;
-  CHECK(classes_right()); /* nothing yet */
+  int wrong = 0, wrong_pages = 0;
+  CHECK(classes_right() && wanted_right()); /* nothing yet */
   for (int round = 0; round < 3000; round++) {
     static const int batch[] = {1, 1, 3, 10, 40, 200};
     for (int i = batch[roll(6)]; i > 0; i--)
       step();
     if (!classes_right()) wrong++;
+    if (!wanted_right()) wrong_pages++;
   }
   CHECK(wrong == 0);
+  CHECK(wrong_pages == 0 && saw_wanted > 100);
   CHECK(ac_guard.stats.rebuilds == 1); /* grouped from scratch once */
   CHECK(saw_pending > 100 && saw_single > 100 && saw_touching > 100);
   ac_model_destroy(ac_model);
@@ -248,15 +277,17 @@ static void test_new_model(void) {
   ac_model_destroy(ac_model);
   memset(streams, 0, sizeof streams);
   ac_model = ac_model_create();
-  CHECK(classes_right() && ac_guard_classes_all_managed()->n == 0);
+  ac_guard_wanted_reset();
+  CHECK(classes_right() && ac_guard_classes_all_managed()->n == 0 && wanted_right());
   for (int i = 0; i < 200; i++)
     step();
-  CHECK(classes_right());
+  CHECK(classes_right() && wanted_right());
   ac_model_destroy(ac_model);
   ac_guard_classes_reset();
 }
 
 int main(void) {
+  ac_guard.page_size = 2 * CELL;
   test_against_scratch();
   memset(streams, 0, sizeof streams);
   test_new_model();

@@ -78,7 +78,21 @@ static void round_out_covers_touched_pages(void) {
   range_free(&l), range_free(&out);
 }
 
+static void clip_keeps_what_lies_inside(void) {
+  const uintptr_t l_pairs[] = {0, 100, 200, 300, 400, 500, 600, 700};
+  /* the edge of one, one whole and the start of the next, none, past the end */
+  const uintptr_t w_pairs[] = {50, 150, 180, 450, 520, 580, 690, 900};
+  const uintptr_t want[] = {50, 100, 200, 300, 400, 450, 690, 700};
+  struct range_list l = list_of(l_pairs, 8), w = list_of(w_pairs, 8), out = {0, 0, NULL};
+  CHECK(range_clip(&out, &l, &w) && same(&out, want, 8));
+  struct range_list none = {0, 0, NULL};
+  CHECK(range_clip(&out, &l, &none) && out.n == 0);
+  CHECK(range_clip(&out, &none, &w) && out.n == 0);
+  range_free(&l), range_free(&w), range_free(&out);
+}
+
 int main(void) {
+  clip_keeps_what_lies_inside();
   union_merges_in_order();
   round_out_covers_touched_pages();
   normalise_merges_touching_and_overlapping();

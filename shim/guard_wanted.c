@@ -1,0 +1,236 @@
+/* guard_wanted.c - the pages the page guard protects with mprotect: those
+ * holding memory the CPU may not touch now and none that it may.
+ *
+ * From scratch that is a few merges of sorted lists over every class -
+ * linear in everything alive, at every transition: a program attaching
+ * 10,000 allocations one by one while work runs would pay 10,000 times
+ * 10,000. So the pages are kept up to date instead: a refresh looks again
+ * only at the pages where something changed since the last one - those of
+ * allocations that changed class, of stream classes whose stream turned busy
+ * or idle, of pending attaches whose verdict changed (guard_classes.c keeps
+ * that log) - and leaves every other page as it was. A page's verdict
+ * depends on the bytes in it alone, so recomputing a window of pages with
+ * the same arithmetic as from scratch gives what from scratch would give
+ * there.
+ *
+ * From scratch still: the first time, when the pages keys cover changed
+ * (which moves what is mprotect's), under `device` semantics (where what of
+ * GLOBAL is forbidden follows each busy stream's reach), and when more moved
+ * than is worth listing. --guard-verify checks every update against it.
+ */
+#include "guard_wanted.h"
+
+#include "guard_classes.h"
+#include "guard_internal.h"
+#include "ranges.h"
+#include "rules_host.h"
+#include "shim.h"
+
+/* The state the window is computed against (under ac_model_lock). */
+static bool up_to_date;     /* want holds the last update's result */
+static bool last_busy;      /* the last update found something busy */
+static uint64_t keys_epoch; /* ac_guard_keys_epoch() then */
+
+/* ---- the arithmetic, over every byte or over a window ---- */
+
+/* forbidden = forbidden joined with l (both normalised). */
+static void join(struct range_list *forbidden, const struct range_list *l) {
+  static struct range_list joined;
+  range_union(&joined, forbidden, l);
+  struct range_list swap = *forbidden;
+  *forbidden = joined;
+  joined = swap;
+}
+
+/* l, or its part inside window when there is one. */
+static const struct range_list *within(const struct range_list *l,
+                                       const struct range_list *window) {
+  static struct range_list clipped;
+  if (!window) return l;
+  range_clip(&clipped, l, window);
+  return &clipped;
+}
+
+/* Under `device` semantics, globally attached memory is off-limits only while
+ * work that was given it runs: the busy streams' reach. */
+static void add_reached_global(struct ac_stream *s, void *ctx) {
+  struct range_list *forbidden = ctx;
+  if (!s->reach_count || !ac_order_stream_busy(ac_model, s)) return;
+  for (size_t i = 0; i < s->reach_count; i++) {
+    struct ac_alloc *a = ac_model_find_alloc_at(ac_model, s->reach[i].base);
+    enum ac_assoc assoc[2];
+    struct ac_stream *stream[2];
+    if (!a || a->serial != s->reach[i].serial || a->retiring) continue;
+    int n = ac_order_binding_assocs(ac_model, a, assoc, stream);
+    if (assoc[0] == AC_ASSOC_GLOBAL || (n == 2 && assoc[1] == AC_ASSOC_GLOBAL))
+      range_push(forbidden, a->base, a->base + a->size);
+  }
+}
+
+struct joining {
+  struct range_list *forbidden;
+  const struct range_list *window; /* NULL: everything */
+};
+
+/* A busy stream's memory; what a protection key covers is the key's. */
+static void join_stream_class(const struct ac_stream *s, const struct range_list *ranges,
+                              void *ctx) {
+  struct joining *j = ctx;
+  join(j->forbidden, within(ac_guard_keys_unkeyed(s, ranges), j->window));
+}
+
+static bool pending_forbidden(const struct ac_alloc *a) {
+  struct ac_stream *blocker;
+  enum ac_rule_id rule;
+  return !ac_host_may_touch(ac_model, a, NULL, &blocker, &rule);
+}
+
+/* Whether [start, end) meets window (normalised). */
+static bool meets(const struct range_list *window, uintptr_t start, uintptr_t end) {
+  size_t i = range_first_ending_after(window, start);
+  return i < window->n && window->r[i].start < end;
+}
+
+/* The pending allocations the CPU may not touch now, all or those meeting
+ * window; with a window, by the verdicts the last pending_flips kept (it has
+ * just run). */
+static void add_pending(struct range_list *extra, const struct range_list *window) {
+  size_t count;
+  struct ac_alloc *const *pending = ac_guard_classes_pending(&count);
+  for (size_t i = 0; i < count; i++) {
+    const struct ac_alloc *a = pending[i];
+    uintptr_t start = a->base, end = a->base + a->size;
+    if (window ? ac_guard_classes_pending_forbidden(i) && meets(window, start, end)
+               : pending_forbidden(a))
+      range_push(extra, start, end);
+  }
+  range_normalise(extra);
+}
+
+/* The bytes the CPU may not touch now, all or inside window (normalised).
+ * Lists are merged, never sorted again: from scratch over 10,000
+ * allocations it stays linear. */
+static void forbidden_bytes(struct range_list *forbidden, const struct range_list *window) {
+  static struct range_list extra;
+  struct joining j = {forbidden, window};
+  forbidden->n = extra.n = 0;
+  if (ac_model_reach_semantics(ac_model)) { /* never with a window */
+    ac_model_for_each_busy_stream(ac_model, add_reached_global, &extra);
+    range_normalise(&extra);
+    join(forbidden, &extra);
+  } else {
+    join(forbidden,
+         within(ac_guard_keys_unkeyed(&ac_guard_global_class, ac_guard_classes_global()), window));
+  }
+  ac_guard_classes_for_each_stream(true, join_stream_class, &j);
+  extra.n = 0;
+  add_pending(&extra, window);
+  join(forbidden, within(&extra, window));
+}
+
+/* Pages to protect, all or inside window: those of forbidden bytes, less
+ * every page that also holds bytes the CPU may touch (allocations are
+ * disjoint, so the allowed bytes are all managed bytes less the forbidden
+ * ones). */
+static void wanted_pages(struct range_list *want, const struct range_list *window) {
+  static struct range_list forbidden, allowed, forbidden_pages, allowed_pages;
+  want->n = 0;
+  forbidden_bytes(&forbidden, window);
+  if (!forbidden.n) return;
+  const struct range_list *managed = ac_guard_keys_unkeyed_managed(ac_guard_classes_all_managed());
+  range_subtract(&allowed, within(managed, window), &forbidden);
+  range_round_out(&forbidden_pages, &forbidden, (uintptr_t)ac_guard.page_size);
+  range_round_out(&allowed_pages, &allowed, (uintptr_t)ac_guard.page_size);
+  range_subtract(want, &forbidden_pages, &allowed_pages);
+}
+
+/* ---- the window: the pages where something changed ---- */
+
+/* The bytes of what changed, as sorted lists are merged into it (a class's
+ * list is long: it is joined, never sorted again). */
+static struct range_list window_bytes, loose;
+
+static void add_stream_flip(const struct ac_stream *s, const struct range_list *ranges, void *ctx) {
+  (void)ctx;
+  join(&window_bytes, ac_guard_keys_unkeyed(s, ranges));
+}
+
+static void add_pending_flip(const struct ac_alloc *a, void *ctx) {
+  (void)ctx;
+  range_push(&loose, a->base, a->base + a->size);
+}
+
+/* The pages of what changed since the last update. global_flipped: the
+ * GLOBAL class turned forbidden (the last update found nothing busy). */
+static void changed_pages(struct range_list *window, bool global_flipped) {
+  bool all;
+  window_bytes.n = loose.n = 0;
+  range_append_list(&loose, ac_guard_classes_moved(&all));
+  ac_guard_classes_moved_clear();
+  ac_guard_classes_pending_flips(pending_forbidden, add_pending_flip, NULL);
+  range_normalise(&loose);
+  join(&window_bytes, &loose);
+  ac_guard_classes_busy_flips(add_stream_flip, NULL);
+  if (global_flipped)
+    join(&window_bytes, ac_guard_keys_unkeyed(&ac_guard_global_class, ac_guard_classes_global()));
+  range_round_out(window, &window_bytes, (uintptr_t)ac_guard.page_size);
+}
+
+/* want = want outside window, and fresh inside it. */
+static void update_within(struct range_list *want, const struct range_list *window) {
+  static struct range_list fresh, rest;
+  if (!window->n) return;
+  wanted_pages(&fresh, window);
+  range_subtract(&rest, want, window);
+  range_union(want, &rest, &fresh);
+}
+
+/* ---- the interface ---- */
+
+void ac_guard_wanted_from_scratch(struct range_list *want, bool any_busy) {
+  AC_ASSERT_MODEL_HELD();
+  want->n = 0;
+  if (any_busy) wanted_pages(want, NULL);
+}
+
+static void ignore_stream(const struct ac_stream *s, const struct range_list *ranges, void *ctx) {
+  (void)s, (void)ranges, (void)ctx;
+}
+
+static void ignore_alloc(const struct ac_alloc *a, void *ctx) {
+  (void)a, (void)ctx;
+}
+
+/* want is from scratch: the log and the verdicts are brought level with it. */
+static void level_with_scratch(void) {
+  ac_guard_classes_moved_clear();
+  ac_guard_classes_busy_flips(ignore_stream, NULL);
+  ac_guard_classes_pending_flips(pending_forbidden, ignore_alloc, NULL);
+}
+
+void ac_guard_wanted_update(struct range_list *want, bool any_busy) {
+  static struct range_list window;
+  AC_ASSERT_MODEL_HELD();
+  uint64_t epoch = ac_guard_keys_epoch();
+  bool moved_all, global_flipped = !last_busy;
+  ac_guard_classes_moved(&moved_all);
+  if (!any_busy) { /* nothing forbidden; what changes meanwhile is looked at once busy */
+    want->n = 0;
+    ac_guard_classes_moved_clear();
+    ac_guard_classes_forget_flips();
+  } else if (!up_to_date || moved_all || epoch != keys_epoch ||
+             ac_model_reach_semantics(ac_model)) {
+    wanted_pages(want, NULL);
+    level_with_scratch();
+  } else {
+    changed_pages(&window, global_flipped);
+    update_within(want, &window);
+  }
+  up_to_date = true;
+  last_busy = any_busy;
+  keys_epoch = epoch;
+}
+
+void ac_guard_wanted_reset(void) {
+  up_to_date = false;
+}
