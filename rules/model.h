@@ -257,6 +257,9 @@ uint64_t ac_order_outstanding(const struct ac_model *m, const struct ac_stream *
 struct ac_stream *ac_order_any_busy(struct ac_model *m, const struct ac_stream *except);
 /* How many streams are busy for the host. */
 size_t ac_order_busy_count(const struct ac_model *m);
+/* Moves whenever a stream turns busy or idle for the host, each time (a
+ * verdict that depends on which streams are busy holds while it stands). */
+uint64_t ac_order_busy_changes(const struct ac_model *m);
 /* Changes whenever a stream turns busy or idle for the host: the page guard
  * recomputes what to protect only when it moves. */
 uint64_t ac_order_generation(const struct ac_model *m);

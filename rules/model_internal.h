@@ -105,7 +105,8 @@ struct ac_model {
    * attaches. */
   struct ac_stream *busy, *unjoined, *settling;
   size_t busy_count;
-  size_t pins; /* ac_model_pin_streams */
+  uint64_t busy_changes; /* a stream joined or left the busy list */
+  size_t pins;           /* ac_model_pin_streams */
   /* Streams that may be forgettable, forgotten at the end of the operation
    * (ac_model_forget_candidates) or when the pins go. */
   struct ac_stream **candidates;

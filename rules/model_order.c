@@ -71,12 +71,17 @@ size_t ac_order_busy_count(const struct ac_model *m) {
   return m->busy_count;
 }
 
+uint64_t ac_order_busy_changes(const struct ac_model *m) {
+  return m->busy_changes;
+}
+
 /* s is idle for the host now: off the busy list, its origin and reach gone.
  * Returns whether it had either (then the generation moves). */
 static bool turn_idle(struct ac_model *m, struct ac_stream *s) {
   if (AC_LIST_IN(s, busy_prev)) {
     AC_LIST_DEL(m->busy, s, busy_prev, busy_next);
     m->busy_count--;
+    m->busy_changes++;
   }
   bool marked = s->seq && (s->busy_origin.api || s->reach_count);
   s->busy_origin.api = NULL; /* the next operation is a new origin */
@@ -95,6 +100,7 @@ uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_
     if (!AC_LIST_IN(s, busy_prev)) {
       AC_LIST_ADD(m->busy, s, busy_prev, busy_next);
       m->busy_count++;
+      m->busy_changes++;
     }
   }
   if (turned_busy) *turned_busy = !was_busy;

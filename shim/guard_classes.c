@@ -62,8 +62,10 @@ static size_t free_count, free_cap;
 static struct stream_class *by_stream;
 static struct ac_alloc **pending;
 static size_t pending_count, pending_cap;
-static bool *pending_forbidden; /* beside pending[]: the verdict at the last pending_flips */
-static size_t pending_forbidden_cap;
+/* Beside pending[]: the verdict at the last pending_flips, or none yet. */
+enum verdict { ALLOWED, FORBIDDEN, UNJUDGED };
+static uint8_t *verdicts;
+static size_t verdicts_cap;
 /* What changed since the wanted pages were last brought up to date. */
 static struct range_list moved;       /* bytes of allocations that changed class */
 static bool moved_all;                /* more than is worth listing, or regrouped: everything */
@@ -264,7 +266,7 @@ static void leave(struct ac_alloc *a) {
   if (tag & TAG_PENDING) {
     size_t i = tag & ~TAG_PENDING;
     pending[i] = pending[--pending_count];
-    pending_forbidden[i] = pending_forbidden[pending_count];
+    verdicts[i] = verdicts[pending_count];
     if (i < pending_count) pending[i]->guard_tag = TAG_PENDING | (uint32_t)i;
   } else if (tag == TAG_GLOBAL) {
     log_move(&global, &global.removed, a);
@@ -281,10 +283,10 @@ static bool enter(struct ac_alloc *a, struct place p) {
   a->guard_tag = p.kind == TAG_NONE ? TAG_NONE : TAG_HOST;
   if (p.kind == TAG_PENDING) {
     if (!AC_GROW(pending, pending_count, pending_cap, 16) ||
-        !AC_GROW(pending_forbidden, pending_count, pending_forbidden_cap, 16))
+        !AC_GROW(verdicts, pending_count, verdicts_cap, 16))
       return false;
     a->guard_tag = TAG_PENDING | (uint32_t)pending_count;
-    pending_forbidden[pending_count] = false; /* it moved: its pages are looked at anyway */
+    verdicts[pending_count] = UNJUDGED; /* it moved: its pages are looked at anyway */
     pending[pending_count++] = a;
   } else if (p.kind == TAG_GLOBAL) {
     log_move(&global, &global.added, a);
@@ -315,7 +317,13 @@ static void note(struct ac_alloc *a, bool leaving, void *unused) {
   (void)unused;
   struct place was = place_tagged(a);
   struct place now = leaving ? (struct place){TAG_NONE, NULL} : place_of(a);
-  if (was.kind == now.kind && was.stream == now.stream) return;
+  if (was.kind == now.kind && was.stream == now.stream) {
+    if (now.kind == TAG_PENDING) { /* attached again while pending: judged again */
+      verdicts[a->guard_tag & ~TAG_PENDING] = UNJUDGED;
+      log_moved(a);
+    }
+    return;
+  }
   log_moved(a);
   if (was.kind != TAG_NONE && now.kind == TAG_NONE) log_move(&all_managed, &all_managed.removed, a);
   if (was.kind == TAG_NONE && now.kind != TAG_NONE) log_move(&all_managed, &all_managed.added, a);
@@ -463,24 +471,25 @@ void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
   now_busy = swap, now_busy_cap = swap_cap, now_busy_count = 0;
 }
 
-void ac_guard_classes_pending_flips(bool (*forbidden)(const struct ac_alloc *a),
+void ac_guard_classes_pending_flips(bool all, bool (*forbidden)(const struct ac_alloc *a),
                                     void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx) {
   for (size_t i = 0; i < pending_count; i++) {
-    bool now = forbidden(pending[i]);
-    if (now != pending_forbidden[i]) fn(pending[i], ctx);
-    pending_forbidden[i] = now;
+    if (!all && verdicts[i] != UNJUDGED) continue;
+    uint8_t now = forbidden(pending[i]) ? FORBIDDEN : ALLOWED;
+    if (verdicts[i] != UNJUDGED && now != verdicts[i]) fn(pending[i], ctx);
+    verdicts[i] = now;
   }
 }
 
 bool ac_guard_classes_pending_forbidden(size_t i) {
-  return pending_forbidden[i];
+  return verdicts[i] == FORBIDDEN;
 }
 
 void ac_guard_classes_forget_flips(void) {
   busy_round += 2; /* no class was busy the round before the next */
   was_busy_count = 0;
   for (size_t i = 0; i < pending_count; i++)
-    pending_forbidden[i] = false;
+    verdicts[i] = ALLOWED;
 }
 
 struct ac_alloc *const *ac_guard_classes_pending(size_t *count) {

@@ -46,11 +46,11 @@ void ac_guard_classes_moved_clear(void);
 void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
                                             const struct range_list *ranges, void *ctx),
                                  void *ctx);
-/* Calls fn for each pending allocation whose verdict - forbidden(a) now -
- * differs from the one at the last call (one that just became pending had
- * none: false); keeps the new verdicts, which pending_forbidden(i) gives for
- * ac_guard_classes_pending()[i]. */
-void ac_guard_classes_pending_flips(bool (*forbidden)(const struct ac_alloc *a),
+/* Judges the pending allocations - forbidden(a) now - that have no verdict
+ * yet (they moved since: just became pending, or were attached again), or
+ * (all) every one, and calls fn for each whose verdict changed; keeps the
+ * verdicts, which pending_forbidden(i) gives for ac_guard_classes_pending()[i]. */
+void ac_guard_classes_pending_flips(bool all, bool (*forbidden)(const struct ac_alloc *a),
                                     void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx);
 bool ac_guard_classes_pending_forbidden(size_t i);
 /* Nothing was busy: at the next call no class was busy before and no pending

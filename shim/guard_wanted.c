@@ -27,9 +27,10 @@
 #include "shim.h"
 
 /* The state the window is computed against (under ac_model_lock). */
-static bool up_to_date;     /* want holds the last update's result */
-static bool last_busy;      /* the last update found something busy */
-static uint64_t keys_epoch; /* ac_guard_keys_epoch() then */
+static bool up_to_date;            /* want holds the last update's result */
+static bool last_busy;             /* the last update found something busy */
+static uint64_t keys_epoch;        /* ac_guard_keys_epoch() then */
+static uint64_t busy_changes_seen; /* ac_order_busy_changes() then */
 
 /* ---- the arithmetic, over every byte or over a window ---- */
 
@@ -167,7 +168,13 @@ static void changed_pages(struct range_list *window, bool global_flipped) {
   window_bytes.n = loose.n = 0;
   range_append_list(&loose, ac_guard_classes_moved(&all));
   ac_guard_classes_moved_clear();
-  ac_guard_classes_pending_flips(pending_forbidden, add_pending_flip, NULL);
+  /* Under strict semantics, with something busy, a pending allocation's
+   * verdict depends only on which streams are busy: judged again only when
+   * that changed (or it moved). */
+  uint64_t busy_changes = ac_order_busy_changes(ac_model);
+  ac_guard_classes_pending_flips(busy_changes != busy_changes_seen, pending_forbidden,
+                                 add_pending_flip, NULL);
+  busy_changes_seen = busy_changes;
   range_normalise(&loose);
   join(&window_bytes, &loose);
   ac_guard_classes_busy_flips(add_stream_flip, NULL);
@@ -205,7 +212,8 @@ static void ignore_alloc(const struct ac_alloc *a, void *ctx) {
 static void level_with_scratch(void) {
   ac_guard_classes_moved_clear();
   ac_guard_classes_busy_flips(ignore_stream, NULL);
-  ac_guard_classes_pending_flips(pending_forbidden, ignore_alloc, NULL);
+  ac_guard_classes_pending_flips(true, pending_forbidden, ignore_alloc, NULL);
+  busy_changes_seen = ac_order_busy_changes(ac_model);
 }
 
 void ac_guard_wanted_update(struct range_list *want, bool any_busy) {

@@ -101,6 +101,12 @@ static int by_address(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
+static bool ac_host_may_touch_now(const struct ac_alloc *a) {
+  struct ac_stream *blocker;
+  enum ac_rule_id rule;
+  return ac_host_may_touch(ac_model, a, NULL, &blocker, &rule);
+}
+
 static int saw_pending, saw_single, saw_touching, saw_wanted; /* the test reaches each case */
 
 /* Whether the pages kept up to date are those computed from scratch (the
@@ -286,10 +292,39 @@ static void test_new_model(void) {
   ac_guard_classes_reset();
 }
 
+/* Attached again while its attach is pending, with no stream turning busy or
+ * idle: the allocation is judged again. SINGLE to u (busy), then HOST on s:
+ * both bind, u forbids; HOST on s again: HOST and HOST bind, the CPU may
+ * touch it. */
+static void test_attached_again_while_pending(void) {
+  ac_model = ac_model_create();
+  ac_guard_wanted_reset();
+  struct ac_stream *u = ac_model_stream_created(ac_model, 0x2000, 1, 0);
+  struct ac_stream *s = ac_model_stream_created(ac_model, 0x2010, 1, 0);
+  struct ac_alloc p;
+  memset(&p, 0, sizeof p);
+  p.base = BASE, p.size = CELL, p.kind = AC_MEM_MANAGED;
+  p.assoc = p.default_flags = AC_ASSOC_HOST;
+  ac_model_add_alloc(ac_model, &p);
+  struct ac_alloc *a = ac_model_find_alloc(ac_model, BASE);
+  ac_order_attach(ac_model, a, AC_ASSOC_SINGLE, u, ac_order_enqueue(ac_model, u, NULL), NULL);
+  ac_order_host_syncs_stream(ac_model, u);
+  ac_order_enqueue(ac_model, u, NULL);
+  ac_order_attach(ac_model, a, AC_ASSOC_HOST, s, ac_order_enqueue(ac_model, s, NULL), NULL);
+  CHECK(classes_right() && wanted_right() && !ac_host_may_touch_now(a));
+  uint64_t busy_changes = ac_order_busy_changes(ac_model);
+  ac_order_attach(ac_model, a, AC_ASSOC_HOST, s, ac_order_enqueue(ac_model, s, NULL), NULL);
+  CHECK(ac_order_busy_changes(ac_model) == busy_changes && ac_host_may_touch_now(a));
+  CHECK(classes_right() && wanted_right());
+  ac_model_destroy(ac_model);
+  ac_guard_classes_reset();
+}
+
 int main(void) {
   ac_guard.page_size = 2 * CELL;
   test_against_scratch();
   memset(streams, 0, sizeof streams);
   test_new_model();
+  test_attached_again_while_pending();
   return TEST_SUMMARY("test_guard_classes");
 }
