@@ -38,6 +38,7 @@ struct ac_guard_shared {
   /* What the guard cost, for --verbose. */
   struct {
     unsigned long refreshes, rebuilds, mprotects, faults, driver_faults, unjudged, largest;
+    unsigned long from_scratch, window_ranges; /* guard_wanted.c's two ways */
     unsigned long tags, key_faults, revocations, unconfirmed;
     double seconds, handler_seconds;
   } stats;

@@ -230,9 +230,11 @@ void ac_guard_wanted_update(struct range_list *want, bool any_busy) {
              ac_model_reach_semantics(ac_model)) {
     wanted_pages(want, NULL);
     level_with_scratch();
+    ac_guard.stats.from_scratch++;
   } else {
     changed_pages(&window, global_flipped);
     update_within(want, &window);
+    ac_guard.stats.window_ranges += window.n;
   }
   up_to_date = true;
   last_busy = any_busy;
