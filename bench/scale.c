@@ -6,6 +6,8 @@
  *   live N             N small GLOBAL allocations made and kept
  *   free N             N allocations made, then freed (only the frees timed)
  *   attach N           N allocations each attached to a stream, launch+sync each 256
+ *   first-busy N       N allocations, then one launch+sync: the first moment
+ *                      anything is busy (the page guard groups what is alive)
  *   stream-cycles N    N times: create a stream, launch on it, sync, destroy it
  *   streams-alive N    N streams created and each used once, all kept alive
  * bench/scale.sh runs each with and without the shim at several N. */
@@ -66,6 +68,10 @@ int main(int argc, char **argv) {
       if (i % 256 == 255) launch(s, a[i]), cuStreamSynchronize(s);
     }
     cuStreamSynchronize(s);
+  } else if (strcmp(mode, "first-busy") == 0) {
+    CUdeviceptr *a = allocate(n);
+    t0 = now();
+    launch(s, a[0]), cuStreamSynchronize(s);
   } else if (strcmp(mode, "stream-cycles") == 0) {
     for (long i = 0; i < n; i++) {
       CUstream t;

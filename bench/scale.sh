@@ -30,7 +30,7 @@ best() { # best (lowest) seconds of REPEAT runs, and the peak RSS of that run
   echo "$best_s $best_kb"
 }
 
-for mode in ${MODES:-live free attach stream-cycles streams-alive}; do
+for mode in ${MODES:-live free attach first-busy stream-cycles streams-alive}; do
   prev="" prev_n="" prev_kb=""
   for n in $sizes; do
     read -r a akb <<<"$(best "$exe" "$mode" "$n")"

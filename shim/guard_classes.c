@@ -87,9 +87,17 @@ static int by_start_then_end(const void *x, const void *y) {
  * pair: an allocation that came and went, or one that went and another that
  * came over the same bytes. The rest of removed is in the list (members never
  * overlap); the rest of added is not. */
+static void sort_log(struct range_list *log) {
+  for (size_t i = 1; i < log->n; i++)
+    if (by_start_then_end(&log->r[i - 1], &log->r[i]) > 0) {
+      qsort(log->r, log->n, sizeof log->r[0], by_start_then_end);
+      return;
+    }
+}
+
 static void cancel_pairs(struct range_list *added, struct range_list *removed) {
-  if (added->n > 1) qsort(added->r, added->n, sizeof added->r[0], by_start_then_end);
-  if (removed->n > 1) qsort(removed->r, removed->n, sizeof removed->r[0], by_start_then_end);
+  sort_log(added); /* in order already after build(), which groups by address */
+  sort_log(removed);
   size_t i = 0, j = 0, a = 0, r = 0;
   while (i < added->n || j < removed->n) {
     int order = i == added->n     ? 1
@@ -361,12 +369,44 @@ void ac_guard_classes_reset(void) {
   moved_all = true;
 }
 
+struct collected {
+  struct ac_alloc **next, **end;
+};
+
+/* One more allocation into the array; past its end (never, while the
+ * count is right) it is placed at once, out of order. */
+static void collect(struct ac_alloc *a, void *ctx) {
+  struct collected *c = ctx;
+  if (c->next < c->end)
+    *c->next++ = a;
+  else
+    place_first(a, NULL);
+}
+
+static int by_base(const void *x, const void *y) {
+  const struct ac_alloc *a = *(struct ac_alloc *const *)x, *b = *(struct ac_alloc *const *)y;
+  return (a->base > b->base) - (a->base < b->base);
+}
+
 /* Groups every allocation: once, or when the model is a new one (a forked
- * child's), which has no observer yet. */
+ * child's), which has no observer yet. In address order, so that each
+ * class's log comes in order and is merged without a sort of its own (one
+ * sort of the allocations instead of one per class and list). */
 static void build(void) {
   ac_guard_classes_reset();
   ac_model_set_alloc_observer(ac_model, note, NULL);
-  ac_model_for_each_alloc(ac_model, place_first, NULL);
+  size_t n = ac_model_alloc_count(ac_model);
+  struct ac_alloc **all = n ? malloc(n * sizeof *all) : NULL;
+  if (all) {
+    struct collected c = {all, all + n};
+    ac_model_for_each_alloc(ac_model, collect, &c);
+    qsort(all, (size_t)(c.next - all), sizeof *all, by_base);
+    for (struct ac_alloc **a = all; a < c.next; a++)
+      place_first(*a, NULL);
+    free(all);
+  } else {
+    ac_model_for_each_alloc(ac_model, place_first, NULL);
+  }
   built = true;
   ac_guard.stats.rebuilds++;
 }
