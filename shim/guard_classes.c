@@ -66,6 +66,10 @@ static size_t pending_count, pending_cap;
 enum verdict { ALLOWED, FORBIDDEN, UNJUDGED };
 static uint8_t *verdicts;
 static size_t verdicts_cap;
+/* The bytes of the pending allocations whose verdict is FORBIDDEN: a class
+ * of its own, so that a window of pages finds them by a search, not by a
+ * look at every pending allocation. */
+static struct class forbidden_pending;
 /* What changed since the wanted pages were last brought up to date. */
 static struct range_list moved;       /* bytes of allocations that changed class */
 static bool moved_all;                /* more than is worth listing, or regrouped: everything */
@@ -269,10 +273,20 @@ static struct place place_tagged(const struct ac_alloc *a) {
   return (struct place){tag, NULL};
 }
 
+/* pending[i]'s verdict, its bytes in or out of forbidden_pending with it. */
+static void set_verdict(size_t i, uint8_t verdict) {
+  if ((verdicts[i] == FORBIDDEN) != (verdict == FORBIDDEN))
+    log_move(&forbidden_pending,
+             verdict == FORBIDDEN ? &forbidden_pending.added : &forbidden_pending.removed,
+             pending[i]);
+  verdicts[i] = verdict;
+}
+
 static void leave(struct ac_alloc *a) {
   uint32_t tag = a->guard_tag;
   if (tag & TAG_PENDING) {
     size_t i = tag & ~TAG_PENDING;
+    set_verdict(i, ALLOWED); /* its bytes leave forbidden_pending */
     pending[i] = pending[--pending_count];
     verdicts[i] = verdicts[pending_count];
     if (i < pending_count) pending[i]->guard_tag = TAG_PENDING | (uint32_t)i;
@@ -327,7 +341,7 @@ static void note(struct ac_alloc *a, bool leaving, void *unused) {
   struct place now = leaving ? (struct place){TAG_NONE, NULL} : place_of(a);
   if (was.kind == now.kind && was.stream == now.stream) {
     if (now.kind == TAG_PENDING) { /* attached again while pending: judged again */
-      verdicts[a->guard_tag & ~TAG_PENDING] = UNJUDGED;
+      set_verdict(a->guard_tag & ~TAG_PENDING, UNJUDGED);
       log_moved(a);
     }
     return;
@@ -353,6 +367,7 @@ void ac_guard_classes_reset(void) {
   HASH_CLEAR(hh, by_stream);
   class_free(&all_managed);
   class_free(&global);
+  class_free(&forbidden_pending);
   for (size_t i = 0; i < slot_count; i++) {
     class_free(&slots[i]->c);
     free(slots[i]);
@@ -363,7 +378,7 @@ void ac_guard_classes_reset(void) {
   free_slots = NULL;
   slot_count = slot_cap = free_count = free_cap = live_classes = 0;
   pending_count = dirty_count = 0;
-  all_managed.dirty = global.dirty = false;
+  all_managed.dirty = global.dirty = forbidden_pending.dirty = false;
   built = false;
   moved.n = was_busy_count = now_busy_count = 0;
   moved_all = true;
@@ -517,12 +532,13 @@ void ac_guard_classes_pending_flips(bool all, bool (*forbidden)(const struct ac_
     if (!all && verdicts[i] != UNJUDGED) continue;
     uint8_t now = forbidden(pending[i]) ? FORBIDDEN : ALLOWED;
     if (verdicts[i] != UNJUDGED && now != verdicts[i]) fn(pending[i], ctx);
-    verdicts[i] = now;
+    set_verdict(i, now);
   }
 }
 
-bool ac_guard_classes_pending_forbidden(size_t i) {
-  return verdicts[i] == FORBIDDEN;
+const struct range_list *ac_guard_classes_forbidden_pending(void) {
+  if (forbidden_pending.added.n || forbidden_pending.removed.n) merge(&forbidden_pending);
+  return &forbidden_pending.ranges;
 }
 
 void ac_guard_classes_forget_flips(void) {
@@ -530,6 +546,7 @@ void ac_guard_classes_forget_flips(void) {
   was_busy_count = 0;
   for (size_t i = 0; i < pending_count; i++)
     verdicts[i] = ALLOWED;
+  forbidden_pending.ranges.n = forbidden_pending.added.n = forbidden_pending.removed.n = 0;
 }
 
 struct ac_alloc *const *ac_guard_classes_pending(size_t *count) {

@@ -49,10 +49,11 @@ void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
 /* Judges the pending allocations - forbidden(a) now - that have no verdict
  * yet (they moved since: just became pending, or were attached again), or
  * (all) every one, and calls fn for each whose verdict changed; keeps the
- * verdicts, which pending_forbidden(i) gives for ac_guard_classes_pending()[i]. */
+ * verdicts (their bytes: ac_guard_classes_forbidden_pending). */
 void ac_guard_classes_pending_flips(bool all, bool (*forbidden)(const struct ac_alloc *a),
                                     void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx);
-bool ac_guard_classes_pending_forbidden(size_t i);
+/* The bytes of the pending allocations those verdicts forbid (normalised). */
+const struct range_list *ac_guard_classes_forbidden_pending(void);
 /* Nothing was busy: at the next call no class was busy before and no pending
  * allocation forbidden. */
 void ac_guard_classes_forget_flips(void);

@@ -86,25 +86,18 @@ static bool pending_forbidden(const struct ac_alloc *a) {
   return !ac_host_may_touch(ac_model, a, NULL, &blocker, &rule);
 }
 
-/* Whether [start, end) meets window (normalised). */
-static bool meets(const struct range_list *window, uintptr_t start, uintptr_t end) {
-  size_t i = range_first_ending_after(window, start);
-  return i < window->n && window->r[i].start < end;
-}
-
-/* The pending allocations the CPU may not touch now, all or those meeting
- * window; with a window, by the verdicts the last pending_flips kept (it has
- * just run). */
+/* The pending allocations the CPU may not touch now (normalised); with a
+ * window, by the verdicts the last pending_flips kept (it has just run). */
 static void add_pending(struct range_list *extra, const struct range_list *window) {
+  if (window) {
+    range_clip(extra, ac_guard_classes_forbidden_pending(), window);
+    return;
+  }
   size_t count;
   struct ac_alloc *const *pending = ac_guard_classes_pending(&count);
-  for (size_t i = 0; i < count; i++) {
-    const struct ac_alloc *a = pending[i];
-    uintptr_t start = a->base, end = a->base + a->size;
-    if (window ? ac_guard_classes_pending_forbidden(i) && meets(window, start, end)
-               : pending_forbidden(a))
-      range_push(extra, start, end);
-  }
+  for (size_t i = 0; i < count; i++)
+    if (pending_forbidden(pending[i]))
+      range_push(extra, pending[i]->base, pending[i]->base + pending[i]->size);
   range_normalise(extra);
 }
 
@@ -126,7 +119,7 @@ static void forbidden_bytes(struct range_list *forbidden, const struct range_lis
   ac_guard_classes_for_each_stream(true, join_stream_class, &j);
   extra.n = 0;
   add_pending(&extra, window);
-  join(forbidden, within(&extra, window));
+  join(forbidden, &extra);
 }
 
 /* Pages to protect, all or inside window: those of forbidden bytes, less
