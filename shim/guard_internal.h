@@ -71,8 +71,10 @@ void ac_guard_keys_transition(bool any_busy, bool strict);
 /* Until the next layout the keys protect nothing more (mprotect covers it
  * all); how many ranges were offered at the last layout. */
 void ac_guard_keys_stand_aside(void);
-/* Moves whenever what keys cover changes (so what mprotect covers does). */
-uint64_t ac_guard_keys_epoch(void);
+/* The pages whose key changed since the last call (in no order), where what
+ * mprotect covers may have changed; *all when too many to list. The list is
+ * valid until the next call. */
+const struct range_list *ac_guard_keys_take_rekeyed(bool *all);
 size_t ac_guard_keys_laid_out(void);
 void ac_guard_keys_forget(uintptr_t start, uintptr_t end);
 /* Pages a fault let go (a forbidden access, judged) get their keys back:

@@ -268,8 +268,20 @@ static struct range_list tagged[AC_PKEYS_HW_MAX];   /* its pages alone, tagged w
 static struct range_list residual[AC_PKEYS_HW_MAX]; /* its bytes elsewhere: mprotect's */
 static struct range_list managed_residual;          /* managed bytes on pages without a key */
 static size_t laid_out;                             /* ranges offered at the last layout */
-static bool standing_aside;    /* the layout changed since: mprotect covers all */
-static uint64_t keyed_changes; /* moves whenever the pages keys cover change */
+static bool standing_aside; /* the layout changed since: mprotect covers all */
+/* The pages whose key changed since ac_guard_keys_take_rekeyed last took
+ * them: only there does what mprotect covers change with a layout. */
+static struct range_list rekeyed;
+static bool rekeyed_all; /* more than is worth listing: everything */
+
+static void note_rekeyed(const struct range_list *pages) {
+  if (rekeyed_all) return;
+  if (rekeyed.n + pages->n > 4096) range_normalise(&rekeyed);
+  if (rekeyed.n + pages->n > 4096 || !range_append_list(&rekeyed, pages)) {
+    rekeyed_all = true;
+    rekeyed.n = 0;
+  }
+}
 
 /* Keyed pages of a forbidden class that a fault was judged on and let go:
  * key 0 until the next transition, as mprotect lifts a page, so that each
@@ -305,14 +317,21 @@ size_t ac_guard_keys_laid_out(void) {
 }
 
 void ac_guard_keys_stand_aside(void) {
-  keyed_changes += !standing_aside;
+  if (!standing_aside)
+    for (int s = 0; s < key_count; s++)
+      note_rekeyed(&tagged[s]);
   standing_aside = true;
 }
 
-/* The pages mprotect is to cover change with it: where keys are given up (in
- * a handler, too) as where they are laid out again. */
-uint64_t ac_guard_keys_epoch(void) {
-  return keyed_changes * 2 + ac_guard_keys_active();
+const struct range_list *ac_guard_keys_take_rekeyed(bool *all) {
+  static struct range_list taken;
+  struct range_list swap = taken;
+  taken = rekeyed;
+  rekeyed = swap;
+  rekeyed.n = 0;
+  *all = rekeyed_all;
+  rekeyed_all = false;
+  return &taken;
 }
 
 void ac_guard_keys_layout_begin(void) {
@@ -490,10 +509,12 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed) {
     struct range_list t = all_tagged;
     all_tagged = swap, swap = t;
   }
+  for (int s = 0; s < key_count; s++)
+    note_rekeyed(&tagged[s]);
+  note_rekeyed(&all_tagged);
   retag(next, &all_tagged);
   range_subtract(&managed_residual, all_managed, &all_tagged);
   standing_aside = false;
-  keyed_changes++;
 }
 
 static int slot_of_class(const void *id) {
@@ -591,12 +612,12 @@ void ac_guard_keys_forget(uintptr_t start, uintptr_t end) {
     range_subtract(&rest, &tagged[s], &pages);
     if (rest.n == tagged[s].n && !range_contains(&tagged[s], pages.r[0].start)) continue;
     range_subtract(&gone, &tagged[s], &rest);
+    note_rekeyed(&gone);
     tag_ranges(&gone, 0, &touched);
     struct range_list t = tagged[s];
     tagged[s] = rest, rest = t;
   }
   if (!touched.n) return;
-  keyed_changes++;
   forget_protection_of(&touched);
   publish_tags();
 }
@@ -621,7 +642,6 @@ void ac_guard_keys_decline(int device) {
   forget_protection_of(&touched);
   publish_tags();
   keys_broken = true;
-  keyed_changes++;
   if (ac_opts.guard_pages == AC_GUARD_PKEYS || ac_opts.verbose)
     ac_log("%spage guard: device %d has no concurrent managed access (its driver protects managed "
            "memory itself); using mprotect, not protection keys",

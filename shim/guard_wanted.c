@@ -13,8 +13,10 @@
  * the same arithmetic as from scratch gives what from scratch would give
  * there.
  *
- * From scratch still: the first time, when the pages keys cover changed
- * (which moves what is mprotect's), under `device` semantics (where what of
+ * Where protection keys are laid out again or stand aside, what mprotect
+ * covers changes on the pages whose key changed, which guard_keys.c lists:
+ * they join the window. From scratch still: the first time, when keys are
+ * given up (in a signal handler, too), under `device` semantics (where what of
  * GLOBAL is forbidden follows each busy stream's reach), and when more moved
  * than is worth listing. --guard-verify checks every update against it.
  */
@@ -29,7 +31,7 @@
 /* The state the window is computed against (under ac_model_lock). */
 static bool up_to_date;            /* want holds the last update's result */
 static bool last_busy;             /* the last update found something busy */
-static uint64_t keys_epoch;        /* ac_guard_keys_epoch() then */
+static bool keys_were_active;      /* ac_guard_keys_active() then */
 static uint64_t busy_changes_seen; /* ac_order_busy_changes() then */
 
 /* ---- the arithmetic, over every byte or over a window ---- */
@@ -156,10 +158,12 @@ static void add_pending_flip(const struct ac_alloc *a, void *ctx) {
 
 /* The pages of what changed since the last update. global_flipped: the
  * GLOBAL class turned forbidden (the last update found nothing busy). */
-static void changed_pages(struct range_list *window, bool global_flipped) {
+static void changed_pages(struct range_list *window, bool global_flipped,
+                          const struct range_list *rekeyed) {
   bool all;
   window_bytes.n = loose.n = 0;
   range_append_list(&loose, ac_guard_classes_moved(&all));
+  range_append_list(&loose, rekeyed);
   ac_guard_classes_moved_clear();
   /* Under strict semantics, with something busy, a pending allocation's
    * verdict depends only on which streams are busy: judged again only when
@@ -212,26 +216,27 @@ static void level_with_scratch(void) {
 void ac_guard_wanted_update(struct range_list *want, bool any_busy) {
   static struct range_list window;
   AC_ASSERT_MODEL_HELD();
-  uint64_t epoch = ac_guard_keys_epoch();
-  bool moved_all, global_flipped = !last_busy;
+  bool keys_active = ac_guard_keys_active();
+  bool moved_all, rekeyed_all, global_flipped = !last_busy;
   ac_guard_classes_moved(&moved_all);
+  const struct range_list *rekeyed = ac_guard_keys_take_rekeyed(&rekeyed_all);
   if (!any_busy) { /* nothing forbidden; what changes meanwhile is looked at once busy */
     want->n = 0;
     ac_guard_classes_moved_clear();
     ac_guard_classes_forget_flips();
-  } else if (!up_to_date || moved_all || epoch != keys_epoch ||
+  } else if (!up_to_date || moved_all || rekeyed_all || keys_active != keys_were_active ||
              ac_model_reach_semantics(ac_model)) {
     wanted_pages(want, NULL);
     level_with_scratch();
     ac_guard.stats.from_scratch++;
   } else {
-    changed_pages(&window, global_flipped);
+    changed_pages(&window, global_flipped, rekeyed);
     update_within(want, &window);
     ac_guard.stats.window_ranges += window.n;
   }
   up_to_date = true;
   last_busy = any_busy;
-  keys_epoch = epoch;
+  keys_were_active = keys_active;
 }
 
 void ac_guard_wanted_reset(void) {

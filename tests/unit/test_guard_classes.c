@@ -34,8 +34,13 @@ const struct range_list *ac_guard_keys_unkeyed(const void *id, const struct rang
 const struct range_list *ac_guard_keys_unkeyed_managed(const struct range_list *all_managed) {
   return all_managed;
 }
-uint64_t ac_guard_keys_epoch(void) {
-  return 0;
+bool ac_guard_keys_active(void) {
+  return false;
+}
+const struct range_list *ac_guard_keys_take_rekeyed(bool *all) {
+  static struct range_list none;
+  *all = false;
+  return &none;
 }
 
 /* ---- the reference: every allocation grouped from scratch ---- */
