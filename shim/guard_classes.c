@@ -91,17 +91,10 @@ static int by_start_then_end(const void *x, const void *y) {
  * pair: an allocation that came and went, or one that went and another that
  * came over the same bytes. The rest of removed is in the list (members never
  * overlap); the rest of added is not. */
-static void sort_log(struct range_list *log) {
-  for (size_t i = 1; i < log->n; i++)
-    if (by_start_then_end(&log->r[i - 1], &log->r[i]) > 0) {
-      qsort(log->r, log->n, sizeof log->r[0], by_start_then_end);
-      return;
-    }
-}
-
 static void cancel_pairs(struct range_list *added, struct range_list *removed) {
-  sort_log(added); /* in order already after build(), which groups by address */
-  sort_log(removed);
+  /* in order already after build(), which groups by address */
+  ac_sort_unless_sorted(added->r, added->n, sizeof added->r[0], by_start_then_end);
+  ac_sort_unless_sorted(removed->r, removed->n, sizeof removed->r[0], by_start_then_end);
   size_t i = 0, j = 0, a = 0, r = 0;
   while (i < added->n || j < removed->n) {
     int order = i == added->n     ? 1

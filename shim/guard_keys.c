@@ -357,15 +357,6 @@ static int by_start(const void *a, const void *b) {
   return (x->start > y->start) - (x->start < y->start);
 }
 
-/* Sorts by start; a look first, as one class's ranges come in order. */
-static void sort_by_start(struct keyed_range *r, size_t n) {
-  for (size_t i = 1; i < n; i++)
-    if (r[i].start < r[i - 1].start) {
-      qsort(r, n, sizeof *r, by_start);
-      return;
-    }
-}
-
 /* The pages that hold bytes of more than one owner (a class, or managed
  * memory of no class): sorted by address, neighbours sharing a page with
  * another owner mark it. */
@@ -394,7 +385,7 @@ static void mixed_pages(struct range_list *mixed, const struct range_list *all_m
           (struct keyed_range){offered[i].bytes.r[j].start, offered[i].bytes.r[j].end, (int)i};
   for (size_t j = 0; j < unclassed.n; j++)
     entries[n++] = (struct keyed_range){unclassed.r[j].start, unclassed.r[j].end, -1};
-  sort_by_start(entries, n);
+  ac_sort_unless_sorted(entries, n, sizeof *entries, by_start);
   for (size_t i = 1; i < n; i++) {
     uintptr_t last = (entries[i - 1].end - 1) & ~(page - 1);
     if (entries[i].slot != entries[i - 1].slot && (entries[i].start & ~(page - 1)) == last)
@@ -415,7 +406,7 @@ static void publish_tags(void) {
       }
       published[n++] = (struct keyed_range){tagged[s].r[j].start, tagged[s].r[j].end, s};
     }
-  sort_by_start(published, n);
+  ac_sort_unless_sorted(published, n, sizeof published[0], by_start);
   published_count = n;
   __atomic_add_fetch(&published_seq, 1, __ATOMIC_RELEASE);
 }

@@ -156,13 +156,14 @@ static void add_pending_flip(const struct ac_alloc *a, void *ctx) {
   range_push(&loose, a->base, a->base + a->size);
 }
 
-/* The pages of what changed since the last update. global_flipped: the
- * GLOBAL class turned forbidden (the last update found nothing busy). */
-static void changed_pages(struct range_list *window, bool global_flipped,
-                          const struct range_list *rekeyed) {
-  bool all;
+/* The pages of what changed since the last update: moved (the allocations
+ * that changed class), rekeyed (the pages whose key changed), and the flips.
+ * global_flipped: the GLOBAL class turned forbidden (the last update found
+ * nothing busy). */
+static void changed_pages(struct range_list *window, const struct range_list *moved,
+                          const struct range_list *rekeyed, bool global_flipped) {
   window_bytes.n = loose.n = 0;
-  range_append_list(&loose, ac_guard_classes_moved(&all));
+  range_append_list(&loose, moved);
   range_append_list(&loose, rekeyed);
   ac_guard_classes_moved_clear();
   /* Under strict semantics, with something busy, a pending allocation's
@@ -218,7 +219,7 @@ void ac_guard_wanted_update(struct range_list *want, bool any_busy) {
   AC_ASSERT_MODEL_HELD();
   bool keys_active = ac_guard_keys_active();
   bool moved_all, rekeyed_all, global_flipped = !last_busy;
-  ac_guard_classes_moved(&moved_all);
+  const struct range_list *moved = ac_guard_classes_moved(&moved_all);
   const struct range_list *rekeyed = ac_guard_keys_take_rekeyed(&rekeyed_all);
   if (!any_busy) { /* nothing forbidden; what changes meanwhile is looked at once busy */
     want->n = 0;
@@ -230,7 +231,7 @@ void ac_guard_wanted_update(struct range_list *want, bool any_busy) {
     level_with_scratch();
     ac_guard.stats.from_scratch++;
   } else {
-    changed_pages(&window, global_flipped, rekeyed);
+    changed_pages(&window, moved, rekeyed, global_flipped);
     update_within(want, &window);
     ac_guard.stats.window_ranges += window.n;
   }

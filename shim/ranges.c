@@ -23,17 +23,19 @@ static int by_start(const void *a, const void *b) {
   return (x->start > y->start) - (x->start < y->start);
 }
 
-/* Lists are often built in order (merged lists, allocations grouped in
- * address order): a look costs less than a sort. */
-static bool sorted_by_start(const struct range_list *l) {
-  for (size_t i = 1; i < l->n; i++)
-    if (l->r[i].start < l->r[i - 1].start) return false;
-  return true;
+void ac_sort_unless_sorted(void *base, size_t n, size_t size,
+                           int (*cmp)(const void *, const void *)) {
+  const char *e = base;
+  for (size_t i = 1; i < n; i++)
+    if (cmp(e + (i - 1) * size, e + i * size) > 0) {
+      qsort(base, n, size, cmp);
+      return;
+    }
 }
 
 void range_normalise(struct range_list *l) {
   if (l->n < 2) return;
-  if (!sorted_by_start(l)) qsort(l->r, l->n, sizeof l->r[0], by_start);
+  ac_sort_unless_sorted(l->r, l->n, sizeof l->r[0], by_start);
   size_t out = 0;
   for (size_t i = 1; i < l->n; i++) {
     if (l->r[i].start <= l->r[out].end) {

@@ -19,6 +19,11 @@ struct range_list {
   struct range *r;
 };
 
+/* Sorts n elements of size bytes at base by cmp, unless they are in order
+ * already: the guard's lists are often built in order (merged lists,
+ * allocations grouped in address order), and a look costs less than a sort. */
+void ac_sort_unless_sorted(void *base, size_t n, size_t size,
+                           int (*cmp)(const void *, const void *));
 bool range_push(struct range_list *l, uintptr_t start, uintptr_t end);
 bool range_append_list(struct range_list *dst, const struct range_list *src);
 /* Sorts and merges overlapping or touching ranges. */
