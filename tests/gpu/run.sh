@@ -19,10 +19,10 @@ status=0
   # The suite under each page-guard backend: protection keys where the CPU
   # has them (the run says so, or fails when it was asked for and is absent),
   # then mprotect.
-  # The scenarios and the transparency cases check the guard's kept pages
-  # against those computed from scratch at every transition (--guard-verify).
+  # Every run under it checks the guard's kept pages against those computed
+  # from scratch at every transition (--guard-verify); the benchmarks do not.
   for backend in ${GUARD_BACKENDS:-pkeys mprotect}; do
-    export ATTACHCHECK_GUARD_PAGES=$backend
+    export ATTACHCHECK_GUARD_PAGES=$backend ATTACHCHECK_GUARD_VERIFY=on
     echo "== page guard: $backend"
     "$build/bin/attachcheck" --verbose 1 "$build/examples/attach_mistakes" 2>&1 \
       | grep 'page guard:' | head -2
@@ -31,16 +31,14 @@ status=0
       continue
     fi
     echo "== scenarios (real driver, $backend)"
-    ATTACHCHECK_GUARD_VERIFY=on python3 "$here/tests/scenarios/run.py" --build "$build" \
-      --driver real || status=1
+    python3 "$here/tests/scenarios/run.py" --build "$build" --driver real || status=1
     echo "== transparency: each case bare and under attachcheck (real driver, $backend)"
-    ATTACHCHECK_GUARD_VERIFY=on python3 "$here/tests/transparency/run.py" --build "$build" \
-      --driver real || status=1
+    python3 "$here/tests/transparency/run.py" --build "$build" --driver real || status=1
     echo "== two devices (real driver, $backend)"
     gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
     if [ "${gpus:-0}" -ge 2 ]; then
-      ATTACHCHECK_GUARD_VERIFY=on python3 "$here/tests/scenarios/run.py" --build "$build" \
-        --driver real --expectations "$here/tests/gpu/multi_gpu.txt" || status=1
+      python3 "$here/tests/scenarios/run.py" --build "$build" --driver real \
+        --expectations "$here/tests/gpu/multi_gpu.txt" || status=1
     else
       echo "skip tests/gpu/multi_gpu.txt: nvidia-smi lists ${gpus:-0} GPU(s), it needs 2"
     fi
@@ -50,7 +48,7 @@ status=0
     echo "== Python clients: cuda.bindings and CuPy (real driver, $backend)"
     python3 "$here/tests/python/run.py" "$build" --driver real --cupy || status=1
   done
-  unset ATTACHCHECK_GUARD_PAGES
+  unset ATTACHCHECK_GUARD_PAGES ATTACHCHECK_GUARD_VERIFY
   echo "== demo output"
   "$build/bin/attachcheck" "$build/examples/attach_mistakes" 2>&1 | head -60
   if [ "${SKIP_BENCH:-0}" != 1 ]; then
