@@ -74,9 +74,9 @@ static void key_class_of_stream(const struct ac_stream *s, const struct range_li
 static void lay_out_keys(void) {
   ac_guard_keys_layout_begin();
   if (!ac_model_reach_semantics(ac_model))
-    ac_guard_keys_layout_class(&ac_guard_global_class, ac_guard_classes_global());
-  ac_guard_classes_for_each_stream(false, key_class_of_stream, NULL);
-  ac_guard_keys_layout_end(ac_guard_classes_all_managed());
+    ac_guard_keys_layout_class(&ac_guard_global_class, ac_guard_classes_global(NULL));
+  ac_guard_classes_for_each_stream(false, NULL, key_class_of_stream, NULL);
+  ac_guard_keys_layout_end(ac_guard_classes_all_managed(NULL));
   install_handler_once();
 }
 

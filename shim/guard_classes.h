@@ -13,22 +13,29 @@
 #include "model.h"
 #include "ranges.h"
 
-/* Brings the classes up to date with the model; the lists below are valid
- * until the model next changes. The first call groups every allocation;
- * later ones merge what moved since. */
+/* Brings the classes up to date with the model (the first call groups every
+ * allocation; later ones find them kept up to date as the model changed).
+ *
+ * The lists below are a class's bytes: all of them (window NULL), or those
+ * inside window (sorted, normalised pages), which costs a few searches
+ * however large the class. A list lasts until the next call here or the
+ * model next changes. */
 void ac_guard_classes_update(void);
 
 /* Every managed allocation not being freed. */
-const struct range_list *ac_guard_classes_all_managed(void);
+const struct range_list *ac_guard_classes_all_managed(const struct range_list *window);
 /* The globally attached ones (their attach, if any, known complete). */
-const struct range_list *ac_guard_classes_global(void);
+const struct range_list *ac_guard_classes_global(const struct range_list *window);
 /* Calls fn for each stream with memory single-attached to it, with those
  * ranges: every such stream, or (busy_only) those busy now - found through
  * whichever is shorter, the busy streams or the classes. */
-void ac_guard_classes_for_each_stream(bool busy_only,
+void ac_guard_classes_for_each_stream(bool busy_only, const struct range_list *window,
                                       void (*fn)(const struct ac_stream *s,
                                                  const struct range_list *ranges, void *ctx),
                                       void *ctx);
+/* The same for the busy ones, without their bytes. */
+void ac_guard_classes_for_each_busy_stream(void (*fn)(const struct ac_stream *s, void *ctx),
+                                           void *ctx);
 /* The allocations with an attach not known complete; *count of them. */
 struct ac_alloc *const *ac_guard_classes_pending(size_t *count);
 
@@ -52,11 +59,14 @@ void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
  * verdicts (their bytes: ac_guard_classes_forbidden_pending). */
 void ac_guard_classes_pending_flips(bool all, bool (*forbidden)(const struct ac_alloc *a),
                                     void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx);
-/* The bytes of the pending allocations those verdicts forbid (normalised). */
-const struct range_list *ac_guard_classes_forbidden_pending(void);
+/* The bytes of the pending allocations those verdicts forbid. */
+const struct range_list *ac_guard_classes_forbidden_pending(const struct range_list *window);
 /* Nothing was busy: at the next call no class was busy before and no pending
  * allocation forbidden. */
 void ac_guard_classes_forget_flips(void);
+
+/* How many ranges the classes' logs hold, not yet merged into their lists. */
+size_t ac_guard_classes_unmerged(void);
 
 /* Forgets every class (a forked child's model is a new one). */
 void ac_guard_classes_reset(void);

@@ -527,9 +527,7 @@ const struct range_list *ac_guard_keys_unkeyed_managed(const struct range_list *
 
 /* ---- transitions ---- */
 
-static void disable_busy_stream(const struct ac_stream *s, const struct range_list *ranges,
-                                void *disabled) {
-  (void)ranges;
+static void disable_busy_stream(const struct ac_stream *s, void *disabled) {
   int slot = slot_of_class(s);
   if (slot >= 0) *(uint32_t *)disabled |= 1u << slot;
 }
@@ -542,7 +540,7 @@ void ac_guard_keys_transition(bool any_busy, bool strict) {
   if (any_busy && !standing_aside) {
     int global = slot_of_class(&ac_guard_global_class);
     if (strict && global >= 0) disabled |= 1u << global;
-    ac_guard_classes_for_each_stream(true, disable_busy_stream, &disabled);
+    ac_guard_classes_for_each_busy_stream(disable_busy_stream, &disabled);
   }
   uint32_t before = __atomic_exchange_n(&disabled_now, disabled, __ATOMIC_SEQ_CST);
   /* The calling thread keeps the keys it turned either way: the memory it

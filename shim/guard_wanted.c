@@ -54,6 +54,14 @@ static const struct range_list *within(const struct range_list *l,
   return &clipped;
 }
 
+/* The bytes of class id (those inside window, already) that mprotect
+ * covers: what a protection key covers is the key's. */
+static const struct range_list *unkeyed_within(const void *id, const struct range_list *bytes,
+                                               const struct range_list *window) {
+  const struct range_list *unkeyed = ac_guard_keys_unkeyed(id, bytes);
+  return unkeyed == bytes ? bytes : within(unkeyed, window);
+}
+
 /* Under `device` semantics, globally attached memory is off-limits only while
  * work that was given it runs: the busy streams' reach. */
 static void add_reached_global(struct ac_stream *s, void *ctx) {
@@ -75,11 +83,11 @@ struct joining {
   const struct range_list *window; /* NULL: everything */
 };
 
-/* A busy stream's memory; what a protection key covers is the key's. */
+/* A busy stream's memory (inside the window). */
 static void join_stream_class(const struct ac_stream *s, const struct range_list *ranges,
                               void *ctx) {
   struct joining *j = ctx;
-  join(j->forbidden, within(ac_guard_keys_unkeyed(s, ranges), j->window));
+  join(j->forbidden, unkeyed_within(s, ranges, j->window));
 }
 
 static bool pending_forbidden(const struct ac_alloc *a) {
@@ -92,7 +100,7 @@ static bool pending_forbidden(const struct ac_alloc *a) {
  * window, by the verdicts the last pending_flips kept (it has just run). */
 static void add_pending(struct range_list *extra, const struct range_list *window) {
   if (window) {
-    range_clip(extra, ac_guard_classes_forbidden_pending(), window);
+    range_append_list(extra, ac_guard_classes_forbidden_pending(window));
     return;
   }
   size_t count;
@@ -116,9 +124,9 @@ static void forbidden_bytes(struct range_list *forbidden, const struct range_lis
     join(forbidden, &extra);
   } else {
     join(forbidden,
-         within(ac_guard_keys_unkeyed(&ac_guard_global_class, ac_guard_classes_global()), window));
+         unkeyed_within(&ac_guard_global_class, ac_guard_classes_global(window), window));
   }
-  ac_guard_classes_for_each_stream(true, join_stream_class, &j);
+  ac_guard_classes_for_each_stream(true, window, join_stream_class, &j);
   extra.n = 0;
   add_pending(&extra, window);
   join(forbidden, &extra);
@@ -133,8 +141,9 @@ static void wanted_pages(struct range_list *want, const struct range_list *windo
   want->n = 0;
   forbidden_bytes(&forbidden, window);
   if (!forbidden.n) return;
-  const struct range_list *managed = ac_guard_keys_unkeyed_managed(ac_guard_classes_all_managed());
-  range_subtract(&allowed, within(managed, window), &forbidden);
+  const struct range_list *managed = ac_guard_classes_all_managed(window);
+  const struct range_list *unkeyed = ac_guard_keys_unkeyed_managed(managed);
+  range_subtract(&allowed, unkeyed == managed ? managed : within(unkeyed, window), &forbidden);
   range_round_out(&forbidden_pages, &forbidden, (uintptr_t)ac_guard.page_size);
   range_round_out(&allowed_pages, &allowed, (uintptr_t)ac_guard.page_size);
   range_subtract(want, &forbidden_pages, &allowed_pages);
@@ -177,7 +186,8 @@ static void changed_pages(struct range_list *window, const struct range_list *mo
   join(&window_bytes, &loose);
   ac_guard_classes_busy_flips(add_stream_flip, NULL);
   if (global_flipped)
-    join(&window_bytes, ac_guard_keys_unkeyed(&ac_guard_global_class, ac_guard_classes_global()));
+    join(&window_bytes,
+         ac_guard_keys_unkeyed(&ac_guard_global_class, ac_guard_classes_global(NULL)));
   range_round_out(window, &window_bytes, (uintptr_t)ac_guard.page_size);
 }
 

@@ -47,9 +47,7 @@ void range_normalise(struct range_list *l) {
   l->n = out + 1;
 }
 
-/* Appends [start, end) to a list being built in order, merging with its last
- * range when they overlap or touch. */
-static bool push_merging(struct range_list *l, uintptr_t start, uintptr_t end) {
+bool range_push_in_order(struct range_list *l, uintptr_t start, uintptr_t end) {
   if (l->n && start <= l->r[l->n - 1].end) {
     if (end > l->r[l->n - 1].end) l->r[l->n - 1].end = end;
     return true;
@@ -63,7 +61,7 @@ bool range_union(struct range_list *out, const struct range_list *a, const struc
   while (i < a->n || j < b->n) {
     const struct range *next =
         j >= b->n || (i < a->n && a->r[i].start <= b->r[j].start) ? &a->r[i++] : &b->r[j++];
-    if (!push_merging(out, next->start, next->end)) return false;
+    if (!range_push_in_order(out, next->start, next->end)) return false;
   }
   return true;
 }
@@ -73,7 +71,7 @@ bool range_round_out(struct range_list *out, const struct range_list *l, uintptr
   for (size_t i = 0; i < l->n; i++) {
     uintptr_t start = l->r[i].start & ~(page_size - 1);
     uintptr_t end = (l->r[i].end + page_size - 1) & ~(page_size - 1);
-    if (!push_merging(out, start, end)) return false;
+    if (!range_push_in_order(out, start, end)) return false;
   }
   return true;
 }
@@ -103,8 +101,8 @@ bool range_clip(struct range_list *out, const struct range_list *l,
   for (size_t w = 0; w < window->n; w++) {
     uintptr_t start = window->r[w].start, end = window->r[w].end;
     for (size_t i = range_first_ending_after(l, start); i < l->n && l->r[i].start < end; i++)
-      if (!push_merging(out, l->r[i].start > start ? l->r[i].start : start,
-                        l->r[i].end < end ? l->r[i].end : end))
+      if (!range_push_in_order(out, l->r[i].start > start ? l->r[i].start : start,
+                               l->r[i].end < end ? l->r[i].end : end))
         return false;
   }
   return true;

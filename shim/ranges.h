@@ -25,6 +25,9 @@ struct range_list {
 void ac_sort_unless_sorted(void *base, size_t n, size_t size,
                            int (*cmp)(const void *, const void *));
 bool range_push(struct range_list *l, uintptr_t start, uintptr_t end);
+/* Appends [start, end) to a list being built in order, merging with its last
+ * range when they overlap or touch: the list stays normalised. */
+bool range_push_in_order(struct range_list *l, uintptr_t start, uintptr_t end);
 bool range_append_list(struct range_list *dst, const struct range_list *src);
 /* Sorts and merges overlapping or touching ranges. */
 void range_normalise(struct range_list *l);
