@@ -44,31 +44,29 @@ FREE(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr), dptr)
 RANGE_END(cuMemUnmap)
 RANGE_END(cuMemAddressFree)
 
-AC_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
-                                       const char *name) {
-  AC_START_OR_FAIL(cuLibraryGetManaged);
-  size_t size = 0;
-  CUresult r = ac_real.cuLibraryGetManaged(dptr, bytes ? bytes : &size, library, name);
-  if (r == CUDA_SUCCESS && dptr)
-    ac_check_managed_variable("cuLibraryGetManaged", *dptr, bytes ? *bytes : size,
-                              (uintptr_t)library, name);
-  return r;
-}
-
-/* cuModuleGetGlobal answers for every module-scope variable; only the
- * __managed__ ones belong in the model. */
-AC_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
-                                        const char *name) {
-  AC_START_OR_FAIL(cuModuleGetGlobal_v2);
-  size_t size = 0;
-  CUresult r = ac_real.cuModuleGetGlobal_v2(dptr, bytes ? bytes : &size, hmod, name);
-  if (r != CUDA_SUCCESS || !dptr) return r;
+/* cuModuleGetGlobal and cuLibraryGetGlobal answer for every module-scope
+ * variable; only the __managed__ ones belong in the model (the driver says
+ * which: IS_MANAGED is 1 for them, 0 for the others). */
+static void record_if_managed(const char *api, CUdeviceptr p, size_t size, uintptr_t owner,
+                              const char *name) {
   unsigned managed = 0;
   if (ac_real.cuPointerGetAttribute &&
-      ac_real.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, *dptr) ==
-          CUDA_SUCCESS &&
+      ac_real.cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) == CUDA_SUCCESS &&
       managed)
-    ac_check_managed_variable("cuModuleGetGlobal_v2", *dptr, bytes ? *bytes : size, (uintptr_t)hmod,
-                              name);
-  return r;
+    ac_check_managed_variable(api, p, size, owner, name);
 }
+
+/* A lookup of a module's or library's variable: the answer, recorded by
+ * record (the managed ones are __managed__ variables, with their owner). */
+#define VARIABLE_LOOKUP(Name, Owner, record)                                                       \
+  AC_EXPORT CUresult Name(CUdeviceptr *dptr, size_t *bytes, Owner owner, const char *name) {       \
+    AC_START_OR_FAIL(Name);                                                                        \
+    size_t size = 0;                                                                               \
+    CUresult r = ac_real.Name(dptr, bytes ? bytes : &size, owner, name);                           \
+    if (r == CUDA_SUCCESS && dptr)                                                                 \
+      record(#Name, *dptr, bytes ? *bytes : size, (uintptr_t)owner, name);                         \
+    return r;                                                                                      \
+  }
+VARIABLE_LOOKUP(cuLibraryGetManaged, CUlibrary, ac_check_managed_variable)
+VARIABLE_LOOKUP(cuModuleGetGlobal_v2, CUmodule, record_if_managed)
+VARIABLE_LOOKUP(cuLibraryGetGlobal, CUlibrary, record_if_managed)

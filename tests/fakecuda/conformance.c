@@ -61,6 +61,44 @@ static void test_globals(CUmodule mod) {
 
 static pthread_mutex_t gate = PTHREAD_MUTEX_INITIALIZER;
 static int order[4], ran;
+/* The same code as a library: its variables (cuLibraryGetManaged finds only
+ * the managed ones), its kernels - handles of their own, which a launch takes
+ * and cuFuncGetParamInfo refuses - and its end, which ends its variables. */
+static void test_library(void) {
+  CUlibrary lib, back;
+  CUdeviceptr p = 0, q = 0;
+  size_t bytes = 0, off = 99, size = 99;
+  unsigned managed = 7;
+  CUkernel three, none, missing;
+  CUfunction f;
+  CHECK(cuLibraryLoadData(&lib, ptx, NULL, NULL, 0, NULL, NULL, 0) == CUDA_SUCCESS);
+  CHECK(cuLibraryGetGlobal(&p, &bytes, lib, "counters") == CUDA_SUCCESS && bytes == 256);
+  CHECK(cuLibraryGetManaged(&q, NULL, lib, "counters") == CUDA_SUCCESS && q == p);
+  CHECK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) == CUDA_SUCCESS);
+  CHECK(managed == 1);
+  CHECK(cuLibraryGetGlobal(&q, &bytes, lib, "plain") == CUDA_SUCCESS && bytes == 4);
+  CHECK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, q) == CUDA_SUCCESS);
+  CHECK(managed == 0);
+  CHECK(cuLibraryGetManaged(&q, &bytes, lib, "plain") == CUDA_ERROR_NOT_FOUND);
+  CHECK(cuLibraryGetGlobal(&q, &bytes, lib, "missing") == CUDA_ERROR_NOT_FOUND);
+  CHECK(cuLibraryGetGlobal(&q, &bytes, NULL, "counters") == CUDA_ERROR_INVALID_HANDLE);
+  CHECK(cuLibraryGetGlobal(&q, &bytes, lib, NULL) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuLibraryGetKernel(&three, lib, "three") == CUDA_SUCCESS);
+  CHECK(cuLibraryGetKernel(&missing, lib, "missing") == CUDA_ERROR_NOT_FOUND);
+  CHECK(cuKernelGetParamInfo(three, 2, &off, &size) == CUDA_SUCCESS && off == 16 && size == 24);
+  CHECK(cuKernelGetParamInfo(three, 5, &off, &size) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuFuncGetParamInfo((CUfunction)three, 0, &off, &size) == CUDA_ERROR_INVALID_HANDLE);
+  CHECK(cuKernelGetFunction(&f, three) == CUDA_SUCCESS);
+  CHECK(cuFuncGetParamInfo(f, 4, &off, &size) == CUDA_SUCCESS && off == 48 && size == 8);
+  CHECK(cuKernelGetLibrary(&back, three) == CUDA_SUCCESS && back == lib);
+  CHECK(cuLibraryGetKernel(&none, lib, "none") == CUDA_SUCCESS);
+  CHECK(cuLaunchKernel((CUfunction)none, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL) == CUDA_SUCCESS);
+  CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
+  CHECK(cuLibraryUnload(lib) == CUDA_SUCCESS);
+  CHECK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) ==
+        CUDA_ERROR_INVALID_VALUE);
+}
+
 static void host_fn(void *arg) {
   pthread_mutex_lock(&gate);
   order[ran++] = (int)(long)arg;
@@ -337,6 +375,7 @@ int main(void) {
   CHECK(cuModuleLoadData(&mod, ptx) == CUDA_SUCCESS);
   test_parameter_layouts(mod);
   test_globals(mod);
+  test_library();
   test_host_functions_and_events();
   test_proc_address();
   test_memory();

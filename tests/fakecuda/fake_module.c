@@ -1,11 +1,17 @@
-/* fake_module.c - PTX modules, kernels and launches.
+/* fake_module.c - PTX modules and libraries, kernels and launches.
  *
  * cuModuleLoadData reads the PTX text far enough to know each .entry's
  * parameter layout (so cuFuncGetParamInfo answers as the real driver does)
  * and each module-scope .global variable (those with .attribute(.managed) are
  * __managed__ variables and live in managed memory). Kernels never run.
+ *
+ * A library (cuLibraryLoadData) is such a module; its kernels (CUkernel) are
+ * handles of their own, which a launch takes in place of a function as the
+ * real driver's does, while cuFuncGetParamInfo refuses them
+ * (docs/driver-facts.md).
  */
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +25,12 @@ FAKE_EXPORT CUresult cuModuleUnload(CUmodule hmod);
 
 struct fake_module;
 
+/* The first word of a function and of a kernel handle, which tells them apart. */
+#define FUNCTION_MAGIC 0xf0c7f0c7u
+#define KERNEL_MAGIC 0x6b4e6b4eu
+
 struct fake_function {
+  uint32_t magic; /* FUNCTION_MAGIC */
   char name[MAX_NAME];
   struct fake_module *module;
   size_t count;
@@ -31,12 +42,26 @@ struct fake_global {
   char name[MAX_NAME];
   CUdeviceptr address;
   size_t size;
+  bool managed;
   struct fake_global *next;
 };
 
 struct fake_module {
   struct fake_function *functions;
   struct fake_global *globals;
+};
+
+/* A library's kernel: one per function, made when it is first asked for. */
+struct fake_kernel {
+  uint32_t magic; /* KERNEL_MAGIC */
+  struct fake_function *function;
+  struct fake_library *library;
+  struct fake_kernel *next;
+};
+
+struct fake_library {
+  CUmodule module;
+  struct fake_kernel *kernels;
 };
 
 /* Size of a PTX scalar type such as ".u64" or ".f32"; 0 if it is none. */
@@ -86,6 +111,7 @@ static bool parse_entry(struct fake_module *m, char *decl) {
   char *tok[16];
   struct fake_function *f = calloc(1, sizeof *f);
   if (!f) return false;
+  f->magic = FUNCTION_MAGIC;
   char *name_end = open ? open : decl + strlen(decl);
   *name_end = 0;
   int n = tokenize(decl, tok, 16);
@@ -124,6 +150,7 @@ static bool parse_global(struct fake_module *m, char *decl) {
   if (!g) return false;
   snprintf(g->name, sizeof g->name, "%s", name);
   g->size = size;
+  g->managed = managed;
   CUresult r;
   if (managed) {
     pthread_mutex_lock(&fake_lock);
@@ -238,21 +265,33 @@ FAKE_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
   return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t *offset,
-                                        size_t *size) {
-  struct fake_function *f = (struct fake_function *)func;
-  /* FAKECUDA_NO_PARAM_INFO=1 plays a driver older than the API (12.4). */
-  const char *old = getenv("FAKECUDA_NO_PARAM_INFO");
-  if (old && *old == '1') return CUDA_ERROR_NOT_SUPPORTED;
-  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+/* The function behind a handle a launch takes: a function, or a library's
+ * kernel in its place. */
+static struct fake_function *function_of(CUfunction f) {
+  if (!f) return NULL;
+  if (*(const uint32_t *)f == KERNEL_MAGIC) return ((struct fake_kernel *)f)->function;
+  return *(const uint32_t *)f == FUNCTION_MAGIC ? (struct fake_function *)f : NULL;
+}
+
+static CUresult param_info(const struct fake_function *f, size_t index, size_t *offset,
+                           size_t *size) {
   if (index >= f->count) return CUDA_ERROR_INVALID_VALUE;
   if (offset) *offset = f->offset[index];
   if (size) *size = f->size[index];
   return CUDA_SUCCESS;
 }
 
+FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t index, size_t *offset,
+                                        size_t *size) {
+  /* FAKECUDA_NO_PARAM_INFO=1 plays a driver older than the API (12.4). */
+  const char *old = getenv("FAKECUDA_NO_PARAM_INFO");
+  if (old && *old == '1') return CUDA_ERROR_NOT_SUPPORTED;
+  if (!func || *(const uint32_t *)func != FUNCTION_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+  return param_info((struct fake_function *)func, index, offset, size);
+}
+
 bool fake_function_layout(CUfunction f, size_t *count, const size_t **sizes) {
-  struct fake_function *fn = (struct fake_function *)f;
+  struct fake_function *fn = function_of(f);
   if (!fn) return false;
   *count = fn->count;
   *sizes = fn->size;
@@ -261,8 +300,8 @@ bool fake_function_layout(CUfunction f, size_t *count, const size_t **sizes) {
 
 static CUresult launch_with(CUfunction f, CUstream h, bool pt, void **params) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
-  if (!f) return CUDA_ERROR_INVALID_HANDLE;
-  struct fake_function *fn = (struct fake_function *)f;
+  struct fake_function *fn = function_of(f);
+  if (!fn) return CUDA_ERROR_INVALID_HANDLE;
   if (fake_capture_kernel(h, pt, f, params, fn->count, fn->size)) return CUDA_SUCCESS;
   return fake_enqueue_work(h, pt);
 }
@@ -312,4 +351,114 @@ FAKE_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunct
                                            void **params, void **extra) {
   (void)extra;
   return launch_ex(config, f, params, true);
+}
+
+/* ---- libraries ---- */
+
+/* The real driver JIT-compiles PTX given to cuLibraryLoadData as it does for
+ * cuModuleLoadData; options are not looked at. */
+FAKE_EXPORT CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
+                                       CUjit_option *jit_options, void **jit_values,
+                                       unsigned jit_count, CUlibraryOption *options,
+                                       void **option_values, unsigned option_count) {
+  (void)jit_options, (void)jit_values, (void)jit_count;
+  (void)options, (void)option_values, (void)option_count;
+  if (!library) return CUDA_ERROR_INVALID_VALUE;
+  struct fake_library *l = calloc(1, sizeof *l);
+  if (!l) return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = cuModuleLoadData(&l->module, code);
+  if (r != CUDA_SUCCESS) {
+    free(l);
+    return r;
+  }
+  *library = (CUlibrary)l;
+  return CUDA_SUCCESS;
+}
+
+/* Its variables end with it: their addresses are no longer managed memory. */
+FAKE_EXPORT CUresult cuLibraryUnload(CUlibrary library) {
+  if (!library) return CUDA_ERROR_INVALID_HANDLE;
+  struct fake_library *l = (struct fake_library *)library;
+  while (l->kernels) {
+    struct fake_kernel *k = l->kernels;
+    l->kernels = k->next;
+    free(k);
+  }
+  cuModuleUnload(l->module);
+  free(l);
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuLibraryGetKernel(CUkernel *kernel, CUlibrary library, const char *name) {
+  if (!kernel || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (!library) return CUDA_ERROR_INVALID_HANDLE;
+  struct fake_library *l = (struct fake_library *)library;
+  CUfunction f;
+  CUresult r = cuModuleGetFunction(&f, l->module, name);
+  if (r != CUDA_SUCCESS) return r;
+  struct fake_kernel *k = l->kernels;
+  while (k && k->function != (struct fake_function *)f)
+    k = k->next;
+  if (!k) {
+    k = calloc(1, sizeof *k);
+    if (!k) return CUDA_ERROR_OUT_OF_MEMORY;
+    *k = (struct fake_kernel){KERNEL_MAGIC, (struct fake_function *)f, l, l->kernels};
+    l->kernels = k;
+  }
+  *kernel = (CUkernel)k;
+  return CUDA_SUCCESS;
+}
+
+/* A library's variable; managed_only: cuLibraryGetManaged, which does not
+ * find the others. */
+static CUresult library_variable(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                 const char *name, bool managed_only) {
+  if (!library) return CUDA_ERROR_INVALID_HANDLE;
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  for (struct fake_global *g =
+           ((struct fake_module *)((struct fake_library *)library)->module)->globals;
+       g; g = g->next)
+    if (strcmp(g->name, name) == 0 && (g->managed || !managed_only)) {
+      if (dptr) *dptr = g->address;
+      if (bytes) *bytes = g->size;
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+FAKE_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                        const char *name) {
+  return library_variable(dptr, bytes, library, name, false);
+}
+
+FAKE_EXPORT CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                         const char *name) {
+  return library_variable(dptr, bytes, library, name, true);
+}
+
+static struct fake_kernel *kernel_of(CUkernel kernel) {
+  return kernel && *(const uint32_t *)kernel == KERNEL_MAGIC ? (struct fake_kernel *)kernel : NULL;
+}
+
+FAKE_EXPORT CUresult cuKernelGetFunction(CUfunction *func, CUkernel kernel) {
+  struct fake_kernel *k = kernel_of(kernel);
+  if (!func) return CUDA_ERROR_INVALID_VALUE;
+  if (!k) return CUDA_ERROR_INVALID_HANDLE;
+  *func = (CUfunction)k->function;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuKernelGetLibrary(CUlibrary *library, CUkernel kernel) {
+  struct fake_kernel *k = kernel_of(kernel);
+  if (!library) return CUDA_ERROR_INVALID_VALUE;
+  if (!k) return CUDA_ERROR_INVALID_HANDLE;
+  *library = (CUlibrary)k->library;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t index, size_t *offset,
+                                          size_t *size) {
+  struct fake_kernel *k = kernel_of(kernel);
+  if (!k) return CUDA_ERROR_INVALID_HANDLE;
+  return param_info(k->function, index, offset, size);
 }

@@ -2,8 +2,8 @@
  * the model must know: stream memory operations (work on their stream that
  * reads or writes one address), the end of a context (every allocation and
  * stream of it ends), the unloading of a module (its __managed__ variables
- * end), the events cuLaunchKernelEx records, green contexts: their streams
- * and their events, and a context's own events.
+ * end), a library's variables found by cuLibraryGetGlobal, the events cuLaunchKernelEx records,
+ * green contexts: their streams and their events, and a context's own events.
  *
  *   driver_api CASE
  */
@@ -14,6 +14,7 @@
 
 static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
                           ".visible .global .attribute(.managed) .align 4 .b8 table[4096];\n"
+                          ".visible .global .align 4 .b8 plain[64];\n"
                           ".visible .entry use(.param .u64 p)\n{\n  ret;\n}\n"
                           ".visible .entry uses_table()\n{\n  ret;\n}\n";
 
@@ -276,6 +277,67 @@ static void module_unload_other_foreign(void) {
   EXPECT_RC(cuMemsetD32Async(frames, 0, 16, t), CUDA_SUCCESS);
 }
 
+/* ---- libraries: a __managed__ variable found by cuLibraryGetGlobal ----
+ * The kernel uses_table reaches table itself, through no argument: only the
+ * lookup tells the model of the variable. */
+
+static CUlibrary library;
+static CUkernel uses_table_kernel, use_kernel;
+
+/* The module's code loaded as a library; *table its variable, *plain the
+ * address of a variable that is not managed memory. */
+static void load_library(CUdeviceptr *table, CUdeviceptr *plain) {
+  size_t size = 0;
+  EXPECT_RC(cuLibraryLoadData(&library, ptx, NULL, NULL, 0, NULL, NULL, 0), CUDA_SUCCESS);
+  EXPECT_RC(cuLibraryGetKernel(&uses_table_kernel, library, "uses_table"), CUDA_SUCCESS);
+  EXPECT_RC(cuLibraryGetKernel(&use_kernel, library, "use"), CUDA_SUCCESS);
+  EXPECT_RC(cuLibraryGetGlobal(table, &size, library, "table"), CUDA_SUCCESS);
+  if (size != 4096) fprintf(stderr, "scenario: table is %zu bytes\n", size), failures++;
+  EXPECT_RC(cuLibraryGetGlobal(plain, NULL, library, "plain"), CUDA_SUCCESS);
+}
+static void launch_uses_table(CUstream stream) {
+  EXPECT_RC(
+      cu.cuLaunchKernel((CUfunction)uses_table_kernel, 1, 1, 1, 32, 1, 1, 0, stream, NULL, NULL),
+      CUDA_SUCCESS);
+}
+/* wrong: the CPU writes the GLOBAL variable while the library's kernel runs (AC202) */
+static void library_global_busy_touch(void) {
+  CUdeviceptr table, plain;
+  load_library(&table, &plain);
+  launch_uses_table(s);
+  *(volatile int *)table = 1;
+}
+/* right: after the host waited for it; the variable single-attached to s and
+ * used by the kernel on s; a variable that is not managed memory stays out
+ * of the model (attaching it is refused) */
+static void library_global_sync(void) {
+  CUdeviceptr table, plain;
+  load_library(&table, &plain);
+  launch_uses_table(s);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  *(volatile int *)table = 1;
+  attach_sync(s, table, CU_MEM_ATTACH_SINGLE);
+  launch_with_pointer(use, s, table);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  sink = *(volatile int *)table;
+}
+/* wrong: the variable single-attached to s, given to the library's kernel on
+ * t (AC301: a kernel's arguments are read through cuKernelGetParamInfo) */
+static void library_global_foreign(void) {
+  CUdeviceptr table, plain;
+  load_library(&table, &plain);
+  attach_sync(s, table, CU_MEM_ATTACH_SINGLE);
+  launch_with_pointer((CUfunction)use_kernel, t, table);
+}
+/* wrong: the library is gone, and its variable with it: attaching the old
+ * address is no managed memory (AC104) */
+static void library_unload_stale_attach(void) {
+  CUdeviceptr table, plain;
+  load_library(&table, &plain);
+  EXPECT_RC(cuLibraryUnload(library), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s, table, 0, CU_MEM_ATTACH_SINGLE), CUDA_ERROR_INVALID_VALUE);
+}
+
 /* ---- the events cuLaunchKernelEx records ----
  * They fire after the work before the kernel and before the kernel completes:
  * synchronising on one makes the earlier work's memory the CPU's, never the
@@ -518,6 +580,10 @@ static const struct scenario_case cases[] = {
     {"ctx_wait_orders_reattach", ctx_wait_orders_reattach},
     {"ctx_wait_before_work", ctx_wait_before_work},
     {"ctx_event_refused", ctx_event_refused},
+    {"library_global_busy_touch", library_global_busy_touch},
+    {"library_global_sync", library_global_sync},
+    {"library_global_foreign", library_global_foreign},
+    {"library_unload_stale_attach", library_unload_stale_attach},
 };
 
 /* Cases that make their own start (a context of their own, or its end). */
