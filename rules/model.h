@@ -80,10 +80,14 @@ struct ac_stream {
   int priority;
   bool live;
   bool capturing;
-  bool blocking;                /* synchronises with the legacy NULL stream */
-  bool in_slot;                 /* its handle names it still (a destroyed one: AC106's) */
-  bool candidate;               /* to be forgotten, maybe (model_stream.c) */
-  uint64_t owner_thread;        /* for a per-thread default stream */
+  bool blocking;         /* synchronises with the legacy NULL stream */
+  bool in_slot;          /* its handle names it still (a destroyed one: AC106's) */
+  bool candidate;        /* to be forgotten, maybe (model_stream.c) */
+  uint64_t owner_thread; /* for a per-thread default stream */
+  uintptr_t context;     /* the driver context it belongs to; 0: not known */
+  /* Its context's legacy NULL stream, which it synchronises with when
+   * blocking (itself for a legacy stream): each context has its own. */
+  struct ac_stream *legacy;
   uint64_t seq;                 /* operations enqueued so far */
   struct ac_clock waited;       /* what its next operation waits for (other streams) */
   struct ac_origin busy_origin; /* first operation the host has not seen complete */
@@ -95,10 +99,11 @@ struct ac_stream {
   struct ac_op_ring history; /* its latest operations, for reports (model_history.c) */
   /* ---- the model's bookkeeping: the few streams each walk needs ---- */
   uint32_t refs; /* allocation fields naming it: it is not forgotten while any does */
-  struct ac_alloc_more *members;               /* allocations single-attached to it */
-  struct ac_alloc_more *unsettled;             /* attaches on it the host has not seen complete */
-  struct ac_stream *busy_prev, *busy_next;     /* busy for the host, oldest first */
-  struct ac_stream *join_prev, *join_next;     /* work the legacy stream has not joined */
+  struct ac_alloc_more *members;           /* allocations single-attached to it */
+  struct ac_alloc_more *unsettled;         /* attaches on it the host has not seen complete */
+  struct ac_stream *busy_prev, *busy_next; /* busy for the host, oldest first */
+  struct ac_stream *join_prev, *join_next; /* work its legacy stream has not joined */
+  struct ac_stream *unjoined; /* a legacy stream's: the blocking streams on that list */
   struct ac_stream *settle_prev, *settle_next; /* has unsettled attaches */
   struct ac_stream *orphan_prev, *orphan_next; /* no handle names it; kept a while */
   UT_hash_handle by_serial;
@@ -176,6 +181,9 @@ struct ac_stream_ref {
 
 struct ac_stream *ac_model_stream_created(struct ac_model *m, uintptr_t handle, unsigned flags,
                                           int priority);
+/* s was made in context (before any operation on it): a blocking s
+ * synchronises with that context's legacy stream. */
+void ac_model_stream_set_context(struct ac_model *m, struct ac_stream *s, uintptr_t context);
 /* Records api on thread, at stack, as the call that made s. */
 void ac_model_stream_note_creation(struct ac_model *m, struct ac_stream *s, const char *api,
                                    uint64_t thread, const struct ac_stack *stack);
@@ -195,6 +203,11 @@ struct ac_stream *ac_model_stream_destroyed_if(struct ac_model *m, uintptr_t han
  * it AC_STREAM_NEVER_CREATED when the handle cannot be a stream at all. */
 struct ac_stream_ref ac_model_resolve_stream(struct ac_model *m, uintptr_t handle,
                                              bool per_thread_entry, uint64_t thread);
+/* The same for a call made in context: the legacy and per-thread default
+ * streams are the context's own (0: not known, the first context's). */
+struct ac_stream_ref ac_model_resolve_stream_in(struct ac_model *m, uintptr_t handle,
+                                                bool per_thread_entry, uint64_t thread,
+                                                uintptr_t context);
 
 /* Calls fn for every stream record: the legacy stream, per-thread streams,
  * live and destroyed ones not yet forgotten. */
@@ -284,6 +297,11 @@ bool ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc
 int ac_order_binding_assocs(const struct ac_model *m, const struct ac_alloc *a,
                             enum ac_assoc assoc[2], struct ac_stream *stream[2]);
 struct ac_stream *ac_model_legacy_stream(struct ac_model *m);
+/* The legacy NULL stream of context: each context has its own. Context 0 (not
+ * known) and the first context named share the model's first one. */
+struct ac_stream *ac_model_legacy_stream_in(struct ac_model *m, uintptr_t context);
+/* How many contexts have a legacy stream of their own (1 until a second is named). */
+size_t ac_model_legacy_count(const struct ac_model *m);
 
 /* ---- semantics ----
  * strict (default): as on a device without concurrent managed access.

@@ -37,8 +37,20 @@ struct stream_slot {
   UT_hash_handle hh;
 };
 
-struct thread_stream_slot {
+/* A per-thread default stream is the thread's own in each context. */
+struct thread_stream_key {
   uint64_t thread;
+  uintptr_t context;
+};
+struct thread_stream_slot {
+  struct thread_stream_key key;
+  struct ac_stream *stream;
+  UT_hash_handle hh;
+};
+
+/* The legacy NULL stream of a context other than the first one named. */
+struct legacy_slot {
+  uintptr_t context;
   struct ac_stream *stream;
   UT_hash_handle hh;
 };
@@ -95,15 +107,18 @@ struct ac_model {
   struct stream_slot *streams;
   struct stream_slot *last_slot; /* the last one found: slots live as long as the model */
   struct thread_stream_slot *per_thread_streams;
+  /* The legacy NULL stream of the first context named, and of calls whose
+   * context is not known (a program of one context has this one only). */
   struct ac_stream legacy_stream;
-  struct ac_stream *orphans;   /* records no handle names, not yet forgotten */
-  struct ac_stream *by_serial; /* every record, by serial */
+  struct legacy_slot *other_legacies; /* the other contexts' */
+  struct ac_stream *orphans;          /* records no handle names, not yet forgotten */
+  struct ac_stream *by_serial;        /* every record, by serial */
   size_t stream_count;
   uint64_t next_stream_serial;
-  /* The walks' own lists (ac_stream's links): busy streams, blocking streams
-   * with work the legacy stream has not joined, streams with unsettled
-   * attaches. */
-  struct ac_stream *busy, *unjoined, *settling;
+  /* The walks' own lists (ac_stream's links): busy streams, streams with
+   * unsettled attaches. (Each legacy stream lists the blocking streams with
+   * work it has not joined.) */
+  struct ac_stream *busy, *settling;
   size_t busy_count;
   uint64_t busy_changes; /* a stream joined or left the busy list */
   size_t pins;           /* ac_model_pin_streams */

@@ -25,20 +25,23 @@
  * legacy stream. */
 
 static void legacy_waits_for(struct ac_stream *legacy, struct ac_stream *b) {
-  if (b == legacy || !b->blocking || b->seq == 0) return;
+  if (b == legacy || !b->blocking || b->seq == 0 || b->legacy != legacy) return;
   if (ac_clock_get(&legacy->waited, b->serial) >= b->seq) return;
   ac_clock_raise(&legacy->waited, b->serial, b->seq);
   ac_clock_join(&legacy->waited, &b->waited);
 }
 
-/* The blocking streams with operations since the legacy stream last joined
- * them: no other stream can have anything new for it. */
+/* The blocking streams of its context with operations since the legacy
+ * stream last joined them: no other stream can have anything new for it. A
+ * stream of another context is neither waited for nor waits (the legacy NULL
+ * stream is per context: docs/driver-facts.md). */
 static void apply_legacy_semantics(struct ac_model *m, struct ac_stream *s) {
-  struct ac_stream *legacy = &m->legacy_stream;
+  (void)m;
+  struct ac_stream *legacy = s->legacy;
   if (s == legacy) {
-    while (m->unjoined) {
-      struct ac_stream *b = m->unjoined;
-      AC_LIST_DEL(m->unjoined, b, join_prev, join_next);
+    while (legacy->unjoined) {
+      struct ac_stream *b = legacy->unjoined;
+      AC_LIST_DEL(legacy->unjoined, b, join_prev, join_next);
       legacy_waits_for(legacy, b);
     }
   } else if (s->blocking && legacy->seq && legacy->seq > ac_clock_get(&s->waited, legacy->serial)) {
@@ -48,8 +51,9 @@ static void apply_legacy_semantics(struct ac_model *m, struct ac_stream *s) {
 }
 
 void ac_order_join_legacy_now(struct ac_model *m, struct ac_stream *s) {
-  AC_LIST_DEL(m->unjoined, s, join_prev, join_next);
-  legacy_waits_for(&m->legacy_stream, s);
+  (void)m;
+  AC_LIST_DEL(s->legacy->unjoined, s, join_prev, join_next);
+  legacy_waits_for(s->legacy, s);
 }
 
 void ac_order_prepare(struct ac_model *m, struct ac_stream *s) {
@@ -94,7 +98,7 @@ uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_
   apply_legacy_semantics(m, s);
   bool was_busy = ac_order_stream_busy(m, s);
   s->seq++;
-  if (s != &m->legacy_stream && s->blocking) AC_LIST_ADD(m->unjoined, s, join_prev, join_next);
+  if (s != s->legacy && s->blocking) AC_LIST_ADD(s->legacy->unjoined, s, join_prev, join_next);
   if (!was_busy) {
     m->generation++;
     if (!AC_LIST_IN(s, busy_prev)) {

@@ -10,10 +10,12 @@
  * So a program that creates and destroys streams by the million holds about
  * as many records as it has handles alive.
  *
- * The legacy NULL stream and the per-thread default streams (one per host
- * thread) have records of their own, made on first use and never forgotten.
+ * The legacy NULL stream (one per context) and the per-thread default streams
+ * (one per host thread and context) have records of their own, made on first
+ * use and never forgotten.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "grow.h"
 #include "model_internal.h"
@@ -56,6 +58,7 @@ struct ac_stream *ac_model_stream_created(struct ac_model *m, uintptr_t handle, 
   s->live = true;
   s->blocking = !(flags & FLAG_NON_BLOCKING);
   s->in_slot = true;
+  s->legacy = &m->legacy_stream;
 
   struct stream_slot *slot;
   HASH_FIND(hh, m->streams, &handle, sizeof handle, slot);
@@ -101,9 +104,21 @@ struct ac_stream *ac_model_stream_destroyed(struct ac_model *m, uintptr_t handle
   return ac_model_stream_destroyed_if(m, handle, ac_model_live_stream_serial(m, handle));
 }
 
-static struct ac_stream *per_thread_stream(struct ac_model *m, uint64_t thread) {
+void ac_model_stream_set_context(struct ac_model *m, struct ac_stream *s, uintptr_t context) {
+  struct ac_stream *legacy = ac_model_legacy_stream_in(m, context);
+  s->context = context;
+  if (s->legacy == legacy) return;
+  AC_LIST_DEL(s->legacy->unjoined, s, join_prev, join_next);
+  s->legacy = legacy;
+}
+
+static struct ac_stream *per_thread_stream(struct ac_model *m, uint64_t thread, uintptr_t context) {
   struct thread_stream_slot *slot;
-  HASH_FIND(hh, m->per_thread_streams, &thread, sizeof thread, slot);
+  struct thread_stream_key key;
+  memset(&key, 0, sizeof key); /* hashed as bytes */
+  key.thread = thread;
+  key.context = context;
+  HASH_FIND(hh, m->per_thread_streams, &key, sizeof key, slot);
   if (slot) return slot->stream;
   slot = malloc(sizeof *slot);
   struct ac_stream *s = calloc(1, sizeof *s);
@@ -117,25 +132,33 @@ static struct ac_stream *per_thread_stream(struct ac_model *m, uint64_t thread) 
   s->live = true;
   s->blocking = true; /* per-thread default streams synchronise with the legacy one */
   s->owner_thread = thread;
+  s->context = context;
+  s->legacy = ac_model_legacy_stream_in(m, context);
   enrol(m, s);
-  slot->thread = thread;
+  slot->key = key;
   slot->stream = s;
-  HASH_ADD(hh, m->per_thread_streams, thread, sizeof slot->thread, slot);
+  HASH_ADD(hh, m->per_thread_streams, key, sizeof slot->key, slot);
   return s;
 }
 
 struct ac_stream_ref ac_model_resolve_stream(struct ac_model *m, uintptr_t handle,
                                              bool per_thread_entry, uint64_t thread) {
+  return ac_model_resolve_stream_in(m, handle, per_thread_entry, thread, 0);
+}
+
+struct ac_stream_ref ac_model_resolve_stream_in(struct ac_model *m, uintptr_t handle,
+                                                bool per_thread_entry, uint64_t thread,
+                                                uintptr_t context) {
   struct ac_stream_ref ref = {AC_STREAM_UNTRACKED, NULL};
   if (handle == 0 && !per_thread_entry) {
     ref.kind = AC_STREAM_NULL_LEGACY;
-    ref.stream = &m->legacy_stream;
+    ref.stream = ac_model_legacy_stream_in(m, context);
   } else if (handle == HANDLE_LEGACY) {
     ref.kind = AC_STREAM_LEGACY;
-    ref.stream = &m->legacy_stream;
+    ref.stream = ac_model_legacy_stream_in(m, context);
   } else if (handle == 0 || handle == HANDLE_PER_THREAD) {
     ref.kind = AC_STREAM_PER_THREAD;
-    ref.stream = per_thread_stream(m, thread);
+    ref.stream = per_thread_stream(m, thread, context);
   } else {
     /* Work comes in runs on one stream: the last slot found saves hashing. */
     struct stream_slot *slot = m->last_slot;
@@ -233,6 +256,11 @@ void ac_model_free_streams(struct ac_model *m) {
     HASH_DEL(m->per_thread_streams, ts);
     free(ts);
   }
+  struct legacy_slot *ls, *ltmp; /* their records are freed below, with every other */
+  HASH_ITER(hh, m->other_legacies, ls, ltmp) {
+    HASH_DEL(m->other_legacies, ls);
+    free(ls);
+  }
   struct ac_stream *s, *stmp;
   HASH_ITER(by_serial, m->by_serial, s, stmp) {
     HASH_DELETE(by_serial, m->by_serial, s);
@@ -246,6 +274,8 @@ void ac_model_free_streams(struct ac_model *m) {
 void ac_model_for_each_stream(struct ac_model *m, void (*fn)(struct ac_stream *, void *),
                               void *ctx) {
   fn(&m->legacy_stream, ctx);
+  struct legacy_slot *ls, *ltmp;
+  HASH_ITER(hh, m->other_legacies, ls, ltmp) fn(ls->stream, ctx);
   struct stream_slot *slot, *tmp;
   HASH_ITER(hh, m->streams, slot, tmp) fn(slot->stream, ctx);
   struct thread_stream_slot *ts, *ttmp;
@@ -270,11 +300,44 @@ struct ac_stream *ac_model_legacy_stream(struct ac_model *m) {
   return &m->legacy_stream;
 }
 
-void ac_model_enrol_legacy(struct ac_model *m) {
-  struct ac_stream *s = &m->legacy_stream;
+static void make_legacy(struct ac_model *m, struct ac_stream *s, uintptr_t context) {
   s->kind = AC_STREAM_LEGACY;
   s->handle = HANDLE_LEGACY;
   s->live = true;
   s->blocking = true;
+  s->context = context;
+  s->legacy = s;
   enrol(m, s);
+}
+
+void ac_model_enrol_legacy(struct ac_model *m) {
+  make_legacy(m, &m->legacy_stream, 0);
+}
+
+struct ac_stream *ac_model_legacy_stream_in(struct ac_model *m, uintptr_t context) {
+  struct ac_stream *first = &m->legacy_stream;
+  if (!context || context == first->context) return first;
+  if (!first->context) { /* the first context named */
+    first->context = context;
+    return first;
+  }
+  struct legacy_slot *slot;
+  HASH_FIND(hh, m->other_legacies, &context, sizeof context, slot);
+  if (slot) return slot->stream;
+  slot = malloc(sizeof *slot);
+  struct ac_stream *s = calloc(1, sizeof *s);
+  if (!slot || !s) { /* out of memory: ordered as one context, as before contexts were told apart */
+    free(slot);
+    free(s);
+    return first;
+  }
+  make_legacy(m, s, context);
+  slot->context = context;
+  slot->stream = s;
+  HASH_ADD(hh, m->other_legacies, context, sizeof slot->context, slot);
+  return s;
+}
+
+size_t ac_model_legacy_count(const struct ac_model *m) {
+  return 1 + HASH_COUNT(m->other_legacies);
 }

@@ -82,8 +82,9 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
   struct ac_finding findings[AC_ATTACH_MAX_FINDINGS + 1];
   struct ac_stack stack; /* where it was attached: kept with the allocation */
   ac_stack_capture(&stack);
+  uintptr_t context = ac_stream_context(stream);
   ac_model_enter();
-  c.stream = ac_model_resolve_stream(ac_model, (uintptr_t)stream, per_thread, c.thread);
+  c.stream = ac_resolve_stream_locked(stream, per_thread, c.thread, context);
   if (c.stream.kind == AC_STREAM_UNTRACKED && !address_is_mapped((uintptr_t)stream))
     c.stream.kind = AC_STREAM_NEVER_CREATED;
   c.alloc = ac_model_find_alloc(ac_model, dptr);

@@ -286,9 +286,18 @@ void ac_on_graph_node_params_set(CUgraphExec exec, CUgraphNode node, const CUgra
 void ac_on_graph_exec_destroyed(CUgraphExec exec);
 void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread);
 void ac_on_stream_sync(CUstream stream, bool per_thread);
-/* ---- check_context.c: the context each stream was made in ---- */
-/* After a stream was created: counted as the calling thread's current context's. */
+/* ---- check_context.c: the context each stream belongs to ---- */
+/* The context a stream argument's default streams are taken in: the calling
+ * thread's current one for a default-stream handle (asked of the driver only
+ * then: cuCtxGetCurrent reads the calling thread's state, so under the model
+ * lock too), 0 for any other. */
+uintptr_t ac_stream_context(CUstream stream);
+/* What a stream argument refers to, its default streams context's own. */
+struct ac_stream_ref ac_resolve_stream_locked(CUstream stream, bool per_thread, uint64_t thread,
+                                              uintptr_t context);
+/* After a stream was created: the calling thread's current context's. */
 void ac_check_stream_context(CUstream stream);
+/* Its streams' work ends with it. */
 void ac_check_context_destroyed(CUcontext ctx);
 /* cuCtxSynchronize (ctx NULL: the current one): the host waits for that
  * context's streams, not for those the shim saw made in another. */

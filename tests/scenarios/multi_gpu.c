@@ -1,13 +1,16 @@
 /* multi_gpu.c - two devices, a context on each: memory single-attached to a
  * stream of one device and used from the other's, the cross-device
- * synchronisation that makes it right, and each device's own context
- * synchronisation. Contexts are switched with cuCtxSetCurrent and with
- * cuCtxPushCurrent / cuCtxPopCurrent, and made with cuDevicePrimaryCtxRetain
- * (device 0) and cuCtxCreate (device 1).
+ * synchronisation that makes it right, each device's own context
+ * synchronisation, and each context's own legacy NULL stream. Contexts are
+ * switched with cuCtxSetCurrent and with cuCtxPushCurrent / cuCtxPopCurrent,
+ * and made with cuDevicePrimaryCtxRetain (device 0) and cuCtxCreate (device 1).
  *
  * The stand-in driver plays two devices with FAKECUDA_DEVICES=2
  * (expectations.txt); over the real driver tests/gpu/multi_gpu.txt runs the
- * same cases where nvidia-smi lists two GPUs or more.
+ * same cases where nvidia-smi lists two GPUs or more. With
+ * SCENARIO_ONE_DEVICE=1 both contexts are on device 0 - two contexts of one
+ * GPU keep their streams apart just the same - so expectations.txt runs
+ * those cases on a machine of one GPU too.
  *
  *   multi_gpu CASE
  */
@@ -43,7 +46,8 @@ static void start_two_devices(void) {
   CUdevice dev0, dev1;
   start_cuda("link");
   EXPECT_RC(cu.cuDeviceGet(&dev0, 0), CUDA_SUCCESS);
-  EXPECT_RC(cu.cuDeviceGet(&dev1, 1), CUDA_SUCCESS);
+  const char *one = getenv("SCENARIO_ONE_DEVICE");
+  EXPECT_RC(cu.cuDeviceGet(&dev1, one && *one == '1' ? 0 : 1), CUDA_SUCCESS);
   EXPECT_RC(cu.cuDevicePrimaryCtxRetain(&d0.ctx, dev0), CUDA_SUCCESS);
   load_use(&d0);
   EXPECT_RC(cu.cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
@@ -109,6 +113,36 @@ static void own_device_sync_touch(void) {
   sync_context_then_touch(&d1);
 }
 
+/* A kernel on device 1's legacy NULL stream given m (GLOBAL); then the host
+ * synchronises one context's NULL stream and touches m. */
+static void sync_null_stream_then_touch(struct device_side *synced) {
+  EXPECT_RC(cu.cuCtxSetCurrent(d1.ctx), CUDA_SUCCESS);
+  launch_with_pointer(d1.use, NULL, m);
+  EXPECT_RC(cu.cuCtxSetCurrent(synced->ctx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(NULL), CUDA_SUCCESS);
+  sink = *(volatile int *)m;
+  EXPECT_RC(cu.cuCtxSetCurrent(d0.ctx), CUDA_SUCCESS);
+}
+/* wrong: each context has its own NULL stream; device 0's is idle while
+ * device 1's kernel runs (AC202) */
+static void other_null_stream_sync_touch(void) {
+  sync_null_stream_then_touch(&d0);
+}
+/* right: device 1's NULL stream is the kernel's */
+static void own_null_stream_sync_touch(void) {
+  sync_null_stream_then_touch(&d1);
+}
+
+/* right: device 1's context is destroyed, its NULL stream's work with it */
+static void other_context_destroyed_touch(void) {
+  EXPECT_RC(cu.cuCtxSetCurrent(d1.ctx), CUDA_SUCCESS);
+  launch_with_pointer(d1.use, NULL, m);
+  EXPECT_RC(cu.cuCtxSetCurrent(d0.ctx), CUDA_SUCCESS);
+  EXPECT_RC(cuCtxDestroy(d1.ctx), CUDA_SUCCESS);
+  d1.ctx = NULL;
+  sink = *(volatile int *)m;
+}
+
 /* A kernel on device 1 given m, then the CPU touches g, which no kernel was
  * given: under `--semantics device` right only if every device has
  * concurrent managed access (else judged strictly: AC202). */
@@ -123,6 +157,9 @@ static const struct scenario_case cases[] = {
     {"reattach_unordered", reattach_unordered},
     {"other_device_sync_touch", other_device_sync_touch},
     {"own_device_sync_touch", own_device_sync_touch},
+    {"other_null_stream_sync_touch", other_null_stream_sync_touch},
+    {"own_null_stream_sync_touch", own_null_stream_sync_touch},
+    {"other_context_destroyed_touch", other_context_destroyed_touch},
     {"unreached_on_device1", unreached_on_device1},
 };
 
@@ -131,10 +168,12 @@ int main(int argc, char **argv) {
   if (!c) return 2;
   start_two_devices();
   c->run();
-  EXPECT_RC(cuCtxPushCurrent(d1.ctx), CUDA_SUCCESS);
+  if (d1.ctx) {
+    EXPECT_RC(cuCtxPushCurrent(d1.ctx), CUDA_SUCCESS);
+    EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+    EXPECT_RC(cuCtxPopCurrent(NULL), CUDA_SUCCESS);
+  }
   EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
-  EXPECT_RC(cuCtxPopCurrent(NULL), CUDA_SUCCESS);
-  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
-  EXPECT_RC(cuCtxDestroy(d1.ctx), CUDA_SUCCESS);
+  if (d1.ctx) EXPECT_RC(cuCtxDestroy(d1.ctx), CUDA_SUCCESS);
   return finish();
 }

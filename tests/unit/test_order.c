@@ -64,6 +64,53 @@ static void test_legacy_stream(void) {
   ac_model_destroy(m);
 }
 
+/* Each context has its own legacy stream and per-thread streams: a blocking
+ * stream orders with its own context's legacy stream only, and the host's
+ * synchronisation with one context's legacy stream says nothing of another's. */
+static void test_legacy_stream_per_context(void) {
+  m = ac_model_create();
+  const uintptr_t A = 0xa000, B = 0xb000;
+  struct ac_stream *la = ac_model_legacy_stream_in(m, A), *lb = ac_model_legacy_stream_in(m, B);
+  CHECK(la == ac_model_legacy_stream(m) && lb != la && ac_model_legacy_count(m) == 2);
+  CHECK(ac_model_resolve_stream_in(m, 0, false, 1, B).stream == lb);
+  CHECK(ac_model_resolve_stream_in(m, 1, false, 1, A).stream == la);
+  CHECK(ac_model_resolve_stream(m, 0, false, 1).stream == la); /* context not known: the first */
+  struct ac_stream *pa = ac_model_resolve_stream_in(m, 0, true, 7, A).stream;
+  struct ac_stream *pb = ac_model_resolve_stream_in(m, 0, true, 7, B).stream;
+  CHECK(pa && pb && pa != pb && pb->legacy == lb);
+  struct ac_stream *ba = stream(0x100, 0), *bb = stream(0x200, 0);
+  ac_model_stream_set_context(m, ba, A);
+  ac_model_stream_set_context(m, bb, B);
+  CHECK(ba->context == A && ba->legacy == la && bb->legacy == lb);
+  /* B's legacy stream joins B's blocking streams, not A's. */
+  op(ba);
+  op(bb);
+  op(lb);
+  ac_order_host_syncs_stream(m, lb);
+  CHECK(!ac_order_stream_busy(m, bb));
+  CHECK(ac_order_stream_busy(m, ba));
+  op(la);
+  ac_order_host_syncs_stream(m, la);
+  CHECK(!ac_order_stream_busy(m, ba));
+  /* A's blocking stream waits for A's legacy stream, not B's. */
+  op(lb);
+  op(la);
+  op(ba);
+  ac_order_host_syncs_stream(m, ba);
+  CHECK(!ac_order_stream_busy(m, la));
+  CHECK(ac_order_stream_busy(m, lb));
+  ac_order_host_syncs_stream(m, lb);
+  /* A per-thread stream orders with its own context's legacy stream. */
+  op(pb);
+  op(la);
+  ac_order_host_syncs_stream(m, la);
+  CHECK(ac_order_stream_busy(m, pb));
+  op(lb);
+  ac_order_host_syncs_stream(m, lb);
+  CHECK(!ac_order_stream_busy(m, pb));
+  ac_model_destroy(m);
+}
+
 static void test_events(void) {
   m = ac_model_create();
   struct ac_stream *a = stream(0x100, NON_BLOCKING), *b = stream(0x200, NON_BLOCKING);
@@ -288,6 +335,7 @@ int main(void) {
   test_clock();
   test_sync_and_query();
   test_legacy_stream();
+  test_legacy_stream_per_context();
   test_events();
   test_event_over_streams();
   test_destroyed_stream_stays_busy();
