@@ -74,10 +74,35 @@ struct fake_alloc *fake_find_alloc(uintptr_t addr) {
   return NULL;
 }
 
+/* The next region of small allocations, above the last one, as the real
+ * driver's came (three 2 MiB mappings in a row, docs/driver-facts.md), so
+ * that small allocations come in address order: regions are carved upwards
+ * from one span of address space reserved at the first; past its end,
+ * anywhere. */
+#define SMALL_SPAN ((size_t)4 << 30)
+static uintptr_t span_next, span_end;
+
+static void *next_small_region(void) {
+  if (!span_end) {
+    void *span = map_aligned(SMALL_SPAN, PROT_NONE);
+    span_next = (uintptr_t)span;
+    span_end = span ? span_next + SMALL_SPAN : 1;
+  }
+  if (span_next && span_next + REGION <= span_end) {
+    void *p = mmap((void *)span_next, REGION, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    if (p != MAP_FAILED) {
+      span_next += REGION;
+      return p;
+    }
+  }
+  return map_aligned(REGION, PROT_READ | PROT_WRITE);
+}
+
 static uintptr_t take_small(size_t bytes) {
   size_t step = (bytes + SMALL_STEP - 1) & ~(size_t)(SMALL_STEP - 1);
   if (small_next == 0 || small_next + step > small_end) {
-    void *region = map_aligned(REGION, PROT_READ | PROT_WRITE);
+    void *region = next_small_region();
     if (!region) return 0;
     fake_managed_mapped((uintptr_t)region, REGION);
     small_next = (uintptr_t)region;
