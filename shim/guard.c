@@ -289,7 +289,12 @@ void ac_guard_device_protects_managed(int device) {
 void ac_guard_start(void) {
   ac_guard.page_size = sysconf(_SC_PAGESIZE);
   ac_guard.enabled = ac_opts.guard_pages != AC_GUARD_OFF;
-  if (ac_guard.enabled) choose_backend();
+  if (ac_guard.enabled) {
+    choose_backend();
+    ac_model_enter();
+    ac_guard_classes_watch();
+    ac_model_leave();
+  }
   void *entry = ac_driver_entry[AC_ID_cuInit];
   if (entry) dl_iterate_phdr(find_driver_code, entry);
 }

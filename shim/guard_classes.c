@@ -19,15 +19,15 @@
  * 10,000 allocations one by one.) Each allocation carries the class it is in
  * (ac_alloc.guard_tag), so leaving one needs no search.
  *
- * Nothing is grouped until the guard first needs the classes (something
- * turned busy): a program that never runs work beside its CPU pays nothing,
- * not even the lists' memory. Then what is alive is grouped in one pass in
- * address order, and from then on an allocation above every other - as the
- * driver mostly hands them out - goes onto the end of its class's list at
- * once, with no log. (Grouping from the first allocation on would take that
- * pass out of the first launch - it halved that refresh with 10,000 alive
- * over the stand-in - for some 50 bytes more per allocation in a program
- * that never launches: bench/scale.sh, modes first-busy and live.)
+ * The classes are kept from the guard's start (ac_guard_classes_watch), not
+ * grouped when something first turns busy: grouping 10,000 allocations alive
+ * then took about 1 ms on the H100's host, a hiccup in the program's first
+ * launch. An allocation above every other - as the driver mostly hands them
+ * out - goes onto the end of its class's list at once, with no log; and
+ * while every allocation is globally attached GLOBAL shares all_managed's
+ * list (global_is_all), so keeping them costs one 16-byte range an
+ * allocation. A forked child's model is grouped in one pass, in address
+ * order, the first time its guard looks.
  *
  * The classes also say what changed since the guard's wanted pages were last
  * brought up to date (guard_wanted.c): the bytes of every allocation that
@@ -70,6 +70,11 @@ struct stream_class {
 
 static bool built;
 static struct class all_managed, global;
+/* While every managed allocation is globally attached - most programs, until
+ * they attach one - GLOBAL's bytes are all_managed's and are not kept twice:
+ * half the memory and half the work for each allocation. The first to be
+ * anything else gives GLOBAL a list of its own (split_global). */
+static bool global_is_all;
 static struct stream_class **slots; /* index: TAG_STREAM + slot */
 static size_t slot_count, slot_cap, live_classes;
 static uint32_t *free_slots;
@@ -310,6 +315,14 @@ static void set_verdict(size_t i, uint8_t verdict) {
   verdicts[i] = verdict;
 }
 
+/* GLOBAL's own list: all_managed's, as every member of that is GLOBAL. */
+static void split_global(void) {
+  if (!global_is_all) return;
+  global_is_all = false;
+  global.ranges.n = 0;
+  range_append_list(&global.ranges, class_all(&all_managed));
+}
+
 static void leave(struct ac_alloc *a) {
   uint32_t tag = a->guard_tag;
   if (tag & TAG_PENDING) {
@@ -319,7 +332,7 @@ static void leave(struct ac_alloc *a) {
     verdicts[i] = verdicts[pending_count];
     if (i < pending_count) pending[i]->guard_tag = TAG_PENDING | (uint32_t)i;
   } else if (tag == TAG_GLOBAL) {
-    log_move(&global, &global.removed, a);
+    if (!global_is_all) log_move(&global, &global.removed, a);
   } else if (tag >= TAG_STREAM) {
     struct stream_class *sc = slots[tag - TAG_STREAM];
     log_move(&sc->c, &sc->c.removed, a);
@@ -339,7 +352,7 @@ static bool enter(struct ac_alloc *a, struct place p) {
     verdicts[pending_count] = UNJUDGED; /* it moved: its pages are looked at anyway */
     pending[pending_count++] = a;
   } else if (p.kind == TAG_GLOBAL) {
-    log_move(&global, &global.added, a);
+    if (!global_is_all) log_move(&global, &global.added, a);
     a->guard_tag = TAG_GLOBAL;
   } else if (p.kind == TAG_STREAM) {
     struct stream_class *sc = class_of_stream(p.stream, true);
@@ -352,11 +365,12 @@ static bool enter(struct ac_alloc *a, struct place p) {
 }
 
 /* a's bytes changed class: the wanted pages there are to be looked at again.
- * Past as many entries as all_managed has ranges, a list is no cheaper than
- * looking at everything. */
+ * Past a quarter of what all_managed lists, a window is no cheaper than
+ * looking at everything (a program allocating thousands of times while
+ * nothing is busy logs each one). */
 static void log_moved(const struct ac_alloc *a) {
   if (moved_all) return;
-  if (moved.n > 64 + all_managed.ranges.n || !range_push(&moved, a->base, a->base + a->size)) {
+  if (moved.n > 64 + all_managed.ranges.n / 4 || !range_push(&moved, a->base, a->base + a->size)) {
     moved_all = true;
     moved.n = 0;
   }
@@ -374,6 +388,7 @@ static void note(struct ac_alloc *a, bool leaving, void *unused) {
     }
     return;
   }
+  if (now.kind != TAG_NONE && now.kind != TAG_GLOBAL) split_global();
   log_moved(a);
   if (was.kind != TAG_NONE && now.kind == TAG_NONE) log_move(&all_managed, &all_managed.removed, a);
   if (was.kind == TAG_NONE && now.kind != TAG_NONE) log_move(&all_managed, &all_managed.added, a);
@@ -387,6 +402,7 @@ static void place_first(struct ac_alloc *a, void *unused) {
   (void)unused;
   a->guard_tag = TAG_NONE;
   struct place p = place_of(a);
+  if (p.kind != TAG_NONE && p.kind != TAG_GLOBAL) split_global();
   if (p.kind != TAG_NONE) log_move(&all_managed, &all_managed.added, a);
   enter(a, p);
 }
@@ -406,7 +422,7 @@ void ac_guard_classes_reset(void) {
   free_slots = NULL;
   slot_count = slot_cap = free_count = free_cap = live_classes = 0;
   pending_count = 0;
-  built = false;
+  built = global_is_all = false;
   moved.n = was_busy_count = now_busy_count = 0;
   moved_all = true;
 }
@@ -436,6 +452,7 @@ static int by_base(const void *x, const void *y) {
  * allocations, skipped when they are in order, instead of one per class). */
 static void build(void) {
   ac_guard_classes_reset();
+  global_is_all = true; /* until place_first meets another kind */
   ac_model_set_alloc_observer(ac_model, note, NULL);
   size_t n = ac_model_alloc_count(ac_model);
   struct ac_alloc **all = n ? malloc(n * sizeof *all) : NULL;
@@ -459,12 +476,16 @@ void ac_guard_classes_update(void) {
   if (!built || ac_model_alloc_observer(ac_model) != note) build();
 }
 
+void ac_guard_classes_watch(void) {
+  ac_guard_classes_update();
+}
+
 const struct range_list *ac_guard_classes_all_managed(const struct range_list *window) {
   return class_bytes(&all_managed, window);
 }
 
 const struct range_list *ac_guard_classes_global(const struct range_list *window) {
-  return class_bytes(&global, window);
+  return class_bytes(global_is_all ? &all_managed : &global, window);
 }
 
 /* Calls visit for each stream class, or (busy_only) each whose stream is busy

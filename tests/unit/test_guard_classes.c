@@ -363,11 +363,42 @@ static void test_attached_again_while_pending(void) {
   ac_guard_classes_reset();
 }
 
+/* Kept from the start (ac_guard_classes_watch): allocations made one by one,
+ * all globally attached (GLOBAL shares all_managed's list) while a stream is
+ * busy, then one attached to it (GLOBAL gets its own), then more made. */
+static void test_watched_from_the_start(void) {
+  ac_model = ac_model_create();
+  ac_guard_wanted_reset();
+  ac_guard_classes_watch();
+  struct ac_stream *s = ac_model_stream_created(ac_model, 0x3000, 1, 0);
+  ac_order_enqueue(ac_model, s, NULL);
+  struct ac_alloc p;
+  memset(&p, 0, sizeof p);
+  p.kind = AC_MEM_MANAGED;
+  p.assoc = p.default_flags = AC_ASSOC_GLOBAL;
+  bool right = true;
+  for (int i = 0; i < CELLS; i++) {
+    p.base = BASE + (uintptr_t)i * CELL, p.size = CELL / 2;
+    ac_model_add_alloc(ac_model, &p);
+    if (i == CELLS / 2) {
+      struct ac_alloc *a = ac_model_find_alloc(ac_model, BASE + CELL);
+      ac_order_attach(ac_model, a, AC_ASSOC_SINGLE, s, ac_order_enqueue(ac_model, s, NULL), NULL);
+    }
+    right &= classes_right_as(i % 3 == 0) && wanted_right();
+  }
+  CHECK(right);
+  CHECK(ac_guard.stats.rebuilds == 1); /* grouped once, when nothing was alive */
+  ac_model_destroy(ac_model);
+  ac_guard_classes_reset();
+}
+
 int main(void) {
   ac_guard.page_size = 2 * CELL;
   test_against_scratch();
   memset(streams, 0, sizeof streams);
   test_new_model();
   test_attached_again_while_pending();
+  ac_guard.stats.rebuilds = 0;
+  test_watched_from_the_start();
   return TEST_SUMMARY("test_guard_classes");
 }
