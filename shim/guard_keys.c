@@ -367,6 +367,9 @@ static void mixed_pages(struct range_list *mixed, const struct range_list *all_m
   size_t n = 0, total = 0;
   uintptr_t page = (uintptr_t)ac_guard.page_size;
   classed.n = mixed->n = 0;
+  /* One class that is all managed memory (every allocation globally
+   * attached, as at most programs' first launch): no page has two owners. */
+  if (offered_count == 1 && range_equal(&offered[0].bytes, all_managed)) return;
   for (size_t i = 0; i < offered_count; i++) {
     range_append_list(&classed, &offered[i].bytes);
     total += offered[i].bytes.n;

@@ -4,6 +4,7 @@
 #include "grow.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 bool range_push(struct range_list *l, uintptr_t start, uintptr_t end) {
   if (start >= end) return true;
@@ -123,6 +124,10 @@ size_t range_first_ending_after(const struct range_list *l, uintptr_t addr) {
 bool range_contains(const struct range_list *l, uintptr_t addr) {
   size_t i = range_first_ending_after(l, addr);
   return i < l->n && l->r[i].start <= addr;
+}
+
+bool range_equal(const struct range_list *a, const struct range_list *b) {
+  return a->n == b->n && (a->n == 0 || memcmp(a->r, b->r, a->n * sizeof a->r[0]) == 0);
 }
 
 void range_free(struct range_list *l) {

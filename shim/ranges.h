@@ -43,6 +43,8 @@ bool range_subtract(struct range_list *out, const struct range_list *a, const st
 bool range_clip(struct range_list *out, const struct range_list *l,
                 const struct range_list *window);
 bool range_contains(const struct range_list *l, uintptr_t addr);
+/* Whether a and b list the same ranges. */
+bool range_equal(const struct range_list *a, const struct range_list *b);
 /* The index of the first range of l (normalised) that ends after addr: the
  * one holding addr, or the next; l->n if none. */
 size_t range_first_ending_after(const struct range_list *l, uintptr_t addr);

@@ -80,17 +80,13 @@ static void group(struct ac_alloc *a, void *ctx) {
     range_push(single_of(r, stream[0]), a->base, a->base + a->size);
 }
 
-static bool same_list(const struct range_list *a, const struct range_list *b) {
-  return a->n == b->n && (a->n == 0 || memcmp(a->r, b->r, a->n * sizeof a->r[0]) == 0);
-}
-
 /* l is reference, or its part inside window when there is one. */
 static bool same_within(const struct range_list *l, const struct range_list *reference,
                         const struct range_list *window) {
   static struct range_list clipped;
-  if (!window) return same_list(l, reference);
+  if (!window) return range_equal(l, reference);
   range_clip(&clipped, reference, window);
-  return same_list(l, &clipped);
+  return range_equal(l, &clipped);
 }
 
 struct seen {
@@ -132,7 +128,7 @@ static bool wanted_right(void) {
   ac_guard_wanted_update(&kept, any_busy);
   ac_guard_wanted_from_scratch(&scratch, any_busy);
   saw_wanted += kept.n > 0;
-  return same_list(&kept, &scratch);
+  return range_equal(&kept, &scratch);
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
@@ -178,8 +174,8 @@ static bool classes_right_as(bool whole) {
   ac_guard_classes_for_each_stream(false, window, compare_stream, &inside);
   right &= inside.wrong == 0 && inside.classes == r.streams;
   if (!whole) return right;
-  right &= same_list(ac_guard_classes_all_managed(NULL), &r.all) &&
-           same_list(ac_guard_classes_global(NULL), &r.global);
+  right &= range_equal(ac_guard_classes_all_managed(NULL), &r.all) &&
+           range_equal(ac_guard_classes_global(NULL), &r.global);
   struct seen all = {&r, 0, 0, NULL}, busy = {&r, 0, 0, NULL};
   ac_guard_classes_for_each_stream(false, NULL, compare_stream, &all);
   ac_guard_classes_for_each_stream(true, NULL, compare_stream, &busy);
