@@ -30,7 +30,8 @@ static const char ptx[] =
     "// a comment with .entry in it\n"
     ".visible .entry three(.param .u64 p, .param .u32 n, .param .align 8 .b8 s[24], .param .u8 c, "
     ".param .f64 d)\n{\n  ret;\n}\n"
-    ".visible .entry none()\n{\n  ret;\n}\n";
+    ".visible .entry none()\n{\n  ret;\n}\n"
+    ".visible .entry takes_map(.param .align 64 .b8 map[128])\n{\n  ret;\n}\n";
 
 static void test_parameter_layouts(CUmodule mod) {
   CUfunction f, g;
@@ -97,6 +98,47 @@ static void test_library(void) {
   CHECK(cuLibraryUnload(lib) == CUDA_SUCCESS);
   CHECK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p) ==
         CUDA_ERROR_INVALID_VALUE);
+}
+
+/* A tensor map keeps its global address in its first eight bytes, whichever
+ * encoder made it; a kernel takes one as a 128-byte parameter. */
+static void test_tensor_maps(CUmodule mod) {
+  CUdeviceptr m;
+  CUtensorMap map;
+  CUfunction f;
+  uint64_t first;
+  size_t off = 99, size = 99;
+  cuuint64_t dims[2] = {256, 256}, strides[1] = {1024}, dims3[3] = {32, 16, 4},
+             strides3[2] = {128, 2048};
+  cuuint32_t box[2] = {32, 32}, es[3] = {1, 1, 1};
+  int lower[1] = {0}, upper[1] = {0};
+  CHECK(cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS);
+  CHECK(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)(m + 4096), dims,
+                               strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                               CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS);
+  memcpy(&first, &map, sizeof first);
+  CHECK(first == m + 4096);
+  CHECK(cuTensorMapReplaceAddress(&map, (void *)(m + 8192)) == CUDA_SUCCESS);
+  memcpy(&first, &map, sizeof first);
+  CHECK(first == m + 8192);
+  CHECK(cuTensorMapReplaceAddress(&map, (void *)(m + 8)) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)(m + 4), dims,
+                               strides, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                               CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuTensorMapEncodeIm2col(
+            &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, (void *)(m + 16384), dims3, strides3, lower,
+            upper, 32, 16, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+            CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS);
+  memcpy(&first, &map, sizeof first);
+  CHECK(first == m + 16384);
+  CHECK(cuModuleGetFunction(&f, mod, "takes_map") == CUDA_SUCCESS);
+  CHECK(cuFuncGetParamInfo(f, 0, &off, &size) == CUDA_SUCCESS && off == 0 && size == 128);
+  void *args[] = {&map};
+  CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL) == CUDA_SUCCESS);
+  CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
+  CHECK(cuMemFree(m) == CUDA_SUCCESS);
 }
 
 static void host_fn(void *arg) {
@@ -376,6 +418,7 @@ int main(void) {
   test_parameter_layouts(mod);
   test_globals(mod);
   test_library();
+  test_tensor_maps(mod);
   test_host_functions_and_events();
   test_proc_address();
   test_memory();

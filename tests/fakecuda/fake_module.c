@@ -462,3 +462,58 @@ FAKE_EXPORT CUresult cuKernelGetParamInfo(CUkernel kernel, size_t index, size_t 
   if (!k) return CUDA_ERROR_INVALID_HANDLE;
   return param_info(k->function, index, offset, size);
 }
+
+/* ---- tensor maps ----
+ * A kernel takes one by value (a 128-byte parameter); the real driver keeps
+ * the global address in its first eight bytes, as the stand-in does, so a
+ * launch's arguments name it (docs/driver-facts.md). The address must be
+ * 16-byte aligned; NULL is accepted. The rest of the stand-in's descriptor
+ * is zero. */
+
+static CUresult encode_map(CUtensorMap *map, void *address) {
+  if (!map || (uintptr_t)address % 16) return CUDA_ERROR_INVALID_VALUE;
+  memset(map, 0, sizeof *map);
+  uint64_t a = (uintptr_t)address;
+  memcpy(map, &a, sizeof a);
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuTensorMapEncodeTiled(
+    CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *address,
+    const cuuint64_t *dims, const cuuint64_t *strides, const cuuint32_t *box,
+    const cuuint32_t *element_strides, CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+    CUtensorMapL2promotion promotion, CUtensorMapFloatOOBfill fill) {
+  (void)type, (void)rank, (void)dims, (void)strides, (void)box, (void)element_strides;
+  (void)interleave, (void)swizzle, (void)promotion, (void)fill;
+  return encode_map(map, address);
+}
+
+FAKE_EXPORT CUresult cuTensorMapEncodeIm2col(
+    CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *address,
+    const cuuint64_t *dims, const cuuint64_t *strides, const int *lower, const int *upper,
+    cuuint32_t channels, cuuint32_t pixels, const cuuint32_t *element_strides,
+    CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion promotion,
+    CUtensorMapFloatOOBfill fill) {
+  (void)type, (void)rank, (void)dims, (void)strides, (void)lower, (void)upper, (void)channels;
+  (void)pixels, (void)element_strides, (void)interleave, (void)swizzle, (void)promotion, (void)fill;
+  return encode_map(map, address);
+}
+
+FAKE_EXPORT CUresult cuTensorMapEncodeIm2colWide(
+    CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank, void *address,
+    const cuuint64_t *dims, const cuuint64_t *strides, int lower, int upper, cuuint32_t channels,
+    cuuint32_t pixels, const cuuint32_t *element_strides, CUtensorMapInterleave interleave,
+    CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle, CUtensorMapL2promotion promotion,
+    CUtensorMapFloatOOBfill fill) {
+  (void)type, (void)rank, (void)dims, (void)strides, (void)lower, (void)upper, (void)channels;
+  (void)pixels, (void)element_strides, (void)interleave, (void)mode, (void)swizzle;
+  (void)promotion, (void)fill;
+  return encode_map(map, address);
+}
+
+FAKE_EXPORT CUresult cuTensorMapReplaceAddress(CUtensorMap *map, void *address) {
+  if (!map || (uintptr_t)address % 16) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t a = (uintptr_t)address;
+  memcpy(map, &a, sizeof a);
+  return CUDA_SUCCESS;
+}

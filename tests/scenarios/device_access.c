@@ -12,10 +12,11 @@ static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
                           ".visible .global .attribute(.managed) .align 4 .b8 table[4096];\n"
                           ".visible .entry use(.param .u64 p)\n{\n  ret;\n}\n"
                           ".visible .entry use_struct(.param .align 8 .b8 s[16])\n{\n  ret;\n}\n"
-                          ".visible .entry uses_table()\n{\n  ret;\n}\n";
+                          ".visible .entry uses_table()\n{\n  ret;\n}\n"
+                          ".visible .entry use_map(.param .align 64 .b8 map[128])\n{\n  ret;\n}\n";
 
 static CUmodule mod;
-static CUfunction use, use_struct, uses_table;
+static CUfunction use, use_struct, uses_table, use_map;
 static CUstream s, t;
 static CUdeviceptr m, g;
 static volatile int sink;
@@ -155,7 +156,44 @@ static void reloaded_module(void) {
   EXPECT_RC(cuModuleUnload(two), CUDA_SUCCESS);
 }
 
+/* A tensor map over p (a 256 x 256 float matrix), as a kernel takes it: by
+ * value, a 128-byte parameter with the address in its first word. */
+static CUtensorMap tensor_map_over(CUdeviceptr p) {
+  CUtensorMap map;
+  cuuint64_t dims[2] = {256, 256}, strides[1] = {256 * sizeof(float)};
+  cuuint32_t box[2] = {32, 32}, element_strides[2] = {1, 1};
+  EXPECT_RC(cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, (void *)p, dims,
+                                   strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                   CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+            CUDA_SUCCESS);
+  return map;
+}
+static void launch_map(CUstream stream, CUtensorMap *map) {
+  void *args[] = {map};
+  launch(use_map, stream, args);
+}
+/* wrong: a tensor map over m, single-attached to s, given to a kernel on t (AC301) */
+static void tensor_map_foreign(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  CUtensorMap map = tensor_map_over(m);
+  launch_map(t, &map);
+}
+/* wrong: a map made over GLOBAL memory, then pointed at m (AC301) */
+static void tensor_map_replaced_foreign(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  CUtensorMap map = tensor_map_over(g);
+  EXPECT_RC(cuTensorMapReplaceAddress(&map, (void *)(m + 4096)), CUDA_SUCCESS);
+  launch_map(t, &map);
+}
+
 /* ---- right ---- */
+/* ... the map given to a kernel on s */
+static void tensor_map_same_stream(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  CUtensorMap map = tensor_map_over(m);
+  launch_map(s, &map);
+}
 static void graph_same_stream(void) {
   attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
   CUgraphExec exec = captured_graph(s, m);
@@ -218,6 +256,9 @@ static const struct scenario_case cases[] = {
     {"reattach_ordered", reattach_ordered},
     {"touch_unreached_global", touch_unreached_global},
     {"touch_reached_global", touch_reached_global},
+    {"tensor_map_foreign", tensor_map_foreign},
+    {"tensor_map_replaced_foreign", tensor_map_replaced_foreign},
+    {"tensor_map_same_stream", tensor_map_same_stream},
 };
 
 int main(int argc, char **argv) {
@@ -233,6 +274,7 @@ int main(int argc, char **argv) {
   EXPECT_RC(cu.cuModuleGetFunction(&use, mod, "use"), CUDA_SUCCESS);
   EXPECT_RC(cu.cuModuleGetFunction(&use_struct, mod, "use_struct"), CUDA_SUCCESS);
   EXPECT_RC(cu.cuModuleGetFunction(&uses_table, mod, "uses_table"), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&use_map, mod, "use_map"), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamCreate(&t, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   EXPECT_RC(cu.cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
