@@ -106,6 +106,16 @@ static bool declaration_layout(char **tok, int n, size_t *size, size_t *align, c
   return false;
 }
 
+/* Where a parameter of this alignment goes at or after offset: as an
+ * address counted from byte 0x210 of a 64-byte-aligned bank (where sm_90
+ * code reads its first parameter), which gives the offsets the H100's
+ * driver answers - a first parameter of .align 64 at 48 (docs/driver-facts.md). */
+#define PARAM_BANK_START 0x210u
+static size_t param_offset(size_t offset, size_t align) {
+  size_t at = PARAM_BANK_START + offset;
+  return (at + align - 1) / align * align - PARAM_BANK_START;
+}
+
 static bool parse_entry(struct fake_module *m, char *decl) {
   char *open = strchr(decl, '('), *close = strrchr(decl, ')');
   char *tok[16];
@@ -126,7 +136,7 @@ static bool parse_entry(struct fake_module *m, char *decl) {
       snprintf(copy, sizeof copy, "%s", param);
       n = tokenize(copy, tok, 16);
       if (!declaration_layout(tok, n, &size, &align, name)) continue;
-      offset = (offset + align - 1) / align * align;
+      offset = param_offset(offset, align);
       f->offset[f->count] = offset;
       f->size[f->count++] = size;
       offset += size;
