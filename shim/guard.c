@@ -110,9 +110,7 @@ static void desired_pages(bool any_busy) {
   ac_guard_wanted_update(&wanted_now, any_busy);
   if (!ac_opts.guard_verify) return;
   ac_guard_wanted_from_scratch(&scratch, any_busy);
-  if (scratch.n == wanted_now.n &&
-      (!scratch.n || memcmp(scratch.r, wanted_now.r, scratch.n * sizeof scratch.r[0]) == 0))
-    return;
+  if (range_equal(&scratch, &wanted_now)) return;
   ac_log("internal error: --guard-verify: the pages kept up to date (%zu ranges) differ from "
          "those computed from scratch (%zu ranges)",
          wanted_now.n, scratch.n);
@@ -292,7 +290,7 @@ void ac_guard_start(void) {
   if (ac_guard.enabled) {
     choose_backend();
     ac_model_enter();
-    ac_guard_classes_watch();
+    ac_guard_classes_update(); /* the classes are kept from now on (guard_classes.c) */
     ac_model_leave();
   }
   void *entry = ac_driver_entry[AC_ID_cuInit];

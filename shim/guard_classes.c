@@ -19,7 +19,7 @@
  * 10,000 allocations one by one.) Each allocation carries the class it is in
  * (ac_alloc.guard_tag), so leaving one needs no search.
  *
- * The classes are kept from the guard's start (ac_guard_classes_watch), not
+ * The classes are kept from the guard's start (its first update), not
  * grouped when something first turns busy: grouping 10,000 allocations alive
  * then took about 1 ms on the H100's host, a hiccup in the program's first
  * launch. An allocation above every other - as the driver mostly hands them
@@ -398,13 +398,10 @@ static void note(struct ac_alloc *a, bool leaving, void *unused) {
 
 /* ---- the whole of it ---- */
 
+/* a, in no class yet, into its own (its tag may be a former model's). */
 static void place_first(struct ac_alloc *a, void *unused) {
-  (void)unused;
   a->guard_tag = TAG_NONE;
-  struct place p = place_of(a);
-  if (p.kind != TAG_NONE && p.kind != TAG_GLOBAL) split_global();
-  if (p.kind != TAG_NONE) log_move(&all_managed, &all_managed.added, a);
-  enter(a, p);
+  note(a, false, unused);
 }
 
 void ac_guard_classes_reset(void) {
@@ -474,10 +471,6 @@ static void build(void) {
 void ac_guard_classes_update(void) {
   AC_ASSERT_MODEL_HELD();
   if (!built || ac_model_alloc_observer(ac_model) != note) build();
-}
-
-void ac_guard_classes_watch(void) {
-  ac_guard_classes_update();
 }
 
 const struct range_list *ac_guard_classes_all_managed(const struct range_list *window) {

@@ -13,9 +13,6 @@
 #include "model.h"
 #include "ranges.h"
 
-/* Keeps the classes from now on, as the model changes (the guard's start). */
-void ac_guard_classes_watch(void);
-
 /* Brings the classes up to date with the model (the first call groups every
  * allocation; later ones find them kept up to date as the model changed).
  *

@@ -54,11 +54,12 @@ static const struct range_list *within(const struct range_list *l,
   return &clipped;
 }
 
-/* The bytes of class id (those inside window, already) that mprotect
- * covers: what a protection key covers is the key's. */
-static const struct range_list *unkeyed_within(const void *id, const struct range_list *bytes,
+/* What mprotect covers of bytes (a class's, inside window already): bytes
+ * themselves, or - where protection keys cover some of them - unkeyed, the
+ * keys' remainder (ac_guard_keys_unkeyed*), clipped to window. */
+static const struct range_list *unkeyed_within(const struct range_list *bytes,
+                                               const struct range_list *unkeyed,
                                                const struct range_list *window) {
-  const struct range_list *unkeyed = ac_guard_keys_unkeyed(id, bytes);
   return unkeyed == bytes ? bytes : within(unkeyed, window);
 }
 
@@ -87,7 +88,7 @@ struct joining {
 static void join_stream_class(const struct ac_stream *s, const struct range_list *ranges,
                               void *ctx) {
   struct joining *j = ctx;
-  join(j->forbidden, unkeyed_within(s, ranges, j->window));
+  join(j->forbidden, unkeyed_within(ranges, ac_guard_keys_unkeyed(s, ranges), j->window));
 }
 
 static bool pending_forbidden(const struct ac_alloc *a) {
@@ -123,8 +124,9 @@ static void forbidden_bytes(struct range_list *forbidden, const struct range_lis
     range_normalise(&extra);
     join(forbidden, &extra);
   } else {
+    const struct range_list *global = ac_guard_classes_global(window);
     join(forbidden,
-         unkeyed_within(&ac_guard_global_class, ac_guard_classes_global(window), window));
+         unkeyed_within(global, ac_guard_keys_unkeyed(&ac_guard_global_class, global), window));
   }
   ac_guard_classes_for_each_stream(true, window, join_stream_class, &j);
   extra.n = 0;
@@ -142,8 +144,8 @@ static void wanted_pages(struct range_list *want, const struct range_list *windo
   forbidden_bytes(&forbidden, window);
   if (!forbidden.n) return;
   const struct range_list *managed = ac_guard_classes_all_managed(window);
-  const struct range_list *unkeyed = ac_guard_keys_unkeyed_managed(managed);
-  range_subtract(&allowed, unkeyed == managed ? managed : within(unkeyed, window), &forbidden);
+  range_subtract(&allowed, unkeyed_within(managed, ac_guard_keys_unkeyed_managed(managed), window),
+                 &forbidden);
   range_round_out(&forbidden_pages, &forbidden, (uintptr_t)ac_guard.page_size);
   range_round_out(&allowed_pages, &allowed, (uintptr_t)ac_guard.page_size);
   range_subtract(want, &forbidden_pages, &allowed_pages);

@@ -359,13 +359,13 @@ static void test_attached_again_while_pending(void) {
   ac_guard_classes_reset();
 }
 
-/* Kept from the start (ac_guard_classes_watch): allocations made one by one,
+/* Kept from the start (the first update): allocations made one by one,
  * all globally attached (GLOBAL shares all_managed's list) while a stream is
  * busy, then one attached to it (GLOBAL gets its own), then more made. */
 static void test_watched_from_the_start(void) {
   ac_model = ac_model_create();
   ac_guard_wanted_reset();
-  ac_guard_classes_watch();
+  ac_guard_classes_update();
   struct ac_stream *s = ac_model_stream_created(ac_model, 0x3000, 1, 0);
   ac_order_enqueue(ac_model, s, NULL);
   struct ac_alloc p;
