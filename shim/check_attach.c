@@ -82,9 +82,8 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
   struct ac_finding findings[AC_ATTACH_MAX_FINDINGS + 1];
   struct ac_stack stack; /* where it was attached: kept with the allocation */
   ac_stack_capture(&stack);
-  uintptr_t context = ac_stream_context(stream);
   ac_model_enter();
-  c.stream = ac_resolve_stream_locked(stream, per_thread, c.thread, context);
+  c.stream = ac_resolve_stream_locked(stream, per_thread, c.thread);
   if (c.stream.kind == AC_STREAM_UNTRACKED && !address_is_mapped((uintptr_t)stream))
     c.stream.kind = AC_STREAM_NEVER_CREATED;
   c.alloc = ac_model_find_alloc(ac_model, dptr);

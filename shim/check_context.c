@@ -35,13 +35,12 @@ static bool is_default_stream(CUstream stream) {
   return (uintptr_t)stream <= (uintptr_t)CU_STREAM_PER_THREAD;
 }
 
-uintptr_t ac_stream_context(CUstream stream) {
-  return is_default_stream(stream) ? current_context() : 0;
-}
-
-struct ac_stream_ref ac_resolve_stream_locked(CUstream stream, bool per_thread, uint64_t thread,
-                                              uintptr_t context) {
+/* A default-stream argument is taken in the calling thread's current
+ * context (asked of the driver only for those: cuCtxGetCurrent reads the
+ * calling thread's state, so under the model lock too). */
+struct ac_stream_ref ac_resolve_stream_locked(CUstream stream, bool per_thread, uint64_t thread) {
   AC_ASSERT_MODEL_HELD();
+  uintptr_t context = is_default_stream(stream) ? current_context() : 0;
   return ac_model_resolve_stream_in(ac_model, (uintptr_t)stream, per_thread, thread, context);
 }
 

@@ -19,8 +19,7 @@ const struct ac_stream *ac_current_host_function_stream(void) {
 }
 
 static struct ac_stream *stream_of(CUstream stream, bool per_thread) {
-  return ac_resolve_stream_locked(stream, per_thread, ac_thread_id(), ac_stream_context(stream))
-      .stream;
+  return ac_resolve_stream_locked(stream, per_thread, ac_thread_id()).stream;
 }
 
 /* Under the lock: one operation on s, of this kind for the stream's history.

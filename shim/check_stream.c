@@ -111,9 +111,8 @@ void ac_check_stream_destroyed(const char *api, CUstream stream, uint64_t serial
 }
 
 static void set_capturing(CUstream stream, bool per_thread, bool capturing) {
-  uintptr_t context = ac_stream_context(stream);
   ac_model_enter();
-  struct ac_stream_ref ref = ac_resolve_stream_locked(stream, per_thread, ac_thread_id(), context);
+  struct ac_stream_ref ref = ac_resolve_stream_locked(stream, per_thread, ac_thread_id());
   if (ref.stream) ac_model_set_capturing(ac_model, ref.stream, capturing);
   ac_model_leave();
 }

@@ -287,14 +287,9 @@ void ac_on_graph_exec_destroyed(CUgraphExec exec);
 void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread);
 void ac_on_stream_sync(CUstream stream, bool per_thread);
 /* ---- check_context.c: the context each stream belongs to ---- */
-/* The context a stream argument's default streams are taken in: the calling
- * thread's current one for a default-stream handle (asked of the driver only
- * then: cuCtxGetCurrent reads the calling thread's state, so under the model
- * lock too), 0 for any other. */
-uintptr_t ac_stream_context(CUstream stream);
-/* What a stream argument refers to, its default streams context's own. */
-struct ac_stream_ref ac_resolve_stream_locked(CUstream stream, bool per_thread, uint64_t thread,
-                                              uintptr_t context);
+/* What a stream argument refers to; a default stream is the calling
+ * thread's current context's own. */
+struct ac_stream_ref ac_resolve_stream_locked(CUstream stream, bool per_thread, uint64_t thread);
 /* After a stream was created: the calling thread's current context's. */
 void ac_check_stream_context(CUstream stream);
 /* Its streams' work ends with it. */
