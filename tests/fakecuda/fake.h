@@ -12,6 +12,7 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <uthash.h>
+#include <utlist.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>

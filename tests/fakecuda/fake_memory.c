@@ -50,9 +50,7 @@ static struct fake_alloc *record_mapped(uintptr_t base, size_t size, enum fake_m
   a->kind = kind;
   a->assoc = assoc;
   a->mapping = mapping;
-  a->next = allocs;
-  if (allocs) allocs->prev = a;
-  allocs = a;
+  DL_PREPEND(allocs, a);
   HASH_ADD(hh, by_base, base, sizeof a->base, a);
   return a;
 }
@@ -196,8 +194,7 @@ static CUresult release_mapped(uintptr_t base, enum fake_mem_kind kind,
   if (a && !(a->kind == kind && (!mapping || a->mapping == *mapping))) a = NULL;
   if (a) {
     HASH_DEL(by_base, a);
-    *(a->prev ? &a->prev->next : &allocs) = a->next;
-    if (a->next) a->next->prev = a->prev;
+    DL_DELETE(allocs, a);
   }
   if (a && a->kind == FAKE_MANAGED && a->size > SMALL_LIMIT) {
     freed_base = a->base;

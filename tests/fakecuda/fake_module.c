@@ -245,16 +245,24 @@ FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const
   return CUDA_ERROR_NOT_FOUND;
 }
 
+static const struct fake_global *global_named(const struct fake_module *m, const char *name) {
+  for (const struct fake_global *g = m->globals; g; g = g->next)
+    if (strcmp(g->name, name) == 0) return g;
+  return NULL;
+}
+
+/* A variable lookup's answer: g's address and size, or NOT_FOUND. */
+static CUresult answer_global(const struct fake_global *g, CUdeviceptr *dptr, size_t *bytes) {
+  if (!g) return CUDA_ERROR_NOT_FOUND;
+  if (dptr) *dptr = g->address;
+  if (bytes) *bytes = g->size;
+  return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
                                           const char *name) {
   if (!hmod || !name) return CUDA_ERROR_INVALID_VALUE;
-  for (struct fake_global *g = ((struct fake_module *)hmod)->globals; g; g = g->next)
-    if (strcmp(g->name, name) == 0) {
-      if (dptr) *dptr = g->address;
-      if (bytes) *bytes = g->size;
-      return CUDA_SUCCESS;
-    }
-  return CUDA_ERROR_NOT_FOUND;
+  return answer_global(global_named((struct fake_module *)hmod, name), dptr, bytes);
 }
 
 FAKE_EXPORT CUresult cuModuleUnload(CUmodule hmod) {
@@ -425,15 +433,9 @@ static CUresult library_variable(CUdeviceptr *dptr, size_t *bytes, CUlibrary lib
                                  const char *name, bool managed_only) {
   if (!library) return CUDA_ERROR_INVALID_HANDLE;
   if (!name) return CUDA_ERROR_INVALID_VALUE;
-  for (struct fake_global *g =
-           ((struct fake_module *)((struct fake_library *)library)->module)->globals;
-       g; g = g->next)
-    if (strcmp(g->name, name) == 0 && (g->managed || !managed_only)) {
-      if (dptr) *dptr = g->address;
-      if (bytes) *bytes = g->size;
-      return CUDA_SUCCESS;
-    }
-  return CUDA_ERROR_NOT_FOUND;
+  const struct fake_global *g =
+      global_named((struct fake_module *)((struct fake_library *)library)->module, name);
+  return answer_global(g && (g->managed || !managed_only) ? g : NULL, dptr, bytes);
 }
 
 FAKE_EXPORT CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
