@@ -331,6 +331,16 @@ static void test_new_model(void) {
   ac_guard_classes_reset();
 }
 
+/* A managed allocation of size bytes at base, attached assoc, into the model. */
+static struct ac_alloc *add_managed(uintptr_t base, size_t size, enum ac_assoc assoc) {
+  struct ac_alloc p;
+  memset(&p, 0, sizeof p);
+  p.base = base, p.size = size, p.kind = AC_MEM_MANAGED;
+  p.assoc = p.default_flags = assoc;
+  ac_model_add_alloc(ac_model, &p);
+  return ac_model_find_alloc(ac_model, base);
+}
+
 /* Attached again while its attach is pending, with no stream turning busy or
  * idle: the allocation is judged again. SINGLE to u (busy), then HOST on s:
  * both bind, u forbids; HOST on s again: HOST and HOST bind, the CPU may
@@ -340,12 +350,7 @@ static void test_attached_again_while_pending(void) {
   ac_guard_wanted_reset();
   struct ac_stream *u = ac_model_stream_created(ac_model, 0x2000, 1, 0);
   struct ac_stream *s = ac_model_stream_created(ac_model, 0x2010, 1, 0);
-  struct ac_alloc p;
-  memset(&p, 0, sizeof p);
-  p.base = BASE, p.size = CELL, p.kind = AC_MEM_MANAGED;
-  p.assoc = p.default_flags = AC_ASSOC_HOST;
-  ac_model_add_alloc(ac_model, &p);
-  struct ac_alloc *a = ac_model_find_alloc(ac_model, BASE);
+  struct ac_alloc *a = add_managed(BASE, CELL, AC_ASSOC_HOST);
   ac_order_attach(ac_model, a, AC_ASSOC_SINGLE, u, ac_order_enqueue(ac_model, u, NULL), NULL);
   ac_order_host_syncs_stream(ac_model, u);
   ac_order_enqueue(ac_model, u, NULL);
@@ -368,14 +373,9 @@ static void test_watched_from_the_start(void) {
   ac_guard_classes_update();
   struct ac_stream *s = ac_model_stream_created(ac_model, 0x3000, 1, 0);
   ac_order_enqueue(ac_model, s, NULL);
-  struct ac_alloc p;
-  memset(&p, 0, sizeof p);
-  p.kind = AC_MEM_MANAGED;
-  p.assoc = p.default_flags = AC_ASSOC_GLOBAL;
   bool right = true;
   for (int i = 0; i < CELLS; i++) {
-    p.base = BASE + (uintptr_t)i * CELL, p.size = CELL / 2;
-    ac_model_add_alloc(ac_model, &p);
+    add_managed(BASE + (uintptr_t)i * CELL, CELL / 2, AC_ASSOC_GLOBAL);
     if (i == CELLS / 2) {
       struct ac_alloc *a = ac_model_find_alloc(ac_model, BASE + CELL);
       ac_order_attach(ac_model, a, AC_ASSOC_SINGLE, s, ac_order_enqueue(ac_model, s, NULL), NULL);
