@@ -27,8 +27,18 @@ AC_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
 FREE(cuMemFree_v2, (CUdeviceptr dptr), (dptr), dptr)
 FREE(cuMemFreeHost, (void *p), (p), (uintptr_t)p)
 FREE(cuMemHostUnregister, (void *p), (p), (uintptr_t)p)
-FREE(cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream), dptr)
-FREE(cuMemFreeAsync_ptsz, (CUdeviceptr dptr, CUstream hStream), (dptr, hStream), dptr)
+/* A stream-ordered free is also an operation of its stream. */
+#define FREE_ASYNC(Name, PerThread)                                                                \
+  AC_EXPORT CUresult Name(CUdeviceptr dptr, CUstream hStream) {                                    \
+    AC_START_OR_FAIL(Name);                                                                        \
+    uint64_t serial = ac_check_before_free(dptr);                                                  \
+    CUresult r = ac_real.Name(dptr, hStream);                                                      \
+    ac_check_freed(dptr, serial, r);                                                               \
+    if (r == CUDA_SUCCESS) ac_on_work(#Name, hStream, PerThread);                                  \
+    return r;                                                                                      \
+  }
+FREE_ASYNC(cuMemFreeAsync, false)
+FREE_ASYNC(cuMemFreeAsync_ptsz, true)
 FREE(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr), dptr)
 
 /* A range of virtual memory loses its mapping, or its reservation: whatever

@@ -1,6 +1,7 @@
 /* interceptors_work.c - wrappers of the work that is enqueued on a stream
  * other than copies and sets (interceptors_copy.c): kernels, graphs,
- * prefetches, host functions, stream memory operations, and graphs changed
+ * prefetches, host functions, stream memory operations, stream-ordered
+ * allocations, sparse mappings, external semaphores, and graphs changed
  * after instantiation. Thin: forward, then tell check_order.c, kernel_args.c
  * and graph_args.c. */
 #include "shim.h"
@@ -207,6 +208,25 @@ WORK(cuMemDiscardAndPrefetchBatchAsync, false, AC_PREFETCH_BATCH_PARAMS, AC_PREF
      hStream)
 WORK(cuMemDiscardAndPrefetchBatchAsync_ptsz, true, AC_PREFETCH_BATCH_PARAMS, AC_PREFETCH_BATCH_ARGS,
      hStream)
+
+/* A stream-ordered allocation, a sparse array's mapping and an external
+ * semaphore's signal or wait name no managed memory, but each is an operation
+ * of its stream: memory attached to it stays the GPU's until it completes. */
+#define ALLOC_ASYNC_ARGS (dptr, bytesize, hStream)
+WORK(cuMemAllocAsync, false, AC_ALLOC_ASYNC_PARAMS, ALLOC_ASYNC_ARGS, hStream)
+WORK(cuMemAllocAsync_ptsz, true, AC_ALLOC_ASYNC_PARAMS, ALLOC_ASYNC_ARGS, hStream)
+#define ALLOC_POOL_ARGS (dptr, bytesize, pool, hStream)
+WORK(cuMemAllocFromPoolAsync, false, AC_ALLOC_POOL_PARAMS, ALLOC_POOL_ARGS, hStream)
+WORK(cuMemAllocFromPoolAsync_ptsz, true, AC_ALLOC_POOL_PARAMS, ALLOC_POOL_ARGS, hStream)
+#define MAP_ARRAY_ARGS (mapInfoList, count, hStream)
+WORK(cuMemMapArrayAsync, false, AC_MAP_ARRAY_PARAMS, MAP_ARRAY_ARGS, hStream)
+WORK(cuMemMapArrayAsync_ptsz, true, AC_MAP_ARRAY_PARAMS, MAP_ARRAY_ARGS, hStream)
+#define SIGNAL_PARAMS AC_SEMAPHORES_PARAMS(CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS)
+#define WAIT_PARAMS AC_SEMAPHORES_PARAMS(CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS)
+WORK(cuSignalExternalSemaphoresAsync, false, SIGNAL_PARAMS, AC_SEMAPHORES_ARGS, stream)
+WORK(cuSignalExternalSemaphoresAsync_ptsz, true, SIGNAL_PARAMS, AC_SEMAPHORES_ARGS, stream)
+WORK(cuWaitExternalSemaphoresAsync, false, WAIT_PARAMS, AC_SEMAPHORES_ARGS, stream)
+WORK(cuWaitExternalSemaphoresAsync_ptsz, true, WAIT_PARAMS, AC_SEMAPHORES_ARGS, stream)
 
 /* ---- graphs instantiated or updated through the ABIs of CUDA 10 and 11 ---- */
 INSTANTIATE(cuGraphInstantiate, AC_INSTANTIATE_OLD_PARAMS, AC_INSTANTIATE_OLD_ARGS)

@@ -1,8 +1,8 @@
 /* conformance.c - what the scenarios rely on the stand-in driver to do as the
  * real one does, beyond the attach table: kernel parameter layouts from PTX,
- * __managed__ variables, host functions in stream order, events, copies, and
- * how cuGetProcAddress maps names to ABIs. Run over the stand-in driver in CI and
- * over the real driver in the GPU suite: both must pass. */
+ * __managed__ variables, host functions in stream order, events, copies, stream
+ * work that names no managed memory, and how cuGetProcAddress maps names to ABIs. Run over the
+ * stand-in driver in CI and over the real driver in the GPU suite: both must pass. */
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "sparse_tile.h"
 
 static int passed, failed;
 
@@ -232,6 +234,44 @@ static void test_memory(void) {
   CHECK(cuMemFree(big) == CUDA_SUCCESS);
 }
 
+/* Stream work that names no managed memory: stream-ordered allocations, a
+ * sparse array's tile mapped, external semaphores (refused without one: no
+ * graphics API on the GPU machine exports one), batch decompression (refused
+ * on an H100, which has no engine for it). */
+static void test_stream_resources(CUdevice dev) {
+  CUstream s;
+  CUdeviceptr d, p;
+  CUmemoryPool pool;
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CHECK(cuMemAllocAsync(&d, 4096, s) == CUDA_SUCCESS && cuMemFreeAsync(d, s) == CUDA_SUCCESS);
+  CHECK(cuDeviceGetDefaultMemPool(&pool, dev) == CUDA_SUCCESS);
+  CHECK(cuMemAllocFromPoolAsync(&p, 4096, pool, s) == CUDA_SUCCESS);
+  CHECK(cuMemFreeAsync(p, s) == CUDA_SUCCESS);
+  CHECK(cuSignalExternalSemaphoresAsync(NULL, NULL, 0, s) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuWaitExternalSemaphoresAsync(NULL, NULL, 0, s) == CUDA_ERROR_INVALID_VALUE);
+  CUexternalSemaphore sem;
+  CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC none = {.type = CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD,
+                                              .handle.fd = -1};
+  CHECK(cuImportExternalSemaphore(&sem, &none) == CUDA_ERROR_UNKNOWN);
+  CUarray array;
+  CUmemGenericAllocationHandle tiles;
+  CUDA_ARRAY_SPARSE_PROPERTIES props;
+  CHECK(sparse_tile_map(s, &array, &tiles) == CUDA_SUCCESS);
+  CHECK(cuArrayGetSparseProperties(&props, array) == CUDA_SUCCESS);
+  CHECK(props.tileExtent.width == 128 && props.tileExtent.height == 128);
+  CHECK(cuMemMapArrayAsync(NULL, 0, s) == CUDA_ERROR_INVALID_VALUE);
+  CUarrayMapInfo map = sparse_tile_info(array, tiles);
+  map.memOperationType = CU_MEM_OPERATION_TYPE_UNMAP;
+  map.memHandle.memHandle = 0;
+  CHECK(cuMemMapArrayAsync(&map, 1, s) == CUDA_SUCCESS);
+  CUmemDecompressParams unpack = {0};
+  size_t fail = 0;
+  CHECK(cuMemBatchDecompressAsync(&unpack, 1, 0, &fail, s) == CUDA_ERROR_NOT_SUPPORTED);
+  CHECK(cuStreamSynchronize(s) == CUDA_SUCCESS);
+  CHECK(cuMemRelease(tiles) == CUDA_SUCCESS && cuArrayDestroy(array) == CUDA_SUCCESS);
+  CHECK(cuStreamDestroy(s) == CUDA_SUCCESS);
+}
+
 /* A pitched 2D copy between host-typed sides moves the bytes, a managed
  * source included; a batch refuses the legacy NULL stream (documented). */
 static void test_copies(void) {
@@ -424,6 +464,7 @@ int main(void) {
   test_proc_address();
   test_memory();
   test_copies();
+  test_stream_resources(dev);
   CUfunction none;
   CHECK(cuModuleGetFunction(&none, mod, "none") == CUDA_SUCCESS);
   test_graphs(none);

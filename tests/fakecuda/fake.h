@@ -78,6 +78,8 @@ struct fake_alloc {
 /* The allocation holding addr, or NULL. Caller holds fake_lock. */
 struct fake_alloc *fake_find_alloc(uintptr_t addr);
 CUresult fake_alloc_managed(CUdeviceptr *dptr, size_t bytes, unsigned assoc);
+/* A stream-ordered allocation of device memory: an operation of stream h. */
+CUresult fake_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h, bool per_thread_entry);
 /* Frees memory the driver made for itself (a module's variables) without
  * passing through the exported cuMemFree, as the real driver does. */
 CUresult fake_free_internal(CUdeviceptr dptr);

@@ -300,15 +300,15 @@ FAKE_EXPORT CUresult cuMemHostUnregister(void *p) {
 
 /* ---- stream-ordered allocations: device memory, made and freed at once ---- */
 
-static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h, bool pt) {
+CUresult fake_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h, bool pt) {
   CUresult r = alloc_device(dptr, bytesize);
   return r == CUDA_SUCCESS ? fake_enqueue_work(h, pt) : r;
 }
 FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream h) {
-  return alloc_async(dptr, bytesize, h, false);
+  return fake_alloc_async(dptr, bytesize, h, false);
 }
 FAKE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream h) {
-  return alloc_async(dptr, bytesize, h, true);
+  return fake_alloc_async(dptr, bytesize, h, true);
 }
 
 static CUresult free_async(CUdeviceptr dptr, CUstream h, bool pt) {

@@ -3,13 +3,17 @@
  * reads or writes one address), the end of a context (every allocation and
  * stream of it ends), the unloading of a module (its __managed__ variables
  * end), a library's variables found by cuLibraryGetGlobal, the events cuLaunchKernelEx records,
+ * stream work that names no managed memory (stream-ordered allocations, sparse
+ * mappings, external semaphores),
  * green contexts: their streams and their events, and a context's own events.
  *
  *   driver_api CASE
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <unistd.h>
 
+#include "../fakecuda/sparse_tile.h"
 #include "scenario.h"
 
 static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -128,6 +132,97 @@ static void prefetch_batch_sync(void) {
   prefetch_batch_on_s();
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
   sink = *(volatile int *)g;
+}
+
+/* ---- stream work that names no managed memory ----
+ * Each case runs one such operation on s and touches GLOBAL memory: while
+ * the operation may be in flight (AC202), or after the host waited for s. */
+static void work_then_touch(void (*work_on_s)(void), bool wait) {
+  work_on_s();
+  if (wait) EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  sink = *(volatile int *)g;
+}
+static void alloc_async_on_s(void) {
+  CUdeviceptr d;
+  EXPECT_RC(cuMemAllocAsync(&d, 4096, s), CUDA_SUCCESS);
+}
+static void free_async_on_s(void) {
+  CUdeviceptr d;
+  EXPECT_RC(cuMemAllocAsync(&d, 4096, t), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+  EXPECT_RC(cuMemFreeAsync(d, s), CUDA_SUCCESS);
+}
+static void pool_alloc_on_s(void) {
+  CUmemoryPool pool;
+  CUdeviceptr d;
+  EXPECT_RC(cuDeviceGetDefaultMemPool(&pool, dev), CUDA_SUCCESS);
+  EXPECT_RC(cuMemAllocFromPoolAsync(&d, 4096, pool, s), CUDA_SUCCESS);
+}
+static void map_array_on_s(void) {
+  CUarray array;
+  CUmemGenericAllocationHandle tiles;
+  EXPECT_RC(sparse_tile_map(s, &array, &tiles), CUDA_SUCCESS);
+}
+/* A semaphore another API exported (any descriptor, over the stand-in). */
+static CUexternalSemaphore imported_semaphore(void) {
+  CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC desc = {.type = CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD,
+                                              .handle.fd = dup(2)};
+  CUexternalSemaphore sem = NULL;
+  EXPECT_RC(cuImportExternalSemaphore(&sem, &desc), CUDA_SUCCESS);
+  return sem;
+}
+static void semaphore_signal_on_s(void) {
+  CUexternalSemaphore sem = imported_semaphore();
+  CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS params = {0};
+  EXPECT_RC(cuSignalExternalSemaphoresAsync(&sem, &params, 1, s), CUDA_SUCCESS);
+}
+static void semaphore_wait_on_s(void) {
+  CUexternalSemaphore sem = imported_semaphore();
+  CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS params = {0};
+  EXPECT_RC(cuWaitExternalSemaphoresAsync(&sem, &params, 1, s), CUDA_SUCCESS);
+}
+/* The driver refuses a signal or a wait of no semaphore: no work on s. */
+static void semaphores_refused_on_s(void) {
+  EXPECT_RC(cuSignalExternalSemaphoresAsync(NULL, NULL, 0, s), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_RC(cuWaitExternalSemaphoresAsync(NULL, NULL, 0, s), CUDA_ERROR_INVALID_VALUE);
+}
+/* wrong: each is work of s while the CPU touches GLOBAL memory (AC202) */
+static void alloc_async_busy_touch(void) {
+  work_then_touch(alloc_async_on_s, false);
+}
+static void free_async_busy_touch(void) {
+  work_then_touch(free_async_on_s, false);
+}
+static void pool_alloc_busy_touch(void) {
+  work_then_touch(pool_alloc_on_s, false);
+}
+static void map_array_busy_touch(void) {
+  work_then_touch(map_array_on_s, false);
+}
+static void semaphore_signal_busy_touch(void) {
+  work_then_touch(semaphore_signal_on_s, false);
+}
+static void semaphore_wait_busy_touch(void) {
+  work_then_touch(semaphore_wait_on_s, false);
+}
+/* right: ... after the host waited for s, or when the driver refused it */
+static void alloc_async_sync(void) {
+  work_then_touch(alloc_async_on_s, true);
+}
+static void free_async_sync(void) {
+  work_then_touch(free_async_on_s, true);
+}
+static void pool_alloc_sync(void) {
+  work_then_touch(pool_alloc_on_s, true);
+}
+static void map_array_sync(void) {
+  work_then_touch(map_array_on_s, true);
+}
+static void semaphore_wait_sync(void) {
+  work_then_touch(semaphore_wait_on_s, true);
+}
+static void semaphores_refused_touch(void) {
+  work_then_touch(semaphores_refused_on_s, false);
 }
 
 /* The instantiation ABI of CUDA 11, which cuda.h 12 and later declare only
@@ -554,6 +649,18 @@ static const struct scenario_case cases[] = {
     {"graph_upload_sync", graph_upload_sync},
     {"prefetch_batch_busy_touch", prefetch_batch_busy_touch},
     {"prefetch_batch_sync", prefetch_batch_sync},
+    {"alloc_async_busy_touch", alloc_async_busy_touch},
+    {"alloc_async_sync", alloc_async_sync},
+    {"free_async_busy_touch", free_async_busy_touch},
+    {"free_async_sync", free_async_sync},
+    {"pool_alloc_busy_touch", pool_alloc_busy_touch},
+    {"pool_alloc_sync", pool_alloc_sync},
+    {"map_array_busy_touch", map_array_busy_touch},
+    {"map_array_sync", map_array_sync},
+    {"semaphore_signal_busy_touch", semaphore_signal_busy_touch},
+    {"semaphore_wait_busy_touch", semaphore_wait_busy_touch},
+    {"semaphore_wait_sync", semaphore_wait_sync},
+    {"semaphores_refused_touch", semaphores_refused_touch},
     {"old_instantiate_foreign", old_instantiate_foreign},
     {"old_instantiate_same_stream", old_instantiate_same_stream},
     {"ctx_destroy_touch", ctx_destroy_touch},
