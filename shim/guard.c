@@ -225,12 +225,14 @@ void ac_guard_print_stats(void) {
   if (!ac_guard.enabled || !ac_opts.verbose) return;
   ac_model_enter();
   ac_log("page guard: %lu refreshes (%lu rebuilds, %lu from scratch, %lu ranges of pages looked "
-         "at again in the others), %lu mprotect calls, %lu faults (%lu by the driver, %lu "
-         "unjudged), at most %lu ranges protected, %.3f ms refreshing, %.3f ms judging faults",
+         "at again in the others, %lu of those resumed the pages kept while idle), %lu mprotect "
+         "calls, %lu faults (%lu by the driver, %lu unjudged), at most %lu ranges protected, %.3f "
+         "ms refreshing, %.3f ms judging faults",
          ac_guard.stats.refreshes, ac_guard.stats.rebuilds, ac_guard.stats.from_scratch,
-         ac_guard.stats.window_ranges, ac_guard.stats.mprotects, ac_guard.stats.faults,
-         ac_guard.stats.driver_faults, ac_guard.stats.unjudged, ac_guard.stats.largest,
-         ac_guard.stats.seconds * 1e3, ac_guard.stats.handler_seconds * 1e3);
+         ac_guard.stats.window_ranges, ac_guard.stats.resumed, ac_guard.stats.mprotects,
+         ac_guard.stats.faults, ac_guard.stats.driver_faults, ac_guard.stats.unjudged,
+         ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
+         ac_guard.stats.handler_seconds * 1e3);
   if (ac_guard_keys_count())
     ac_log("page guard: protection keys: %lu ranges tagged, %lu faults on keyed memory, %lu "
            "threads signalled to drop a key (%lu did not answer in time)",

@@ -34,6 +34,17 @@ static bool last_busy;             /* the last update found something busy */
 static bool keys_were_active;      /* ac_guard_keys_active() then */
 static uint64_t busy_changes_seen; /* ac_order_busy_changes() then */
 
+/* While nothing is busy nothing is protected, but the pages of the last
+ * update that found something busy are kept, with what changed since logged
+ * against them (the moves, the streams busy then, the pending verdicts then):
+ * when work starts again they are brought up to date through a window of
+ * what changed. Without them, the first update after every synchronisation
+ * would look at every class whole - GLOBAL turned forbidden again - and a
+ * program attaching one allocation after another between synchronisations
+ * would pay for everything alive each time. */
+static struct range_list kept;
+static bool kept_valid;
+
 /* ---- the arithmetic, over every byte or over a window ---- */
 
 /* forbidden = forbidden joined with l (both normalised). */
@@ -226,6 +237,28 @@ static void level_with_scratch(void) {
   busy_changes_seen = ac_order_busy_changes(ac_model);
 }
 
+static void swap_lists(struct range_list *a, struct range_list *b) {
+  struct range_list t = *a;
+  *a = *b;
+  *b = t;
+}
+
+/* Nothing is busy: nothing is forbidden. The last busy update's pages are
+ * kept while what they were computed against still holds; otherwise what
+ * changes meanwhile is looked at once something is busy, against nothing
+ * forbidden. */
+static void update_idle(struct range_list *want, bool keys_active, bool rekeyed) {
+  if (up_to_date && last_busy) {
+    swap_lists(&kept, want);
+    kept_valid = !ac_model_reach_semantics(ac_model);
+  }
+  if (rekeyed || keys_active != keys_were_active) kept_valid = false;
+  want->n = 0;
+  if (kept_valid) return;
+  ac_guard_classes_moved_clear();
+  ac_guard_classes_forget_flips();
+}
+
 void ac_guard_wanted_update(struct range_list *want, bool any_busy) {
   static struct range_list window;
   AC_ASSERT_MODEL_HELD();
@@ -233,16 +266,20 @@ void ac_guard_wanted_update(struct range_list *want, bool any_busy) {
   bool moved_all, rekeyed_all, global_flipped = !last_busy;
   const struct range_list *moved = ac_guard_classes_moved(&moved_all);
   const struct range_list *rekeyed = ac_guard_keys_take_rekeyed(&rekeyed_all);
-  if (!any_busy) { /* nothing forbidden; what changes meanwhile is looked at once busy */
-    want->n = 0;
-    ac_guard_classes_moved_clear();
-    ac_guard_classes_forget_flips();
+  if (!any_busy) {
+    update_idle(want, keys_active, rekeyed->n || rekeyed_all);
   } else if (!up_to_date || moved_all || rekeyed_all || keys_active != keys_were_active ||
              ac_model_reach_semantics(ac_model)) {
     wanted_pages(want, NULL);
     level_with_scratch();
+    kept_valid = false;
     ac_guard.stats.from_scratch++;
   } else {
+    if (!last_busy && kept_valid) { /* against the kept pages: GLOBAL was forbidden there too */
+      swap_lists(&kept, want);
+      kept_valid = global_flipped = false;
+      ac_guard.stats.resumed++;
+    }
     changed_pages(&window, moved, rekeyed, global_flipped);
     update_within(want, &window);
     ac_guard.stats.window_ranges += window.n;
@@ -253,5 +290,5 @@ void ac_guard_wanted_update(struct range_list *want, bool any_busy) {
 }
 
 void ac_guard_wanted_reset(void) {
-  up_to_date = false;
+  up_to_date = kept_valid = false;
 }

@@ -307,6 +307,7 @@ static void test_against_scratch(void) {
   }
   CHECK(wrong == 0 && saw_logged > 100);
   CHECK(wrong_pages == 0 && saw_wanted > 100);
+  CHECK(ac_guard.stats.resumed > 20);  /* the pages kept while nothing was busy, resumed */
   CHECK(ac_guard.stats.rebuilds == 1); /* grouped from scratch once */
   CHECK(saw_pending > 100 && saw_single > 100 && saw_touching > 100);
   ac_model_destroy(ac_model);
