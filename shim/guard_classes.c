@@ -86,6 +86,13 @@ static size_t pending_count, pending_cap;
 enum verdict { ALLOWED, FORBIDDEN, UNJUDGED };
 static uint8_t *verdicts;
 static size_t verdicts_cap;
+/* The indices in pending[] that turned UNJUDGED since the last pending_flips
+ * (some stale: judged since, or beyond pending_count), so that judging the
+ * few that moved does not look at every pending allocation - a program
+ * attaching thousands without a synchronisation has thousands pending. */
+static uint32_t *unjudged;
+static size_t unjudged_count, unjudged_cap;
+static bool unjudged_lost; /* memory ran out: every pending one is looked at */
 /* The bytes of the pending allocations whose verdict is FORBIDDEN: a class
  * of its own, so that a window of pages finds them by a search, not by a
  * look at every pending allocation. */
@@ -315,6 +322,17 @@ static void set_verdict(size_t i, uint8_t verdict) {
   verdicts[i] = verdict;
 }
 
+/* pending[i] is to be judged at the next pending_flips. */
+static void to_judge(size_t i) {
+  verdicts[i] = UNJUDGED;
+  if (unjudged_lost) return;
+  /* More than there are pending allocations: a look at each is no dearer. */
+  if (unjudged_count <= pending_count + 64 && AC_GROW(unjudged, unjudged_count, unjudged_cap, 16))
+    unjudged[unjudged_count++] = (uint32_t)i;
+  else
+    unjudged_lost = true;
+}
+
 /* GLOBAL's own list: all_managed's, as every member of that is GLOBAL. */
 static void split_global(void) {
   if (!global_is_all) return;
@@ -331,6 +349,7 @@ static void leave(struct ac_alloc *a) {
     pending[i] = pending[--pending_count];
     verdicts[i] = verdicts[pending_count];
     if (i < pending_count) pending[i]->guard_tag = TAG_PENDING | (uint32_t)i;
+    if (i < pending_count && verdicts[i] == UNJUDGED) to_judge(i); /* it moved down to i */
   } else if (tag == TAG_GLOBAL) {
     if (!global_is_all) log_move(&global, &global.removed, a);
   } else if (tag >= TAG_STREAM) {
@@ -349,8 +368,8 @@ static bool enter(struct ac_alloc *a, struct place p) {
         !AC_GROW(verdicts, pending_count, verdicts_cap, 16))
       return false;
     a->guard_tag = TAG_PENDING | (uint32_t)pending_count;
-    verdicts[pending_count] = UNJUDGED; /* it moved: its pages are looked at anyway */
-    pending[pending_count++] = a;
+    pending[pending_count] = a;
+    to_judge(pending_count++); /* it moved: its pages are looked at anyway */
   } else if (p.kind == TAG_GLOBAL) {
     if (!global_is_all) log_move(&global, &global.added, a);
     a->guard_tag = TAG_GLOBAL;
@@ -383,7 +402,8 @@ static void note(struct ac_alloc *a, bool leaving, void *unused) {
   struct place now = leaving ? (struct place){TAG_NONE, NULL} : place_of(a);
   if (was.kind == now.kind && was.stream == now.stream) {
     if (now.kind == TAG_PENDING) { /* attached again while pending: judged again */
-      set_verdict(a->guard_tag & ~TAG_PENDING, UNJUDGED);
+      set_verdict(a->guard_tag & ~TAG_PENDING, ALLOWED); /* its bytes leave forbidden_pending */
+      to_judge(a->guard_tag & ~TAG_PENDING);
       log_moved(a);
     }
     return;
@@ -415,10 +435,14 @@ void ac_guard_classes_reset(void) {
   }
   free(slots);
   free(free_slots);
+  free(unjudged);
+  unjudged = NULL;
+  unjudged_cap = 0;
   slots = NULL;
   free_slots = NULL;
   slot_count = slot_cap = free_count = free_cap = live_classes = 0;
-  pending_count = 0;
+  pending_count = unjudged_count = 0;
+  unjudged_lost = false;
   built = global_is_all = false;
   moved.n = was_busy_count = now_busy_count = 0;
   moved_all = true;
@@ -580,14 +604,26 @@ void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
   now_busy = swap, now_busy_cap = swap_cap, now_busy_count = 0;
 }
 
+static void judge(size_t i, bool (*forbidden)(const struct ac_alloc *a),
+                  void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx) {
+  uint8_t now = forbidden(pending[i]) ? FORBIDDEN : ALLOWED;
+  if (verdicts[i] != UNJUDGED && now != verdicts[i]) fn(pending[i], ctx);
+  set_verdict(i, now);
+}
+
 void ac_guard_classes_pending_flips(bool all, bool (*forbidden)(const struct ac_alloc *a),
                                     void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx) {
-  for (size_t i = 0; i < pending_count; i++) {
-    if (!all && verdicts[i] != UNJUDGED) continue;
-    uint8_t now = forbidden(pending[i]) ? FORBIDDEN : ALLOWED;
-    if (verdicts[i] != UNJUDGED && now != verdicts[i]) fn(pending[i], ctx);
-    set_verdict(i, now);
+  if (all || unjudged_lost) {
+    for (size_t i = 0; i < pending_count; i++)
+      if (all || verdicts[i] == UNJUDGED) judge(i, forbidden, fn, ctx);
+  } else {
+    for (size_t k = 0; k < unjudged_count; k++) {
+      size_t i = unjudged[k];
+      if (i < pending_count && verdicts[i] == UNJUDGED) judge(i, forbidden, fn, ctx);
+    }
   }
+  unjudged_count = 0;
+  unjudged_lost = false;
 }
 
 const struct range_list *ac_guard_classes_forbidden_pending(const struct range_list *window) {
@@ -599,6 +635,8 @@ void ac_guard_classes_forget_flips(void) {
   was_busy_count = 0;
   for (size_t i = 0; i < pending_count; i++)
     verdicts[i] = ALLOWED;
+  unjudged_count = 0;
+  unjudged_lost = false;
   forbidden_pending.ranges.n = forbidden_pending.added.n = forbidden_pending.removed.n = 0;
 }
 

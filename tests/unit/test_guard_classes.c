@@ -365,6 +365,26 @@ static void test_attached_again_while_pending(void) {
   ac_guard_classes_reset();
 }
 
+/* A pending allocation not judged yet moves down in the pending list when
+ * one before it leaves, with no stream turning busy or idle: it is judged
+ * where it went. */
+static void test_moved_down_while_pending(void) {
+  ac_model = ac_model_create();
+  ac_guard_wanted_reset();
+  struct ac_stream *u = ac_model_stream_created(ac_model, 0x2800, 1, 0);
+  struct ac_alloc *a = add_managed(BASE, CELL, AC_ASSOC_HOST);
+  struct ac_alloc *b = add_managed(BASE + 2 * CELL, CELL, AC_ASSOC_HOST); /* a page of its own */
+  ac_order_attach(ac_model, a, AC_ASSOC_SINGLE, u, ac_order_enqueue(ac_model, u, NULL), NULL);
+  CHECK(classes_right() && wanted_right());
+  uint64_t busy_changes = ac_order_busy_changes(ac_model);
+  ac_order_attach(ac_model, b, AC_ASSOC_SINGLE, u, ac_order_enqueue(ac_model, u, NULL), NULL);
+  ac_model_retire_alloc(ac_model, a);
+  CHECK(ac_order_busy_changes(ac_model) == busy_changes && !ac_host_may_touch_now(b));
+  CHECK(classes_right() && wanted_right());
+  ac_model_destroy(ac_model);
+  ac_guard_classes_reset();
+}
+
 /* Kept from the start (the first update): allocations made one by one,
  * all globally attached (GLOBAL shares all_managed's list) while a stream is
  * busy, then one attached to it (GLOBAL gets its own), then more made. */
@@ -395,6 +415,7 @@ int main(void) {
   memset(streams, 0, sizeof streams);
   test_new_model();
   test_attached_again_while_pending();
+  test_moved_down_while_pending();
   ac_guard.stats.rebuilds = 0;
   test_watched_from_the_start();
   return TEST_SUMMARY("test_guard_classes");
