@@ -626,6 +626,13 @@ void ac_guard_classes_pending_flips(bool all, bool (*forbidden)(const struct ac_
   unjudged_lost = false;
 }
 
+bool ac_guard_classes_forbid_now(const struct ac_alloc *a) {
+  uint32_t tag = a->guard_tag;
+  if (tag & TAG_PENDING) return verdicts[tag & ~TAG_PENDING] == FORBIDDEN;
+  if (tag >= TAG_STREAM) return ac_order_stream_busy(ac_model, slots[tag - TAG_STREAM]->stream);
+  return tag == TAG_GLOBAL;
+}
+
 const struct range_list *ac_guard_classes_forbidden_pending(const struct range_list *window) {
   return class_bytes(&forbidden_pending, window);
 }

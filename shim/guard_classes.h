@@ -59,6 +59,10 @@ void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
  * verdicts (their bytes: ac_guard_classes_forbidden_pending). */
 void ac_guard_classes_pending_flips(bool all, bool (*forbidden)(const struct ac_alloc *a),
                                     void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx);
+/* Under strict semantics with something busy: whether a's class forbids the
+ * CPU a now - GLOBAL, a busy stream's, or pending with a forbidding verdict
+ * (pending_flips has just run) - and a is in it whole. */
+bool ac_guard_classes_forbid_now(const struct ac_alloc *a);
 /* The bytes of the pending allocations those verdicts forbid. */
 const struct range_list *ac_guard_classes_forbidden_pending(const struct range_list *window);
 /* Nothing was busy: at the next call no class was busy before and no pending

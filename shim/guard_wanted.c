@@ -178,16 +178,30 @@ static void add_pending_flip(const struct ac_alloc *a, void *ctx) {
   range_push(&loose, a->base, a->base + a->size);
 }
 
-/* The pages of what changed since the last update: moved (the allocations
- * that changed class), rekeyed (the pages whose key changed), and the flips.
- * global_flipped: the GLOBAL class turned forbidden (the last update found
- * nothing busy). */
-static void changed_pages(struct range_list *window, const struct range_list *moved,
-                          const struct range_list *rekeyed, bool global_flipped) {
+/* Whether the move of the allocation of bytes r changed nothing on its
+ * pages: it is forbidden now and they were all protected. Each of them then
+ * still holds forbidden bytes only - unless something else in it changed
+ * too, which puts the page in the window by itself - and what mprotect
+ * covers of a page depends on the bytes in it alone. (Where keys changed,
+ * the rekeyed pages are in the window.) Attaching allocation after
+ * allocation to a busy stream under strict semantics is mostly such moves:
+ * GLOBAL to pending, forbidden both. */
+static bool move_changed_nothing(const struct range *r, const struct range_list *want) {
+  uintptr_t page = (uintptr_t)ac_guard.page_size;
+  if (!range_covers(want, ac_guard_page_floor(r->start), ac_guard_page_floor(r->end - 1) + page))
+    return false;
+  struct ac_alloc *a = ac_model_find_alloc_at(ac_model, r->start);
+  return a && a->base + a->size == r->end && ac_guard_classes_forbid_now(a);
+}
+
+/* The pages of what changed since the last update (want): moved (the
+ * allocations that changed class), rekeyed (the pages whose key changed),
+ * and the flips. global_flipped: the GLOBAL class turned forbidden (the last
+ * update found nothing busy). */
+static void changed_pages(struct range_list *window, const struct range_list *want,
+                          const struct range_list *moved, const struct range_list *rekeyed,
+                          bool global_flipped) {
   window_bytes.n = loose.n = 0;
-  range_append_list(&loose, moved);
-  range_append_list(&loose, rekeyed);
-  ac_guard_classes_moved_clear();
   /* Under strict semantics, with something busy, a pending allocation's
    * verdict depends only on which streams are busy: judged again only when
    * that changed (or it moved). */
@@ -195,6 +209,11 @@ static void changed_pages(struct range_list *window, const struct range_list *mo
   ac_guard_classes_pending_flips(busy_changes != busy_changes_seen, pending_forbidden,
                                  add_pending_flip, NULL);
   busy_changes_seen = busy_changes;
+  for (size_t i = 0; i < moved->n; i++)
+    if (global_flipped || !move_changed_nothing(&moved->r[i], want))
+      range_push(&loose, moved->r[i].start, moved->r[i].end);
+  ac_guard_classes_moved_clear();
+  range_append_list(&loose, rekeyed);
   range_normalise(&loose);
   join(&window_bytes, &loose);
   ac_guard_classes_busy_flips(add_stream_flip, NULL);
@@ -280,7 +299,7 @@ void ac_guard_wanted_update(struct range_list *want, bool any_busy) {
       kept_valid = global_flipped = false;
       ac_guard.stats.resumed++;
     }
-    changed_pages(&window, moved, rekeyed, global_flipped);
+    changed_pages(&window, want, moved, rekeyed, global_flipped);
     update_within(want, &window);
     ac_guard.stats.window_ranges += window.n;
   }

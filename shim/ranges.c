@@ -126,6 +126,11 @@ bool range_contains(const struct range_list *l, uintptr_t addr) {
   return i < l->n && l->r[i].start <= addr;
 }
 
+bool range_covers(const struct range_list *l, uintptr_t start, uintptr_t end) {
+  size_t i = range_first_ending_after(l, start);
+  return i < l->n && l->r[i].start <= start && l->r[i].end >= end;
+}
+
 bool range_equal(const struct range_list *a, const struct range_list *b) {
   return a->n == b->n && (a->n == 0 || memcmp(a->r, b->r, a->n * sizeof a->r[0]) == 0);
 }

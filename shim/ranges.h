@@ -43,6 +43,8 @@ bool range_subtract(struct range_list *out, const struct range_list *a, const st
 bool range_clip(struct range_list *out, const struct range_list *l,
                 const struct range_list *window);
 bool range_contains(const struct range_list *l, uintptr_t addr);
+/* Whether [start, end) lies inside one range of l (normalised). */
+bool range_covers(const struct range_list *l, uintptr_t start, uintptr_t end);
 /* Whether a and b list the same ranges. */
 bool range_equal(const struct range_list *a, const struct range_list *b);
 /* The index of the first range of l (normalised) that ends after addr: the

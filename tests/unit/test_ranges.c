@@ -26,6 +26,9 @@ static void normalise_merges_touching_and_overlapping(void) {
   CHECK(same(&l, want, 6));
   CHECK(range_contains(&l, 0) && range_contains(&l, 19) && !range_contains(&l, 20));
   CHECK(range_contains(&l, 49) && !range_contains(&l, 50) && !range_contains(&l, 75));
+  /* Covered: inside one range, not across a gap or past an end. */
+  CHECK(range_covers(&l, 0, 20) && range_covers(&l, 32, 45) && range_covers(&l, 60, 70));
+  CHECK(!range_covers(&l, 15, 35) && !range_covers(&l, 45, 51) && !range_covers(&l, 70, 75));
   /* The first range ending after an address: the one holding it, or the next. */
   CHECK(range_first_ending_after(&l, 0) == 0 && range_first_ending_after(&l, 19) == 0);
   CHECK(range_first_ending_after(&l, 20) == 1 && range_first_ending_after(&l, 49) == 1);
