@@ -6,7 +6,9 @@
 "use strict";
 (function () {
   var SVGNS = "http://www.w3.org/2000/svg";
-  var HOST_KINDS = { stream_sync: 1, context_sync: 1, event_sync: 1, allocation: 1 };
+  var HOST_KINDS = { stream_sync: 1, context_sync: 1, event_sync: 1, allocation: 1, advice: 1 };
+  /* The host's marks drawn as boxes; the other host kinds are thin bars. */
+  var HOST_BOXES = { allocation: 1, advice: 1 };
   var LABEL_W = 220, COL_W = 66, LANE_H = 64, TOP = 26, GAP_W = 22;
   var data = JSON.parse(document.getElementById("ac-data").textContent || "[]");
   var state = { rule: "", pid: "", suppressed: true, selected: -1 };
@@ -44,6 +46,7 @@
     if (op.kind === "event_wait") return "wait ev";
     if (op.kind === "event_sync") return "sync ev";
     if (op.kind === "allocation") return "alloc #" + op.allocation;
+    if (op.kind === "advice") return "advise #" + op.allocation;
     return shortApi(op.api).replace(/Async$/, "") || op.kind;
   }
   function opTitle(op) {
@@ -51,6 +54,8 @@
     if (op.kernel) t += "\nkernel " + op.kernel;
     if (op.kind === "attach") t += "\n" + op.address + " CU_MEM_ATTACH_" + flagsName(op.flags);
     if (op.kind === "allocation") t += "\nallocation #" + op.allocation + " at " + op.address;
+    if (op.kind === "advice")
+      t += "\n" + op.advice + " for allocation #" + op.allocation + " at " + op.address;
     if (/^event/.test(op.kind)) t += "\nevent " + op.address;
     if (op.seq) t += "\noperation " + op.seq + " of its stream";
     return t + "\nthread " + op.thread;
@@ -192,7 +197,7 @@
         el("path", { "class": cls, d: "M" + (cx - 7) + " " + (cy + 6) + "h14l-7 -13z" }, g);
       else if (op.kind === "event_wait")
         el("path", { "class": cls, d: "M" + (cx - 7) + " " + (cy - 6) + "h14l-7 13z" }, g);
-      else if (HOST_KINDS[op.kind] && op.kind !== "allocation")
+      else if (HOST_KINDS[op.kind] && !HOST_BOXES[op.kind])
         el("rect", { "class": cls, x: cx - 2, y: cy - 10, width: 4, height: 20 }, g);
       else if (op.kind === "host_function")
         el("circle", { "class": cls, cx: cx, cy: cy, r: 7 }, g);
@@ -249,7 +254,7 @@
   function legend(parent) {
     var items = [["work", "launch"], ["copy", "copy / set"], ["attach", "attach"],
                  ["host_function", "host function"], ["event_record", "event record / wait"],
-                 ["stream_sync", "synchronisation"], ["allocation", "allocation"],
+                 ["stream_sync", "synchronisation"], ["allocation", "allocation / advice"],
                  ["access", "CPU access"]];
     var p = html("div", { "class": "legend" }, parent);
     items.forEach(function (it) {

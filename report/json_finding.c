@@ -99,6 +99,19 @@ static json_t *access(const struct ac_access_facts *a) {
                    "kind", kinds[a->kind], "via", a->via);
 }
 
+/* cuda.h's CUmem_advise values, 1 to 6, by name. */
+static json_t *advice(unsigned value) {
+  static const char *const names[] = {NULL,
+                                      "set_read_mostly",
+                                      "unset_read_mostly",
+                                      "set_preferred_location",
+                                      "unset_preferred_location",
+                                      "set_accessed_by",
+                                      "unset_accessed_by"};
+  if (value < sizeof names / sizeof names[0] && names[value]) return json_string(names[value]);
+  return json_integer((json_int_t)value);
+}
+
 static json_t *operation(const struct ac_op_record *r) {
   json_t *o = json_pack("{s:I, s:s, s:I}", "tick", (json_int_t)r->tick, "kind",
                         ac_op_kind_name((enum ac_op_kind)r->kind), "thread", (json_int_t)r->thread);
@@ -109,6 +122,7 @@ static json_t *operation(const struct ac_op_record *r) {
     json_object_set_new(o, "allocation", json_integer((json_int_t)r->alloc_serial));
   if (r->addr) json_object_set_new(o, "address", hex(r->addr));
   if (r->kind == AC_OP_ATTACH) json_object_set_new(o, "flags", json_integer((json_int_t)r->flags));
+  if (r->kind == AC_OP_ADVICE) json_object_set_new(o, "advice", advice(r->flags));
   return o;
 }
 

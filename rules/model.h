@@ -333,12 +333,18 @@ struct ac_op_record *ac_history_push(struct ac_model *m, struct ac_stream *s, en
                                      const char *api, uint64_t thread);
 /* s's latest record (s has one). */
 struct ac_op_record *ac_history_last(struct ac_stream *s);
+/* The host advised where the memory at addr lives (cuMemAdvise): a record of
+ * the host's naming the allocation there, for the story of later findings -
+ * the advice changes no association and orders nothing. */
+void ac_history_advice(struct ac_model *m, uintptr_t addr, unsigned advice, const char *api,
+                       uint64_t thread);
 /* Names the kernel of operation seq of s, if it is still in the ring. */
 void ac_history_note_kernel(struct ac_model *m, struct ac_stream *s, uint64_t seq,
                             const char *kernel);
 /* The latest tick handed out (0 before any record). */
 uint64_t ac_history_tick(const struct ac_model *m);
-/* The host's own ring: context and event synchronisations, allocations. */
+/* The host's own ring: context and event synchronisations, allocations,
+ * placement advice. */
 const struct ac_op_ring *ac_history_host(const struct ac_model *m);
 /* The latest records of ring up to and including tick upto, oldest first,
  * into out (AC_HISTORY_MAX of them at most); returns how many. */

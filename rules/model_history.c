@@ -15,8 +15,8 @@
 
 const char *ac_op_kind_name(enum ac_op_kind kind) {
   static const char *const names[AC_OP_KIND_COUNT] = {
-      "work",       "attach",      "host_function", "sync_copy",    "event_record",
-      "event_wait", "stream_sync", "event_sync",    "context_sync", "allocation"};
+      "work",        "attach",     "host_function", "sync_copy",  "event_record", "event_wait",
+      "stream_sync", "event_sync", "context_sync",  "allocation", "advice"};
   return (unsigned)kind < AC_OP_KIND_COUNT ? names[kind] : "?";
 }
 
@@ -48,6 +48,15 @@ struct ac_op_record *ac_history_push(struct ac_model *m, struct ac_stream *s, en
                              .api = api,
                              .kind = (unsigned char)kind};
   return r;
+}
+
+void ac_history_advice(struct ac_model *m, uintptr_t addr, unsigned advice, const char *api,
+                       uint64_t thread) {
+  struct ac_alloc *a = ac_model_find_alloc(m, addr);
+  struct ac_op_record *r = ac_history_push(m, NULL, AC_OP_ADVICE, api, thread);
+  r->alloc_serial = a ? a->serial : 0;
+  r->addr = addr;
+  r->flags = advice;
 }
 
 struct ac_op_record *ac_history_last(struct ac_stream *s) {

@@ -74,6 +74,7 @@ enum ac_op_kind {
   AC_OP_EVENT_SYNC,    /* the host waited for an event (addr: the event) */
   AC_OP_CTX_SYNC,      /* the host waited for every stream */
   AC_OP_ALLOC,         /* an allocation was recorded (addr: its base) */
+  AC_OP_ADVICE,        /* the host advised where memory lives (addr: the range's start) */
   AC_OP_KIND_COUNT
 };
 
@@ -87,7 +88,7 @@ struct ac_op_record {
   const char *kernel;    /* a launch's kernel (lives as long as the process), or NULL */
   uint64_t alloc_serial; /* an attach's allocation (0 if none) */
   uintptr_t addr;        /* an attach's pointer, an event handle, an allocation's base */
-  unsigned flags;        /* an attach's flags */
+  unsigned flags;        /* an attach's flags; an advice's CUmem_advise value */
   unsigned char kind;    /* enum ac_op_kind */
 };
 

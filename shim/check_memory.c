@@ -55,6 +55,12 @@ void ac_check_managed_variable(const char *api, CUdeviceptr base, size_t size, u
   record(AC_MEM_MANAGED_VAR, false, api, base, size, CU_MEM_ATTACH_GLOBAL, module, name);
 }
 
+void ac_check_advised(const char *api, CUdeviceptr addr, CUmem_advise advice) {
+  ac_model_enter();
+  ac_history_advice(ac_model, (uintptr_t)addr, (unsigned)advice, api, ac_thread_id());
+  ac_model_leave();
+}
+
 /* The record a free of base ends: the one starting there, else one the model
  * learned that holds it (the driver's range may start before the pointer the
  * program frees; a learned record is learned again when needed). */

@@ -41,6 +41,18 @@ FREE_ASYNC(cuMemFreeAsync, false)
 FREE_ASYNC(cuMemFreeAsync_ptsz, true)
 FREE(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr), dptr)
 
+/* Placement advice: the driver's business, told in the timeline of findings
+ * about the memory (check_memory.c). */
+#define ADVISE(Name, Where)                                                                        \
+  AC_EXPORT CUresult Name(CUdeviceptr devPtr, size_t count, CUmem_advise advice, Where) {          \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name(devPtr, count, advice, where);                                       \
+    if (r == CUDA_SUCCESS) ac_check_advised(#Name, devPtr, advice);                                \
+    return r;                                                                                      \
+  }
+ADVISE(cuMemAdvise_v2, CUmemLocation where)
+ADVISE(cuMemAdvise, CUdevice where)
+
 /* A range of virtual memory loses its mapping, or its reservation: whatever
  * the model learned inside it ends. */
 #define RANGE_END(Name)                                                                            \

@@ -192,6 +192,9 @@ void ac_note_cuda_init(CUresult result);
 CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUdeviceptr dptr,
                          size_t length, unsigned flags);
 void ac_check_managed_allocated(const char *api, CUdeviceptr base, size_t size, unsigned flags);
+/* The driver took placement advice for the memory at addr: recorded for the
+ * timeline of later findings. */
+void ac_check_advised(const char *api, CUdeviceptr addr, CUmem_advise advice);
 void ac_check_managed_variable(const char *api, CUdeviceptr base, size_t size, uintptr_t module,
                                const char *name);
 /* Called before cuMemFree (and the other frees of memory the model may have

@@ -14,7 +14,8 @@ import sys
 table, entrypoints, cc, cuda_include, stub, doc = sys.argv[1:7]
 
 EFFECTS = {"init", "door", "reads_layouts", "attach", "creates_object", "ends_object",
-           "updates_object", "capture", "makes_stream_busy", "judged_as_device_access", "orders"}
+           "updates_object", "capture", "makes_stream_busy", "judged_as_device_access", "orders",
+           "recorded"}
 REASONS = {"query", "setting", "code_loading", "other_memory", "untracked_object",
            "graph_building", "graphics_interop", "legacy_abi", "not_yet"}
 

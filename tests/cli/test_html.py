@@ -158,6 +158,14 @@ def test_timeline_report(folder):
           ops[-1]["seq"] == 41, ops[-2:])
     host = [o["kind"] for o in tl["host"]["operations"]]
     check("timeline: the host's allocations", host.count("allocation") == 2, host)
+    advice = [o for o in tl["host"]["operations"] if o["kind"] == "advice"]
+    check("timeline: the advice for the finding's allocation, after it was made",
+          len(advice) == 1 and advice[0].get("api") == "cuMemAdvise_v2" and
+          advice[0].get("advice") == "set_read_mostly" and
+          advice[0].get("address") == f["allocation"]["base"] and
+          advice[0].get("allocation") == next(o["allocation"] for o in tl["host"]["operations"]
+                                              if o.get("address") == f["allocation"]["base"] and
+                                              o["kind"] == "allocation"), advice)
     ac301 = next(f for f in report["findings"] if f["rule"] == "AC301")
     call = next(s for s in ac301["timeline"]["streams"] if s["role"] == "call")
     kinds = [o["kind"] for o in call["operations"]]

@@ -1,5 +1,5 @@
 /* timeline_prog.c - a program whose findings tell a story across streams, for
- * the HTML report's timeline: memory attached to stream a, N sets enqueued on
+ * the HTML report's timeline: memory advised read-mostly, attached to stream a, N sets enqueued on
  * a (argv[1], default 40), the CPU touches the memory while a is busy (AC201),
  * an event recorded on a that stream b waits for, a host function on b, then
  * b is given a's memory (AC301) and other memory is single-attached to the
@@ -33,6 +33,8 @@ int main(int argc, char **argv) {
       check(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING), "cuStreamCreate") ||
       check(cuEventCreate(&done, CU_EVENT_DEFAULT), "cuEventCreate"))
     return 1;
+  CUmemLocation gpu = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  cuMemAdvise(m, 1 << 16, CU_MEM_ADVISE_SET_READ_MOSTLY, gpu); /* part of the story */
   cuStreamAttachMemAsync(a, m, 0, CU_MEM_ATTACH_SINGLE);
   for (long i = 0; i < n; i++)
     cuMemsetD8Async(m, (unsigned char)i, 1 << 16, a);

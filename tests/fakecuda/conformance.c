@@ -230,6 +230,15 @@ static void test_memory(void) {
   void *data[] = {&managed};
   managed = 7;
   CHECK(cuPointerGetAttributes(1, &attr, data, (CUdeviceptr)host) == CUDA_SUCCESS && managed == 0);
+  /* Placement advice: taken for managed memory, refused for device memory. */
+  CUmemLocation gpu = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  CUdeviceptr device;
+  CHECK(cuMemAdvise(big, 4096, CU_MEM_ADVISE_SET_READ_MOSTLY, gpu) == CUDA_SUCCESS);
+  CHECK(cuMemAdvise(big, 4096, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, gpu) == CUDA_SUCCESS);
+  CHECK(cuMemAlloc(&device, 4096) == CUDA_SUCCESS);
+  CHECK(cuMemAdvise(device, 4096, CU_MEM_ADVISE_SET_READ_MOSTLY, gpu) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuMemAdvise(big, 4096, (CUmem_advise)99, gpu) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuMemFree(device) == CUDA_SUCCESS);
   CHECK(cuMemFree(a) == CUDA_SUCCESS && cuMemFree(b) == CUDA_SUCCESS);
   CHECK(cuMemFree(big) == CUDA_SUCCESS);
 }

@@ -1,5 +1,5 @@
 /* fake_memory.c - managed, device and pinned memory, and pointer attributes;
- * registered host memory, stream-ordered allocations, IPC handles and the
+ * registered host memory, placement advice, stream-ordered allocations, IPC handles and the
  * virtual memory calls (reserve, create, map, unmap) as far as the scenarios
  * use them.
  *
@@ -296,6 +296,28 @@ FAKE_EXPORT CUresult cuMemHostUnregister(void *p) {
   return release_mapped((uintptr_t)p, FAKE_PINNED, &by_program) == CUDA_SUCCESS
              ? CUDA_SUCCESS
              : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+}
+
+/* ---- placement advice: taken for managed memory, changes nothing here ---- */
+
+static CUresult advise(CUdeviceptr p, size_t count, CUmem_advise advice) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY || !count)
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_alloc *a = fake_find_alloc(p);
+  bool managed = a && a->kind == FAKE_MANAGED && count <= a->base + a->size - p;
+  pthread_mutex_unlock(&fake_lock);
+  return managed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+FAKE_EXPORT CUresult cuMemAdvise_v2(CUdeviceptr p, size_t count, CUmem_advise advice,
+                                    CUmemLocation location) {
+  (void)location;
+  return advise(p, count, advice);
+}
+FAKE_EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t count, CUmem_advise advice, CUdevice dev) {
+  (void)dev;
+  return advise(p, count, advice);
 }
 
 /* ---- stream-ordered allocations: device memory, made and freed at once ---- */

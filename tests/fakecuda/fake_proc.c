@@ -54,6 +54,7 @@ static const struct versioned_name versioned[] = {
     {"cuMemcpy2DAsync", 3020, "_v2"},
     {"cuMemcpy3D", 3020, "_v2"},
     {"cuMemcpy3DAsync", 3020, "_v2"},
+    {"cuMemAdvise", 12020, "_v2"},
     {"cuMemcpyBatchAsync", 13000, "_v2"},
     {"cuMemcpy3DBatchAsync", 13000, "_v2"},
 };

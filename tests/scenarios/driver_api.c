@@ -4,7 +4,7 @@
  * stream of it ends), the unloading of a module (its __managed__ variables
  * end), a library's variables found by cuLibraryGetGlobal, the events cuLaunchKernelEx records,
  * stream work that names no managed memory (stream-ordered allocations, sparse
- * mappings, external semaphores),
+ * mappings, external semaphores), placement advice (told, not judged),
  * green contexts: their streams and their events, and a context's own events.
  *
  *   driver_api CASE
@@ -223,6 +223,28 @@ static void semaphore_wait_sync(void) {
 }
 static void semaphores_refused_touch(void) {
   work_then_touch(semaphores_refused_on_s, false);
+}
+
+/* ---- placement advice: told in the timeline, not a transition ---- */
+
+static void advise_g(void) {
+  CUmemLocation gpu = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  EXPECT_RC(cuMemAdvise(g, 4096, CU_MEM_ADVISE_SET_READ_MOSTLY, gpu), CUDA_SUCCESS);
+}
+static void advise_then_launch_on_s(void) {
+  advise_g();
+  launch_use(s, m);
+}
+/* wrong: advice hides nothing: GLOBAL memory touched while s runs (AC202) */
+static void advised_busy_touch(void) {
+  work_then_touch(advise_then_launch_on_s, false);
+}
+/* right: ... after the host waited for s; and advice alone is no work */
+static void advised_sync(void) {
+  work_then_touch(advise_then_launch_on_s, true);
+}
+static void advice_alone_touch(void) {
+  work_then_touch(advise_g, false);
 }
 
 /* The instantiation ABI of CUDA 11, which cuda.h 12 and later declare only
@@ -661,6 +683,9 @@ static const struct scenario_case cases[] = {
     {"semaphore_wait_busy_touch", semaphore_wait_busy_touch},
     {"semaphore_wait_sync", semaphore_wait_sync},
     {"semaphores_refused_touch", semaphores_refused_touch},
+    {"advised_busy_touch", advised_busy_touch},
+    {"advised_sync", advised_sync},
+    {"advice_alone_touch", advice_alone_touch},
     {"old_instantiate_foreign", old_instantiate_foreign},
     {"old_instantiate_same_stream", old_instantiate_same_stream},
     {"ctx_destroy_touch", ctx_destroy_touch},

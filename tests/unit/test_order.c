@@ -324,6 +324,15 @@ static void test_history_allocations(void) {
   CHECK(ac_history_copy(ac_history_host(m), UINT64_MAX, out) == 1);
   CHECK(out[0].kind == AC_OP_ALLOC && out[0].addr == 0x9000000 && out[0].alloc_serial == a->serial);
   CHECK(a->tick == out[0].tick && a->tick == ac_history_tick(m));
+  /* Advice inside it names it, and changes nothing the rules judge. */
+  uint64_t layout = ac_model_layout(m);
+  ac_history_advice(m, 0x9000100, 1, "cuMemAdvise_v2", 7);
+  CHECK(ac_history_copy(ac_history_host(m), UINT64_MAX, out) == 2);
+  CHECK(out[1].kind == AC_OP_ADVICE && out[1].addr == 0x9000100 &&
+        out[1].alloc_serial == a->serial);
+  CHECK(out[1].flags == 1 && out[1].thread == 7 &&
+        strcmp(ac_op_kind_name(out[1].kind), "advice") == 0);
+  CHECK(ac_model_layout(m) == layout && a->assoc == AC_ASSOC_GLOBAL);
   ac_model_destroy(m);
 }
 
