@@ -3,15 +3,22 @@
 exactly the functions the installed cuda.h declares, each once, under a name
 libcuda.so.1 exports; its wrapped rows are exactly entrypoints.inc's; every
 row has a known class and a reason; and docs/driver-api.md explains every
-class the table uses.
+class the table uses. With DRIVER (a real libcuda.so.1, on the GPU machine):
+every cu* function it exports is a row of the table, or is declared by one
+of the toolkit's other driver headers (graphics interop, the profiler), so a
+driver that gains an entry point fails until the table classifies it.
 
-usage: check_driver_api.py TABLE ENTRYPOINTS CC CUDA_INCLUDE STUB DOC
+usage: check_driver_api.py TABLE ENTRYPOINTS CC CUDA_INCLUDE STUB DOC [DRIVER]
 """
 import re
 import subprocess
 import sys
 
 table, entrypoints, cc, cuda_include, stub, doc = sys.argv[1:7]
+driver = sys.argv[7] if len(sys.argv) > 7 else None
+# Driver functions cuda.h does not declare, by the header that does: left
+# alone, as the table's graphics_interop rows and the profiler's settings are.
+OTHER_HEADERS = ("cudaGL.h", "cudaEGL.h", "cudaVDPAU.h", "cudaProfiler.h")
 
 EFFECTS = {"init", "door", "reads_layouts", "attach", "creates_object", "ends_object",
            "updates_object", "capture", "makes_stream_busy", "judged_as_device_access", "orders",
@@ -28,10 +35,25 @@ def declared_functions():
     return re.findall(r"\bCUresult\s+(?:CUDAAPI\s+)?(\w+)\s*\(", out)
 
 
-def exports(lib):
+def exports(lib, functions_only=False):
     out = subprocess.run(["nm", "-D", "--defined-only", lib], capture_output=True, text=True,
                          check=True).stdout
-    return {line.split()[-1].split("@")[0] for line in out.splitlines() if line.strip()}
+    rows = [line.split() for line in out.splitlines() if line.strip()]
+    return {r[-1].split("@")[0] for r in rows
+            if not functions_only or (len(r) >= 2 and r[-2] in ("T", "t", "W", "i"))}
+
+
+def other_header_functions():
+    """The functions the toolkit's other driver headers declare (read as text:
+    they include GL and EGL headers this machine may not have)."""
+    found = set()
+    for header in OTHER_HEADERS:
+        try:
+            text = open(f"{cuda_include}/{header}").read()
+        except OSError:
+            continue
+        found |= set(re.findall(r"\bCUresult\s+CUDAAPI\s+(\w+)\s*\(", text))
+    return found
 
 
 def rows_of(path):
@@ -66,6 +88,14 @@ if extra:
 not_exported = sorted(set(names) - exports(stub))
 if not_exported:
     problems.append(f"not exported by libcuda.so: {not_exported}")
+if driver:
+    entry_points = {n for n in exports(driver, True) if re.match(r"cu[A-Z]", n)}
+    unclassified = sorted(entry_points - set(names) - other_header_functions())
+    if unclassified:
+        problems.append(f"{driver} exports entry points the table does not classify: "
+                        f"{unclassified}")
+    print(f"{driver}: {len(entry_points)} entry points exported, "
+          f"{len(entry_points & set(names))} of them rows of the table")
 
 hooks = set(re.findall(r"^AC_HOOK\((\w+)", re.sub(r"/\*.*?\*/", "", open(entrypoints).read(),
                                                   flags=re.S), re.M))

@@ -13,6 +13,16 @@ status=0
 {
   echo "== machine"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+  echo "== the driver API table against the real driver's exports"
+  # The driver the dynamic linker loads, and the toolkit's stub and headers.
+  driver_lib=$(python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1"); print(next(
+    l.split()[-1] for l in open("/proc/self/maps") if "libcuda.so" in l))')
+  cuda=${CUDA_HOME:-/usr/local/cuda}
+  stub=$(ls "$cuda"/lib64/stubs/libcuda.so "$cuda"/lib/stubs/libcuda.so \
+    "$cuda"/targets/*/lib/stubs/libcuda.so 2>/dev/null | head -1)
+  python3 "$here/tests/cli/check_driver_api.py" "$here/shim/driver_api.inc" \
+    "$here/shim/entrypoints.inc" "${CC:-cc}" "$cuda/include" "${stub:?no driver stub}" \
+    "$here/docs/driver-api.md" "${driver_lib:?no libcuda.so.1}" | tail -3 || status=1
   echo "== driver conformance (real driver, then through the shim)"
   "$build/tests/fakecuda/driver_conformance" || status=1
   LD_PRELOAD="$build/lib/libattachcheck.so" "$build/tests/fakecuda/driver_conformance" || status=1
