@@ -99,17 +99,10 @@ static json_t *access(const struct ac_access_facts *a) {
                    "kind", kinds[a->kind], "via", a->via);
 }
 
-/* cuda.h's CUmem_advise values, 1 to 6, by name. */
+/* An advice by cuda.h's name, or its number when this build knows none. */
 static json_t *advice(unsigned value) {
-  static const char *const names[] = {NULL,
-                                      "set_read_mostly",
-                                      "unset_read_mostly",
-                                      "set_preferred_location",
-                                      "unset_preferred_location",
-                                      "set_accessed_by",
-                                      "unset_accessed_by"};
-  if (value < sizeof names / sizeof names[0] && names[value]) return json_string(names[value]);
-  return json_integer((json_int_t)value);
+  const char *name = ac_advice_name(value);
+  return name ? json_string(name) : json_integer((json_int_t)value);
 }
 
 static json_t *operation(const struct ac_op_record *r) {

@@ -74,6 +74,26 @@ static bool is_host_access(enum ac_rule_id rule) {
   return rule == AC_RULE_AC201 || rule == AC_RULE_AC202;
 }
 
+/* The placement advice the host gave inside the allocation, as far back as
+ * the host's timeline reaches: it changes no attachment, which a reader
+ * wondering why the memory was not the CPU's may need to be told. */
+static void write_advice(FILE *out, const struct ac_finding *f) {
+  const struct ac_alloc_snapshot *a = &f->alloc;
+  if (!f->history) return;
+  const struct ac_history *host = &f->history->host;
+  for (int i = 0; i < host->count; i++) {
+    const struct ac_op_record *r = &host->op[i];
+    if (r->kind != AC_OP_ADVICE || r->addr < a->base || r->addr - a->base >= a->size) continue;
+    const char *name = ac_advice_name(r->flags);
+    if (name)
+      fprintf(out, P "          advised %s", name);
+    else
+      fprintf(out, P "          advised %u", r->flags);
+    fprintf(out, " by %s on thread %" PRIu64 " (advice changes no attachment)\n",
+            r->api ? r->api : "cuMemAdvise", r->thread);
+  }
+}
+
 static void write_memory(FILE *out, const struct ac_finding *f) {
   const struct ac_alloc_snapshot *a = &f->alloc;
   uintptr_t addr = is_host_access(f->rule) ? f->access.addr : f->args.dptr;
@@ -102,6 +122,7 @@ static void write_memory(FILE *out, const struct ac_finding *f) {
             a->attach_origin.api, a->attach_origin.thread);
     write_stack(out, &a->attach_origin.stack);
   }
+  write_advice(out, f);
 }
 
 static const char *access_kind_name(enum ac_access_kind kind) {

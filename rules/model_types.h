@@ -111,6 +111,9 @@ struct ac_op_ring {
 const char *ac_op_kind_name(enum ac_op_kind kind);
 const char *ac_mem_kind_name(enum ac_mem_kind kind);
 const char *ac_assoc_name(unsigned flags);
+/* cuda.h's name of a CUmem_advise value ("CU_MEM_ADVISE_SET_READ_MOSTLY"), or
+ * NULL for one this build does not know. */
+const char *ac_advice_name(unsigned advice);
 const char *ac_stream_kind_name(enum ac_stream_kind kind);
 
 #endif

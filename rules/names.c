@@ -49,6 +49,17 @@ const char *ac_mem_kind_name(enum ac_mem_kind kind) {
   return "?";
 }
 
+const char *ac_advice_name(unsigned advice) {
+  static const char *const names[] = {NULL,
+                                      "CU_MEM_ADVISE_SET_READ_MOSTLY",
+                                      "CU_MEM_ADVISE_UNSET_READ_MOSTLY",
+                                      "CU_MEM_ADVISE_SET_PREFERRED_LOCATION",
+                                      "CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION",
+                                      "CU_MEM_ADVISE_SET_ACCESSED_BY",
+                                      "CU_MEM_ADVISE_UNSET_ACCESSED_BY"};
+  return advice < sizeof names / sizeof names[0] ? names[advice] : NULL;
+}
+
 const char *ac_assoc_name(unsigned flags) {
   switch (flags) {
   case AC_ASSOC_GLOBAL:

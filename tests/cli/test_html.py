@@ -161,11 +161,16 @@ def test_timeline_report(folder):
     advice = [o for o in tl["host"]["operations"] if o["kind"] == "advice"]
     check("timeline: the advice for the finding's allocation, after it was made",
           len(advice) == 1 and advice[0].get("api") == "cuMemAdvise_v2" and
-          advice[0].get("advice") == "set_read_mostly" and
+          advice[0].get("advice") == "CU_MEM_ADVISE_SET_READ_MOSTLY" and
           advice[0].get("address") == f["allocation"]["base"] and
           advice[0].get("allocation") == next(o["allocation"] for o in tl["host"]["operations"]
                                               if o.get("address") == f["allocation"]["base"] and
                                               o["kind"] == "allocation"), advice)
+    p = run([CLI, PROG, "40"])
+    said = [l for l in p.stderr.splitlines() if "advised" in l]
+    check("text: the advice told under the memory of each finding about it",
+          len(said) == 2 and all("advised CU_MEM_ADVISE_SET_READ_MOSTLY by cuMemAdvise_v2 on thread 1"
+                                 in l for l in said), said)
     ac301 = next(f for f in report["findings"] if f["rule"] == "AC301")
     call = next(s for s in ac301["timeline"]["streams"] if s["role"] == "call")
     kinds = [o["kind"] for o in call["operations"]]
