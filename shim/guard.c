@@ -145,9 +145,7 @@ static void settle_actual_protection(void) {
       range_push(&pages, ac_guard.lifted[i], ac_guard.lifted[i] + (uintptr_t)ac_guard.page_size);
     range_normalise(&pages);
     range_subtract(&rest, &ac_guard.protected_now, &pages);
-    struct range_list swap = ac_guard.protected_now;
-    ac_guard.protected_now = rest;
-    rest = swap;
+    range_swap(&ac_guard.protected_now, &rest);
   }
   ac_guard.lifted_count = 0;
   ac_guard.protection_uncertain = false;

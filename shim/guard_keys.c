@@ -325,9 +325,7 @@ void ac_guard_keys_stand_aside(void) {
 
 const struct range_list *ac_guard_keys_take_rekeyed(bool *all) {
   static struct range_list taken;
-  struct range_list swap = taken;
-  taken = rekeyed;
-  rekeyed = swap;
+  range_swap(&taken, &rekeyed);
   rekeyed.n = 0;
   *all = rekeyed_all;
   rekeyed_all = false;
@@ -430,9 +428,7 @@ static void forget_protection_of(struct range_list *made_accessible) {
   if (!made_accessible->n) return;
   range_normalise(made_accessible);
   range_subtract(&rest, &ac_guard.protected_now, made_accessible);
-  struct range_list t = ac_guard.protected_now;
-  ac_guard.protected_now = rest;
-  rest = t;
+  range_swap(&ac_guard.protected_now, &rest);
 }
 
 /* Tags slot s's pages with its key, and gives key 0 back to those that left
@@ -446,11 +442,8 @@ static void retag(struct range_list *next, const struct range_list *all) {
     range_subtract(&change, &next[s], &tagged[s]);
     tag_ranges(&change, keys[s], &touched);
   }
-  for (int s = 0; s < key_count; s++) {
-    struct range_list swap = tagged[s];
-    tagged[s] = next[s];
-    next[s] = swap;
-  }
+  for (int s = 0; s < key_count; s++)
+    range_swap(&tagged[s], &next[s]);
   forget_protection_of(&touched);
   publish_tags();
 }
@@ -500,8 +493,7 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed) {
     range_append_list(&next[s], &exclusive[i]);
     range_subtract(&residual[s], &offered[i].bytes, &exclusive[i]);
     range_union(&swap, &all_tagged, &exclusive[i]);
-    struct range_list t = all_tagged;
-    all_tagged = swap, swap = t;
+    range_swap(&all_tagged, &swap);
   }
   for (int s = 0; s < key_count; s++)
     note_rekeyed(&tagged[s]);
@@ -606,8 +598,7 @@ void ac_guard_keys_forget(uintptr_t start, uintptr_t end) {
     range_subtract(&gone, &tagged[s], &rest);
     note_rekeyed(&gone);
     tag_ranges(&gone, 0, &touched);
-    struct range_list t = tagged[s];
-    tagged[s] = rest, rest = t;
+    range_swap(&tagged[s], &rest);
   }
   if (!touched.n) return;
   forget_protection_of(&touched);

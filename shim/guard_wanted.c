@@ -51,9 +51,7 @@ static bool kept_valid;
 static void join(struct range_list *forbidden, const struct range_list *l) {
   static struct range_list joined;
   range_union(&joined, forbidden, l);
-  struct range_list swap = *forbidden;
-  *forbidden = joined;
-  joined = swap;
+  range_swap(forbidden, &joined);
 }
 
 /* l, or its part inside window when there is one. */
@@ -256,19 +254,13 @@ static void level_with_scratch(void) {
   busy_changes_seen = ac_order_busy_changes(ac_model);
 }
 
-static void swap_lists(struct range_list *a, struct range_list *b) {
-  struct range_list t = *a;
-  *a = *b;
-  *b = t;
-}
-
 /* Nothing is busy: nothing is forbidden. The last busy update's pages are
  * kept while what they were computed against still holds; otherwise what
  * changes meanwhile is looked at once something is busy, against nothing
  * forbidden. */
 static void update_idle(struct range_list *want, bool keys_active, bool rekeyed) {
   if (up_to_date && last_busy) {
-    swap_lists(&kept, want);
+    range_swap(&kept, want);
     kept_valid = !ac_model_reach_semantics(ac_model);
   }
   if (rekeyed || keys_active != keys_were_active) kept_valid = false;
@@ -295,7 +287,7 @@ void ac_guard_wanted_update(struct range_list *want, bool any_busy) {
     ac_guard.stats.from_scratch++;
   } else {
     if (!last_busy && kept_valid) { /* against the kept pages: GLOBAL was forbidden there too */
-      swap_lists(&kept, want);
+      range_swap(&kept, want);
       kept_valid = global_flipped = false;
       ac_guard.stats.resumed++;
     }

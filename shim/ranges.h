@@ -45,6 +45,13 @@ bool range_clip(struct range_list *out, const struct range_list *l,
 bool range_contains(const struct range_list *l, uintptr_t addr);
 /* Whether [start, end) lies inside one range of l (normalised). */
 bool range_covers(const struct range_list *l, uintptr_t start, uintptr_t end);
+/* a takes b's ranges and b a's (no copy: a list built beside another
+ * replaces it, and the old one's memory is reused next time). */
+static inline void range_swap(struct range_list *a, struct range_list *b) {
+  struct range_list t = *a;
+  *a = *b;
+  *b = t;
+}
 /* Whether a and b list the same ranges. */
 bool range_equal(const struct range_list *a, const struct range_list *b);
 /* The index of the first range of l (normalised) that ends after addr: the
