@@ -290,10 +290,21 @@ static void step(void) {
   }
 }
 
+/* A test's own model, the kept pages computed afresh against it ... */
+static void model_begin(void) {
+  ac_model = ac_model_create();
+  ac_guard_wanted_reset();
+}
+/* ... and its end, which the classes forget. */
+static void model_end(void) {
+  ac_model_destroy(ac_model);
+  ac_guard_classes_reset();
+}
+
 /* Changes between checks: one, a few (logs merged in place), many (merged in
  * one pass), very many (logs merged as they grow). */
 static void test_against_scratch(void) {
-  ac_model = ac_model_create();
+  model_begin();
   int wrong = 0, wrong_pages = 0;
   CHECK(classes_right() && wanted_right()); /* nothing yet */
   for (int round = 0; round < 3000; round++) {
@@ -310,8 +321,7 @@ static void test_against_scratch(void) {
   CHECK(ac_guard.stats.resumed > 20);  /* the pages kept while nothing was busy, resumed */
   CHECK(ac_guard.stats.rebuilds == 1); /* grouped from scratch once */
   CHECK(saw_pending > 100 && saw_single > 100 && saw_touching > 100);
-  ac_model_destroy(ac_model);
-  ac_guard_classes_reset();
+  model_end();
 }
 
 /* A new model (a forked child's) is grouped anew. */
@@ -322,14 +332,12 @@ static void test_new_model(void) {
   CHECK(classes_right());
   ac_model_destroy(ac_model);
   memset(streams, 0, sizeof streams);
-  ac_model = ac_model_create();
-  ac_guard_wanted_reset();
+  model_begin();
   CHECK(classes_right() && ac_guard_classes_all_managed(NULL)->n == 0 && wanted_right());
   for (int i = 0; i < 200; i++)
     step();
   CHECK(classes_right() && wanted_right());
-  ac_model_destroy(ac_model);
-  ac_guard_classes_reset();
+  model_end();
 }
 
 /* A managed allocation of size bytes at base, attached assoc, into the model. */
@@ -347,8 +355,7 @@ static struct ac_alloc *add_managed(uintptr_t base, size_t size, enum ac_assoc a
  * both bind, u forbids; HOST on s again: HOST and HOST bind, the CPU may
  * touch it. */
 static void test_attached_again_while_pending(void) {
-  ac_model = ac_model_create();
-  ac_guard_wanted_reset();
+  model_begin();
   struct ac_stream *u = ac_model_stream_created(ac_model, 0x2000, 1, 0);
   struct ac_stream *s = ac_model_stream_created(ac_model, 0x2010, 1, 0);
   struct ac_alloc *a = add_managed(BASE, CELL, AC_ASSOC_HOST);
@@ -361,16 +368,14 @@ static void test_attached_again_while_pending(void) {
   ac_order_attach(ac_model, a, AC_ASSOC_HOST, s, ac_order_enqueue(ac_model, s, NULL), NULL);
   CHECK(ac_order_busy_changes(ac_model) == busy_changes && ac_host_may_touch_now(a));
   CHECK(classes_right() && wanted_right());
-  ac_model_destroy(ac_model);
-  ac_guard_classes_reset();
+  model_end();
 }
 
 /* A pending allocation not judged yet moves down in the pending list when
  * one before it leaves, with no stream turning busy or idle: it is judged
  * where it went. */
 static void test_moved_down_while_pending(void) {
-  ac_model = ac_model_create();
-  ac_guard_wanted_reset();
+  model_begin();
   struct ac_stream *u = ac_model_stream_created(ac_model, 0x2800, 1, 0);
   struct ac_alloc *a = add_managed(BASE, CELL, AC_ASSOC_HOST);
   struct ac_alloc *b = add_managed(BASE + 2 * CELL, CELL, AC_ASSOC_HOST); /* a page of its own */
@@ -381,16 +386,14 @@ static void test_moved_down_while_pending(void) {
   ac_model_retire_alloc(ac_model, a);
   CHECK(ac_order_busy_changes(ac_model) == busy_changes && !ac_host_may_touch_now(b));
   CHECK(classes_right() && wanted_right());
-  ac_model_destroy(ac_model);
-  ac_guard_classes_reset();
+  model_end();
 }
 
 /* Kept from the start (the first update): allocations made one by one,
  * all globally attached (GLOBAL shares all_managed's list) while a stream is
  * busy, then one attached to it (GLOBAL gets its own), then more made. */
 static void test_watched_from_the_start(void) {
-  ac_model = ac_model_create();
-  ac_guard_wanted_reset();
+  model_begin();
   ac_guard_classes_update();
   struct ac_stream *s = ac_model_stream_created(ac_model, 0x3000, 1, 0);
   ac_order_enqueue(ac_model, s, NULL);
@@ -405,8 +408,7 @@ static void test_watched_from_the_start(void) {
   }
   CHECK(right);
   CHECK(ac_guard.stats.rebuilds == 1); /* grouped once, when nothing was alive */
-  ac_model_destroy(ac_model);
-  ac_guard_classes_reset();
+  model_end();
 }
 
 int main(void) {
