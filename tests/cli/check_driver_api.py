@@ -6,7 +6,9 @@ row has a known class and a reason; and docs/driver-api.md explains every
 class the table uses. With DRIVER (a real libcuda.so.1, on the GPU machine):
 every cu* function it exports is a row of the table, or is declared by one
 of the toolkit's other driver headers (graphics interop, the profiler), so a
-driver that gains an entry point fails until the table classifies it.
+driver that gains an entry point fails until the table classifies it. The
+table's `undeclared` rows are the exports no header declares at all: they
+are exempt from the cuda.h and stub checks, as no toolkit names them.
 
 usage: check_driver_api.py TABLE ENTRYPOINTS CC CUDA_INCLUDE STUB DOC [DRIVER]
 """
@@ -24,7 +26,7 @@ EFFECTS = {"init", "door", "reads_layouts", "attach", "creates_object", "ends_ob
            "updates_object", "capture", "makes_stream_busy", "judged_as_device_access", "orders",
            "recorded"}
 REASONS = {"query", "setting", "code_loading", "other_memory", "untracked_object",
-           "graph_building", "graphics_interop", "legacy_abi", "not_yet"}
+           "graph_building", "graphics_interop", "legacy_abi", "undeclared", "not_yet"}
 
 
 def declared_functions():
@@ -53,6 +55,11 @@ def other_header_functions():
         except OSError:
             continue
         found |= set(re.findall(r"\bCUresult\s+CUDAAPI\s+(\w+)\s*\(", text))
+        # The exported names behind the header's macros: cuGLCtxCreate is
+        # cuGLCtxCreate_v2, cuGLMapBufferObject also cuGLMapBufferObject_v2_ptds.
+        found |= set(re.findall(r"^#define\s+cu\w+\s+(cu\w+)\s*$", text, re.M))
+        for suffix, api in re.findall(r"__CUDA_API_PT(DS|SZ)\((cu\w+)\)", text):
+            found |= {api, f"{api}_pt{suffix.lower()}"}
     return found
 
 
@@ -74,6 +81,7 @@ if unparsed:
     problems.append(f"{unparsed} rows do not read as "
                     'AC_WRAPPED/AC_LEFT_ALONE(Name, Class, "why")')
 names = [r[1] for r in rows]
+undeclared = {r[1] for r in rows if r[2] == "undeclared"}
 dups = sorted({n for n in names if names.count(n) > 1})
 if dups:
     problems.append(f"listed more than once: {dups}")
@@ -82,10 +90,12 @@ declared = declared_functions()
 missing = [n for n in declared if n not in set(names)]
 if missing:
     problems.append(f"cuda.h declares functions the table does not list: {missing}")
-extra = sorted(set(names) - set(declared))
+extra = sorted(set(names) - set(declared) - undeclared)
+if undeclared & set(declared):
+    problems.append(f"marked undeclared but declared by cuda.h: {sorted(undeclared & set(declared))}")
 if extra:
     problems.append(f"the table lists functions cuda.h does not declare: {extra}")
-not_exported = sorted(set(names) - exports(stub))
+not_exported = sorted(set(names) - exports(stub) - undeclared)
 if not_exported:
     problems.append(f"not exported by libcuda.so: {not_exported}")
 if driver:
