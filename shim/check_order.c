@@ -262,7 +262,9 @@ struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per
   struct host_call *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   bool turned_busy;
+  struct ac_guard_before before;
   ac_model_enter();
+  ac_guard_before_locked(&before);
   struct ac_stream *s = stream_of(stream, per_thread);
   uint64_t seq = enqueue_locked(s, api, AC_OP_HOST_FUNCTION, &turned_busy);
   uint64_t serial = s ? s->serial : 0;
@@ -304,7 +306,9 @@ void ac_host_function_not_enqueued(struct host_call *c) {
 void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdeviceptr dptr,
                     unsigned flags, const struct ac_stack *stack) {
   bool turned_busy;
+  struct ac_guard_before before;
   ac_model_enter();
+  ac_guard_before_locked(&before);
   struct ac_stream *s = stream_of(stream, per_thread);
   uint64_t seq = enqueue_locked(s, api, AC_OP_ATTACH, &turned_busy);
   if (turned_busy) ac_order_set_busy_stack(ac_model, s, seq, stack);
@@ -319,6 +323,6 @@ void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdevicep
     struct ac_origin origin = {api, ac_thread_id(), seq, ac_stack_depot_put(stack)};
     ac_order_attach(ac_model, a, (enum ac_assoc)flags, s, seq, &origin);
   }
-  ac_guard_refresh_locked();
+  ac_guard_refresh_after_move_locked(&before, seq ? a : NULL);
   ac_model_leave();
 }

@@ -45,6 +45,9 @@ struct ac_guard_shared ac_guard = {.driver_lo = UINTPTR_MAX};
 
 static uint64_t seen_generation = UINT64_MAX, seen_layout = UINT64_MAX;
 static bool seen_any_busy;
+/* The model the protected pages are known right for: the last refresh's, or
+ * the last skipped one's (ac_guard_refresh_after_move_locked). */
+static uint64_t right_generation = UINT64_MAX, right_layout = UINT64_MAX;
 
 static struct range_list wanted_now; /* what the CPU may not touch now (pages) */
 
@@ -197,7 +200,69 @@ void ac_guard_refresh_locked(void) {
   settle_actual_protection();
   apply_wanted();
   ac_guard_keys_transition(any_busy, !ac_model_reach_semantics(ac_model));
+  right_generation = generation;
+  right_layout = layout;
   if (ac_opts.verbose) ac_guard.stats.seconds += ac_guard_now_seconds() - started;
+}
+
+void ac_guard_before_locked(struct ac_guard_before *before) {
+  AC_ASSERT_MODEL_HELD();
+  before->generation = ac_order_generation(ac_model);
+  before->layout = ac_model_layout(ac_model);
+  before->busy_changes = ac_order_busy_changes(ac_model);
+}
+
+/* Whether moving a changed no page that protection covers or should: the
+ * pages were right before the operation, no stream turned busy or idle
+ * since (so no other allocation's verdict changed), and a is forbidden now
+ * with every page it touches protected by mprotect. Each of those pages then
+ * held no allowed bytes before and holds none now, and nothing else moved.
+ * Attaching allocation after allocation to a busy stream under strict
+ * semantics is this: GLOBAL to pending, forbidden both. Device semantics
+ * (what work reaches decides) and pages the fault handler lifted take the
+ * whole refresh. */
+static bool move_changed_no_page(const struct ac_guard_before *before, const struct ac_alloc *a) {
+  struct ac_stream *blocker;
+  enum ac_rule_id rule;
+  if (before->generation != right_generation || before->layout != right_layout ||
+      before->busy_changes != ac_order_busy_changes(ac_model))
+    return false;
+  if (ac_model_reach_semantics(ac_model) || ac_guard.protection_uncertain ||
+      ac_guard.lifted_count || __atomic_load_n(&ac_guard.lifted_unlocked, __ATOMIC_ACQUIRE))
+    return false;
+  if (!a || !ac_alloc_is_managed(a) || a->retiring || !a->size) return false;
+  uintptr_t first = ac_guard_page_floor(a->base);
+  uintptr_t end = ac_guard_page_floor(a->base + a->size - 1) + (uintptr_t)ac_guard.page_size;
+  return range_covers(&ac_guard.protected_now, first, end) &&
+         !ac_host_may_touch(ac_model, a, NULL, &blocker, &rule);
+}
+
+/* --guard-verify: after a skipped refresh, the protected pages must be those
+ * computed from scratch; a difference is a bug of the guard's own. */
+static void verify_skip(void) {
+  static struct range_list scratch;
+  ac_guard_classes_update();
+  ac_guard_wanted_from_scratch(&scratch, true);
+  if (range_equal(&scratch, &ac_guard.protected_now)) return;
+  ac_log("internal error: --guard-verify: a refresh skipped after an attach left %zu ranges "
+         "protected where %zu are to be",
+         ac_guard.protected_now.n, scratch.n);
+  abort();
+}
+
+void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
+                                        const struct ac_alloc *a) {
+  AC_ASSERT_MODEL_HELD();
+  if (!ac_guard.enabled) return;
+  if (!move_changed_no_page(before, a)) {
+    ac_guard_refresh_locked();
+    return;
+  }
+  /* The move stays logged in the classes, and the next refresh reads it. */
+  right_generation = ac_order_generation(ac_model);
+  right_layout = ac_model_layout(ac_model);
+  ac_guard.stats.skipped++;
+  if (ac_opts.guard_verify) verify_skip();
 }
 
 /* Before memory goes back to the driver: it leaves the classes, and no
@@ -223,13 +288,14 @@ void ac_guard_print_stats(void) {
   if (!ac_guard.enabled || !ac_opts.verbose) return;
   ac_model_enter();
   ac_log("page guard: %lu refreshes (%lu rebuilds, %lu from scratch, %lu ranges of pages looked "
-         "at again in the others, %lu of those resumed the pages kept while idle), %lu mprotect "
-         "calls, %lu faults (%lu by the driver, %lu unjudged), at most %lu ranges protected, %.3f "
-         "ms refreshing, %.3f ms judging faults",
+         "at again in the others, %lu of those resumed the pages kept while idle; %lu skipped "
+         "after attaches that could change no page), %lu mprotect calls, %lu faults (%lu by the "
+         "driver, %lu unjudged), at most %lu ranges protected, %.3f ms refreshing, %.3f ms "
+         "judging faults",
          ac_guard.stats.refreshes, ac_guard.stats.rebuilds, ac_guard.stats.from_scratch,
-         ac_guard.stats.window_ranges, ac_guard.stats.resumed, ac_guard.stats.mprotects,
-         ac_guard.stats.faults, ac_guard.stats.driver_faults, ac_guard.stats.unjudged,
-         ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
+         ac_guard.stats.window_ranges, ac_guard.stats.resumed, ac_guard.stats.skipped,
+         ac_guard.stats.mprotects, ac_guard.stats.faults, ac_guard.stats.driver_faults,
+         ac_guard.stats.unjudged, ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
          ac_guard.stats.handler_seconds * 1e3);
   if (ac_guard_keys_count())
     ac_log("page guard: protection keys: %lu ranges tagged, %lu faults on keyed memory, %lu "
@@ -302,7 +368,7 @@ void ac_guard_start(void) {
 void ac_guard_after_fork_child(void) {
   ac_guard.protected_now.n = wanted_now.n = 0;
   ac_guard.lifted_count = 0;
-  seen_generation = seen_layout = UINT64_MAX;
+  seen_generation = seen_layout = right_generation = right_layout = UINT64_MAX;
   ac_guard_classes_reset();
   ac_guard_wanted_reset();
   ac_guard.published_count = 0;

@@ -40,6 +40,7 @@ struct ac_guard_shared {
     unsigned long refreshes, rebuilds, mprotects, faults, driver_faults, unjudged, largest;
     unsigned long from_scratch, window_ranges; /* guard_wanted.c's two ways */
     unsigned long resumed;                     /* windows over the pages kept while idle */
+    unsigned long skipped;                     /* attaches that could change no page */
     unsigned long tags, key_faults, revocations, unconfirmed;
     double seconds, handler_seconds;
   } stats;

@@ -56,13 +56,50 @@ bool range_push_in_order(struct range_list *l, uintptr_t start, uintptr_t end) {
   return range_push(l, start, end);
 }
 
+/* count ranges from r onto the end of l, as they are. */
+static bool range_append(struct range_list *l, const struct range *r, size_t count) {
+  while (l->n + count > l->cap)
+    if (!AC_GROW(l->r, l->cap, l->cap, 16)) return false;
+  memcpy(l->r + l->n, r, count * sizeof r[0]);
+  l->n += count;
+  return true;
+}
+
+/* How many of side's ranges from index at on can go into a union as they
+ * are: each begins beyond what out holds by then (so it neither overlaps nor
+ * touches it) and comes before the other list's next range, which starts at
+ * other_start, in the merge order - on a tie only if first_on_tie. */
+static size_t run_before(const struct range_list *out, const struct range_list *side, size_t at,
+                         uintptr_t other_start, bool first_on_tie) {
+  size_t n = 0;
+  uintptr_t last_end = out->r[out->n - 1].end;
+  while (at + n < side->n) {
+    const struct range *r = &side->r[at + n];
+    if (r->start <= last_end) break; /* touches what is in out: coalesced one by one */
+    if (r->start > other_start || (r->start == other_start && !first_on_tie)) break;
+    last_end = r->end;
+    n++;
+  }
+  return n;
+}
+
+/* After one range of a side is in out, the ranges of that side that follow
+ * it up to the other side's next start go in as a copied run: a class's
+ * long list merged with its short log costs a scan and a copy, not a push
+ * each. */
 bool range_union(struct range_list *out, const struct range_list *a, const struct range_list *b) {
   out->n = 0;
   size_t i = 0, j = 0;
   while (i < a->n || j < b->n) {
-    const struct range *next =
-        j >= b->n || (i < a->n && a->r[i].start <= b->r[j].start) ? &a->r[i++] : &b->r[j++];
+    bool from_a = j >= b->n || (i < a->n && a->r[i].start <= b->r[j].start);
+    const struct range_list *side = from_a ? a : b, *other = from_a ? b : a;
+    size_t *at = from_a ? &i : &j, other_at = from_a ? j : i;
+    const struct range *next = &side->r[(*at)++];
     if (!range_push_in_order(out, next->start, next->end)) return false;
+    uintptr_t other_start = other_at < other->n ? other->r[other_at].start : UINTPTR_MAX;
+    size_t run = run_before(out, side, *at, other_start, from_a || other_at >= other->n);
+    if (!range_append(out, &side->r[*at], run)) return false;
+    *at += run;
   }
   return true;
 }
@@ -85,6 +122,12 @@ bool range_subtract(struct range_list *out, const struct range_list *a,
     uintptr_t start = a->r[i].start, end = a->r[i].end;
     while (j < b->n && b->r[j].end <= start)
       j++;
+    if (j == b->n || b->r[j].start >= end) { /* a's ranges that end by b's next: kept whole */
+      size_t stop = j == b->n ? a->n : range_first_ending_after(a, b->r[j].start);
+      if (!range_append(out, &a->r[i], stop - i)) return false;
+      i = stop - 1;
+      continue;
+    }
     /* b's ranges from j on end after start; walk those that begin before end. */
     for (size_t k = j; k < b->n && b->r[k].start < end; k++) {
       if (b->r[k].start > start && !range_push(out, start, b->r[k].start)) return false;

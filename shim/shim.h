@@ -334,6 +334,17 @@ void ac_guard_start(void);
 void ac_guard_device_protects_managed(int device);
 /* Brings page protection exactly in line with the model; model lock held. */
 void ac_guard_refresh_locked(void);
+/* What ac_guard_refresh_after_move_locked compares with: the model as an
+ * operation found it, taken under the same hold of the model lock. */
+struct ac_guard_before {
+  uint64_t generation, layout, busy_changes;
+};
+void ac_guard_before_locked(struct ac_guard_before *before);
+/* ac_guard_refresh_locked after an operation that moved allocation a (which
+ * may be NULL) between classes and did nothing else the guard follows - an
+ * attach - since before: skipped where that cannot change a page. */
+void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
+                                        const struct ac_alloc *a);
 /* Marks a about to be freed and lifts what protected it; model lock held. */
 void ac_guard_retire_locked(struct ac_alloc *a);
 enum ac_guard_claim { AC_GUARD_NOT_OURS, AC_GUARD_HANDLED, AC_GUARD_RETRY };

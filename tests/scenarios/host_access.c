@@ -354,6 +354,44 @@ static void write_after_sync(void) {
   if (n != 4096) failures++, fprintf(stderr, "host_access: write returned %zd\n", n);
 }
 
+/* Small GLOBAL allocations attached one by one to stream to while s is
+ * busy: each attach leaves their pages as they were (forbidden before,
+ * pending and forbidden after), so the guard need not look at them again
+ * until something else changes - and must then. */
+enum { BURST = 64 };
+static CUdeviceptr burst[BURST];
+static void attach_burst(CUstream to) {
+  for (int i = 0; i < BURST; i++)
+    EXPECT_RC(cu.cuMemAllocManaged(&burst[i], 64, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  launch(s, m);
+  for (int i = 0; i < BURST; i++)
+    attach(to, burst[i], CU_MEM_ATTACH_SINGLE);
+}
+static void attach_burst_touch_busy(void) {
+  attach_burst(s);
+  cpu_write(burst[BURST / 2]); /* AC201: s is busy and its attach not known complete */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void attach_burst_touch_after_sync(void) {
+  attach_burst(s);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  for (int i = 0; i < BURST; i++)
+    cpu_write(burst[i]);
+}
+static void attach_burst_other_touch_pending(void) {
+  attach_burst(t);
+  cpu_write(burst[BURST - 1]); /* a finding: the attach to t is not known complete */
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void attach_burst_other_after_sync(void) {
+  attach_burst(t);
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+  for (int i = 0; i < BURST; i++)
+    cpu_write(burst[i]); /* single-attached to t, which is idle: the CPU's while s works */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+
 /* The program's own SIGSEGV handler keeps working: it recovers from a fault
  * of its own, installed before the guard's handler exists. */
 static sigjmp_buf recover;
@@ -411,6 +449,10 @@ static const struct scenario_case cases[] = {
     {"shared_page", shared_page},
     {"write_after_sync", write_after_sync},
     {"program_handler", program_handler},
+    {"attach_burst_touch_busy", attach_burst_touch_busy},
+    {"attach_burst_touch_after_sync", attach_burst_touch_after_sync},
+    {"attach_burst_other_touch_pending", attach_burst_other_touch_pending},
+    {"attach_burst_other_after_sync", attach_burst_other_after_sync},
 };
 
 int main(int argc, char **argv) {

@@ -1,4 +1,5 @@
 /* test_ranges.c - the page guard's range arithmetic (shim/ranges.c). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "../../shim/ranges.h"
@@ -94,7 +95,88 @@ static void clip_keeps_what_lies_inside(void) {
   range_free(&l), range_free(&w), range_free(&out);
 }
 
+/* The answers address by address over [0, UNIVERSE), which range_union and
+ * range_subtract, which copy untouched runs whole, must give exactly: the
+ * union normalised; each range of a less b, as the pieces left of it. */
+enum { UNIVERSE = 4096 + 64 };
+static void mark(bool *in, const struct range_list *l) {
+  memset(in, 0, UNIVERSE * sizeof in[0]);
+  for (size_t i = 0; i < l->n; i++)
+    for (uintptr_t x = l->r[i].start; x < l->r[i].end; x++)
+      in[x] = true;
+}
+
+static void pieces(struct range_list *out, const bool *in, uintptr_t start, uintptr_t end) {
+  for (uintptr_t x = start; x < end;) {
+    if (!in[x]) {
+      x++;
+      continue;
+    }
+    uintptr_t from = x;
+    while (x < end && in[x])
+      x++;
+    range_push(out, from, x);
+  }
+}
+
+static void reference_union(struct range_list *out, const struct range_list *a,
+                            const struct range_list *b) {
+  static bool in_a[UNIVERSE], in_b[UNIVERSE];
+  mark(in_a, a), mark(in_b, b);
+  for (size_t x = 0; x < UNIVERSE; x++)
+    in_a[x] = in_a[x] || in_b[x];
+  out->n = 0;
+  pieces(out, in_a, 0, UNIVERSE);
+}
+
+static void reference_subtract(struct range_list *out, const struct range_list *a,
+                               const struct range_list *b) {
+  static bool outside_b[UNIVERSE];
+  mark(outside_b, b);
+  for (size_t x = 0; x < UNIVERSE; x++)
+    outside_b[x] = !outside_b[x];
+  out->n = 0;
+  for (size_t i = 0; i < a->n; i++)
+    pieces(out, outside_b, a->r[i].start, a->r[i].end);
+}
+
+/* Sorted, disjoint ranges over [0, 4096): touching each other where
+ * touching (as a class's log of exact allocations may), else apart (as a
+ * normalised list is); about one in density. */
+static void random_list(struct range_list *l, bool touching, unsigned density) {
+  l->n = 0;
+  uintptr_t at = (uintptr_t)(rand() % 8);
+  while (at < 4096) {
+    uintptr_t end = at + 1 + (uintptr_t)(rand() % 24);
+    if (rand() % (int)density == 0) range_push(l, at, end);
+    at = end + (touching && rand() % 2 ? 0 : 1 + (uintptr_t)(rand() % 16));
+  }
+}
+
+static void union_and_subtract_match_the_plain_merges(void) {
+  struct range_list a = {0, 0, NULL}, b = {0, 0, NULL}, got = {0, 0, NULL}, want = {0, 0, NULL};
+  int mismatches = 0;
+  srand(7);
+  for (int round = 0; round < 4000; round++) {
+    /* long against short, short against long, and alike */
+    unsigned da = 1 + (unsigned)(round % 3) * 12, db = 1 + (unsigned)((round / 3) % 3) * 12;
+    random_list(&a, round % 2, da);
+    random_list(&b, round % 4 < 2, db);
+    range_union(&got, &a, &b);
+    reference_union(&want, &a, &b);
+    mismatches += !range_equal(&got, &want);
+    range_union(&got, &b, &a);
+    mismatches += !range_equal(&got, &want);
+    range_subtract(&got, &a, &b);
+    reference_subtract(&want, &a, &b);
+    mismatches += !range_equal(&got, &want);
+  }
+  CHECK(mismatches == 0);
+  range_free(&a), range_free(&b), range_free(&got), range_free(&want);
+}
+
 int main(void) {
+  union_and_subtract_match_the_plain_merges();
   clip_keeps_what_lies_inside();
   union_merges_in_order();
   round_out_covers_touched_pages();
