@@ -355,12 +355,30 @@ static int by_start(const void *a, const void *b) {
   return (x->start > y->start) - (x->start < y->start);
 }
 
+/* entries[0, *n) and owner slot's list (sorted, as every owner's is), merged
+ * in address order into spare, which then swaps with entries. Owners are
+ * disjoint, so no two starts tie. */
+static void merge_owner(struct keyed_range **entries, struct keyed_range **spare, size_t *n,
+                        const struct range_list *l, int slot) {
+  size_t i = 0, j = 0, k = 0;
+  while (i < *n || j < l->n) {
+    if (j >= l->n || (i < *n && (*entries)[i].start <= l->r[j].start))
+      (*spare)[k++] = (*entries)[i++];
+    else
+      (*spare)[k++] = (struct keyed_range){l->r[j].start, l->r[j].end, slot}, j++;
+  }
+  struct keyed_range *t = *entries;
+  *entries = *spare, *spare = t, *n = k;
+}
+
 /* The pages that hold bytes of more than one owner (a class, or managed
- * memory of no class): sorted by address, neighbours sharing a page with
- * another owner mark it. */
+ * memory of no class): each owner's list is sorted already, so they are
+ * merged in address order, not sorted (a sort of every range at every
+ * layout was most of laying the keys out), and neighbours sharing a page
+ * with another owner mark it. */
 static void mixed_pages(struct range_list *mixed, const struct range_list *all_managed) {
-  static struct range_list classed, unclassed;
-  static struct keyed_range *entries;
+  static struct range_list classed, spare_list, unclassed;
+  static struct keyed_range *entries, *spare;
   static size_t entry_cap;
   size_t n = 0, total = 0;
   uintptr_t page = (uintptr_t)ac_guard.page_size;
@@ -369,24 +387,25 @@ static void mixed_pages(struct range_list *mixed, const struct range_list *all_m
    * attached, as at most programs' first launch): no page has two owners. */
   if (offered_count == 1 && range_equal(&offered[0].bytes, all_managed)) return;
   for (size_t i = 0; i < offered_count; i++) {
-    range_append_list(&classed, &offered[i].bytes);
+    if (!range_union(&spare_list, &classed, &offered[i].bytes)) return;
+    range_swap(&classed, &spare_list);
     total += offered[i].bytes.n;
   }
-  range_normalise(&classed);
+  range_normalise(&classed); /* a scan: the union of sorted lists is sorted */
   range_subtract(&unclassed, all_managed, &classed);
   total += unclassed.n;
   if (total > entry_cap) {
     struct keyed_range *grown = realloc(entries, total * sizeof *entries);
-    if (!grown) return;
-    entries = grown, entry_cap = total;
+    if (grown) entries = grown;
+    struct keyed_range *grown_spare = grown ? realloc(spare, total * sizeof *spare) : NULL;
+    if (grown_spare) spare = grown_spare;
+    if (!grown || !grown_spare) return;
+    entry_cap = total;
   }
   for (size_t i = 0; i < offered_count; i++)
-    for (size_t j = 0; j < offered[i].bytes.n; j++)
-      entries[n++] =
-          (struct keyed_range){offered[i].bytes.r[j].start, offered[i].bytes.r[j].end, (int)i};
-  for (size_t j = 0; j < unclassed.n; j++)
-    entries[n++] = (struct keyed_range){unclassed.r[j].start, unclassed.r[j].end, -1};
-  ac_sort_unless_sorted(entries, n, sizeof *entries, by_start);
+    merge_owner(&entries, &spare, &n, &offered[i].bytes, (int)i);
+  merge_owner(&entries, &spare, &n, &unclassed, -1);
+  ac_sort_unless_sorted(entries, n, sizeof *entries, by_start); /* a scan, as merged */
   for (size_t i = 1; i < n; i++) {
     uintptr_t last = (entries[i - 1].end - 1) & ~(page - 1);
     if (entries[i].slot != entries[i - 1].slot && (entries[i].start & ~(page - 1)) == last)
