@@ -177,6 +177,7 @@ struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *p
   }
   m->alloc_count++;
   m->layout++;
+  m->allocations++;
   if (ac_alloc_is_managed(a) && !is_plain_global(a)) ac_model_note_judged(m, a);
   if (ac_alloc_is_managed(a) && !a->learned) { /* the memory findings are about */
     struct ac_op_record *r = ac_history_push(m, NULL, AC_OP_ALLOC, a->origin_api, a->origin_thread);
@@ -238,10 +239,16 @@ cached_lookup(const struct ac_model *cm, uintptr_t addr) {
    * model (callers hold the shim's model lock). */
   struct ac_model *m = (struct ac_model *)cm;
   struct lookup_cache_entry *c = &m->lookup_cache[cache_slot(addr)];
-  if (c->addr == addr && c->layout_plus_one == m->layout + 1) return c;
+  if (c->addr == addr && c->allocations_plus_one == m->allocations + 1) {
+    if (c->layout != m->layout) {
+      c->plain_global = c->alloc && is_plain_global(c->alloc);
+      c->layout = m->layout;
+    }
+    return c;
+  }
   struct ac_alloc *a = find_uncached(m, addr);
   bool plain = a && is_plain_global(a);
-  *c = (struct lookup_cache_entry){addr, m->layout + 1, a, plain};
+  *c = (struct lookup_cache_entry){addr, m->allocations + 1, m->layout, a, plain};
   return c;
 }
 
@@ -299,6 +306,7 @@ void ac_model_remove_alloc(struct ac_model *m, struct ac_alloc *a) {
     granule_drop(m, k, a);
   m->alloc_count--;
   m->layout++;
+  m->allocations++;
   ac_order_forget_alloc(m, a);
   free_record(m, a);
 }

@@ -131,12 +131,16 @@ struct ac_model {
   struct ac_clock host_observed; /* what the host knows complete */
   struct event_slot *events;
   uint64_t generation;
-  uint64_t layout; /* moves when allocations or associations change */
-  /* Recent address lookups (kernel arguments repeat from launch to launch);
-   * an entry holds while the layout it was made under does. */
+  uint64_t layout;      /* moves when allocations or associations change */
+  uint64_t allocations; /* moves when an allocation is made or removed */
+  /* Recent address lookups (kernel arguments repeat from launch to launch).
+   * What an entry found holds while no allocation was made or removed since;
+   * whether that is plain GLOBAL memory, while the layout holds too (an
+   * attach elsewhere keeps the first, and the second is read again). */
   struct lookup_cache_entry {
     uintptr_t addr;
-    uint64_t layout_plus_one; /* 0: empty */
+    uint64_t allocations_plus_one; /* 0: empty */
+    uint64_t layout;               /* the one plain_global was found under */
     struct ac_alloc *alloc;
     bool plain_global; /* see ac_model_find_alloc_plain */
   } lookup_cache[AC_LOOKUP_CACHE_SIZE];
