@@ -262,9 +262,7 @@ struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per
   struct host_call *c = calloc(1, sizeof *c);
   if (!c) return NULL;
   bool turned_busy;
-  struct ac_guard_before before;
   ac_model_enter();
-  ac_guard_before_locked(&before);
   struct ac_stream *s = stream_of(stream, per_thread);
   uint64_t seq = enqueue_locked(s, api, AC_OP_HOST_FUNCTION, &turned_busy);
   uint64_t serial = s ? s->serial : 0;

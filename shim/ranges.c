@@ -72,6 +72,7 @@ static bool range_append(struct range_list *l, const struct range *r, size_t cou
 static size_t run_before(const struct range_list *out, const struct range_list *side, size_t at,
                          uintptr_t other_start, bool first_on_tie) {
   size_t n = 0;
+  if (!out->n) return 0; /* an empty range came first, and was not pushed */
   uintptr_t last_end = out->r[out->n - 1].end;
   while (at + n < side->n) {
     const struct range *r = &side->r[at + n];

@@ -70,6 +70,10 @@ static void union_merges_in_order(void) {
   CHECK(range_union(&out, &a, &b) && same(&out, want, 8));
   struct range_list none = {0, 0, NULL};
   CHECK(range_union(&out, &none, &b) && same(&out, b_pairs, 6));
+  struct range empty_first[] = {{3, 3}, {5, 20}};
+  struct range_list odd = {2, 2, empty_first}; /* no push makes one; a guard all the same */
+  const uintptr_t odd_want[] = {5, 20, 50, 60, 70, 80};
+  CHECK(range_union(&out, &odd, &b) && same(&out, odd_want, 6));
   range_free(&a), range_free(&b), range_free(&out);
 }
 
