@@ -104,20 +104,24 @@ static void follow_layout_with_keys(uint64_t layout) {
   }
 }
 
-/* The pages to protect now, into wanted_now: kept up to date from what
- * changed (guard_wanted.c); with --guard-verify, checked against the same
- * from scratch, and a difference is a bug of the guard's own: said, and the
- * process stops. */
-static void desired_pages(bool any_busy) {
+/* --guard-verify: pages, the guard's own answer, must be the pages to
+ * protect computed from scratch; a difference is a bug of the guard's own:
+ * said, and the process stops. */
+static void verify_with_scratch(const struct range_list *pages, bool any_busy, const char *which) {
   static struct range_list scratch;
-  ac_guard_wanted_update(&wanted_now, any_busy);
-  if (!ac_opts.guard_verify) return;
   ac_guard_wanted_from_scratch(&scratch, any_busy);
-  if (range_equal(&scratch, &wanted_now)) return;
-  ac_log("internal error: --guard-verify: the pages kept up to date (%zu ranges) differ from "
-         "those computed from scratch (%zu ranges)",
-         wanted_now.n, scratch.n);
+  if (range_equal(&scratch, pages)) return;
+  ac_log("internal error: --guard-verify: the pages %s (%zu ranges) differ from those computed "
+         "from scratch (%zu ranges)",
+         which, pages->n, scratch.n);
   abort();
+}
+
+/* The pages to protect now, into wanted_now: kept up to date from what
+ * changed (guard_wanted.c), and with --guard-verify checked. */
+static void desired_pages(bool any_busy) {
+  ac_guard_wanted_update(&wanted_now, any_busy);
+  if (ac_opts.guard_verify) verify_with_scratch(&wanted_now, any_busy, "kept up to date");
 }
 
 /* ---- transitions ---- */
@@ -231,23 +235,8 @@ static bool move_changed_no_page(const struct ac_guard_before *before, const str
       ac_guard.lifted_count || __atomic_load_n(&ac_guard.lifted_unlocked, __ATOMIC_ACQUIRE))
     return false;
   if (!a || !ac_alloc_is_managed(a) || a->retiring || !a->size) return false;
-  uintptr_t first = ac_guard_page_floor(a->base);
-  uintptr_t end = ac_guard_page_floor(a->base + a->size - 1) + (uintptr_t)ac_guard.page_size;
-  return range_covers(&ac_guard.protected_now, first, end) &&
+  return ac_guard_pages_covered(&ac_guard.protected_now, a->base, a->base + a->size) &&
          !ac_host_may_touch(ac_model, a, NULL, &blocker, &rule);
-}
-
-/* --guard-verify: after a skipped refresh, the protected pages must be those
- * computed from scratch; a difference is a bug of the guard's own. */
-static void verify_skip(void) {
-  static struct range_list scratch;
-  ac_guard_classes_update();
-  ac_guard_wanted_from_scratch(&scratch, true);
-  if (range_equal(&scratch, &ac_guard.protected_now)) return;
-  ac_log("internal error: --guard-verify: a refresh skipped after an attach left %zu ranges "
-         "protected where %zu are to be",
-         ac_guard.protected_now.n, scratch.n);
-  abort();
 }
 
 void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
@@ -262,7 +251,8 @@ void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
   right_generation = ac_order_generation(ac_model);
   right_layout = ac_model_layout(ac_model);
   ac_guard.stats.skipped++;
-  if (ac_opts.guard_verify) verify_skip();
+  if (ac_opts.guard_verify)
+    verify_with_scratch(&ac_guard.protected_now, true, "protected after a skipped refresh");
 }
 
 /* Before memory goes back to the driver: it leaves the classes, and no

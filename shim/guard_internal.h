@@ -51,6 +51,13 @@ static inline uintptr_t ac_guard_page_floor(uintptr_t a) {
   return a & ~(uintptr_t)(ac_guard.page_size - 1);
 }
 
+/* Whether every page the bytes [start, end) touch lies in pages (normalised). */
+static inline bool ac_guard_pages_covered(const struct range_list *pages, uintptr_t start,
+                                          uintptr_t end) {
+  return range_covers(pages, ac_guard_page_floor(start),
+                      ac_guard_page_floor(end - 1) + (uintptr_t)ac_guard.page_size);
+}
+
 double ac_guard_now_seconds(void);
 
 /* ---- guard_keys.c: the protection-keys side (see there) ---- */

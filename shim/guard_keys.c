@@ -391,7 +391,6 @@ static void mixed_pages(struct range_list *mixed, const struct range_list *all_m
     range_swap(&classed, &spare_list);
     total += offered[i].bytes.n;
   }
-  range_normalise(&classed); /* a scan: the union of sorted lists is sorted */
   range_subtract(&unclassed, all_managed, &classed);
   total += unclassed.n;
   if (total > entry_cap) {
@@ -405,7 +404,6 @@ static void mixed_pages(struct range_list *mixed, const struct range_list *all_m
   for (size_t i = 0; i < offered_count; i++)
     merge_owner(&entries, &spare, &n, &offered[i].bytes, (int)i);
   merge_owner(&entries, &spare, &n, &unclassed, -1);
-  ac_sort_unless_sorted(entries, n, sizeof *entries, by_start); /* a scan, as merged */
   for (size_t i = 1; i < n; i++) {
     uintptr_t last = (entries[i - 1].end - 1) & ~(page - 1);
     if (entries[i].slot != entries[i - 1].slot && (entries[i].start & ~(page - 1)) == last)

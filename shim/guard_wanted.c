@@ -185,9 +185,7 @@ static void add_pending_flip(const struct ac_alloc *a, void *ctx) {
  * allocation to a busy stream under strict semantics is mostly such moves:
  * GLOBAL to pending, forbidden both. */
 static bool move_changed_nothing(const struct range *r, const struct range_list *want) {
-  uintptr_t page = (uintptr_t)ac_guard.page_size;
-  if (!range_covers(want, ac_guard_page_floor(r->start), ac_guard_page_floor(r->end - 1) + page))
-    return false;
+  if (!ac_guard_pages_covered(want, r->start, r->end)) return false;
   struct ac_alloc *a = ac_model_find_alloc_at(ac_model, r->start);
   return a && a->base + a->size == r->end && ac_guard_classes_forbid_now(a);
 }
