@@ -74,34 +74,55 @@ static void key_class_of_stream(const struct ac_stream *s, const struct range_li
 
 /* The classes that may get protection keys: each stream's, and GLOBAL's
  * where all of it is off-limits at once (strict semantics). */
-static void lay_out_keys(void) {
+static void offer_classes_to_keys(void) {
   ac_guard_keys_layout_begin();
   if (!ac_model_reach_semantics(ac_model))
     ac_guard_keys_layout_class(&ac_guard_global_class, ac_guard_classes_global(NULL));
   ac_guard_classes_for_each_stream(false, NULL, key_class_of_stream, NULL);
+}
+
+static void lay_out_keys(void) {
+  offer_classes_to_keys();
   ac_guard_keys_layout_end(ac_guard_classes_all_managed(NULL));
   install_handler_once();
 }
 
-/* Keys are laid out again after the layout changed, but not at every
- * change: a program allocating or attaching thousands of times while work
- * runs would pay a regrouping each time. Until they are, the keys stand
- * aside (mprotect covers everything, exactly as without them); they are laid
- * out when the changes pause (two refreshes with the same layout) or have
- * added up to an eighth of what was laid out last. */
-static void follow_layout_with_keys(uint64_t layout) {
-  static uint64_t keys_layout = UINT64_MAX;
+/* Keys are laid out again after allocations moved class - made, attached,
+ * an attach settled, freed - but not at every move: a program allocating or
+ * attaching thousands of times while work runs would pay a regrouping of
+ * everything each time. Until they are, the keys stand aside (mprotect
+ * covers everything, exactly as without them); they are laid out when the
+ * moves pause (two refreshes without one) or have added up to half the
+ * allocations alive, so that laying out, linear in what is alive, costs a
+ * constant a move. (An attach is two moves: into pending, and into its
+ * stream's class when it settles. At an eighth, attaching allocation after
+ * allocation in bursts laid the keys out every few bursts, and the keys
+ * cost more than mprotect alone.) */
+static void follow_classes_with_keys(void) {
+  static uint64_t laid_out_at = UINT64_MAX, seen_moves = UINT64_MAX;
   static unsigned quiet;
-  if (!ac_guard_keys_count() || layout == keys_layout) return;
-  quiet = layout == seen_layout ? quiet + 1 : 0;
-  uint64_t changes = keys_layout == UINT64_MAX ? UINT64_MAX : layout - keys_layout;
-  if (quiet >= 2 || changes >= 32 + ac_guard_keys_laid_out() / 8) {
+  uint64_t moves = ac_guard_classes_moves();
+  if (!ac_guard_keys_count() || moves == laid_out_at) return;
+  quiet = moves == seen_moves ? quiet + 1 : 0;
+  seen_moves = moves;
+  if (laid_out_at == UINT64_MAX || quiet >= 2 ||
+      moves - laid_out_at >= 32 + ac_model_alloc_count(ac_model) / 2) {
     lay_out_keys();
-    keys_layout = layout;
+    laid_out_at = moves;
     quiet = 0;
   } else {
     ac_guard_keys_stand_aside();
   }
+}
+
+/* --guard-verify: the keys as laid out must fit the classes as they are. */
+static void verify_keys(void) {
+  if (!ac_guard_keys_active()) return;
+  offer_classes_to_keys();
+  const char *wrong = ac_guard_keys_layout_wrong(ac_guard_classes_all_managed(NULL));
+  if (!wrong) return;
+  ac_log("internal error: --guard-verify: protection keys: %s", wrong);
+  abort();
 }
 
 /* --guard-verify: pages, the guard's own answer, must be the pages to
@@ -194,7 +215,8 @@ void ac_guard_refresh_locked(void) {
   ac_guard.stats.refreshes++;
   bool any_busy = ac_order_any_busy(ac_model, NULL) != NULL;
   if (any_busy) ac_guard_classes_update();
-  if (any_busy) follow_layout_with_keys(layout);
+  if (any_busy) follow_classes_with_keys();
+  if (any_busy && ac_opts.guard_verify) verify_keys();
   seen_any_busy = any_busy;
   seen_generation = generation;
   seen_layout = layout;

@@ -98,8 +98,12 @@ static bool unjudged_lost; /* memory ran out: every pending one is looked at */
  * look at every pending allocation. */
 static struct class forbidden_pending;
 /* What changed since the wanted pages were last brought up to date. */
-static struct range_list moved;       /* bytes of allocations that changed class */
-static bool moved_all;                /* more than is worth listing, or regrouped: everything */
+static struct range_list moved; /* bytes of allocations that changed class */
+static bool moved_all;          /* more than is worth listing, or regrouped: everything */
+/* Every move of class ever, for the protection keys (guard.c), which follow
+ * moves of class as they come - an attach settling is one, though the
+ * model's layout stays. */
+static uint64_t moves;
 static uint32_t *was_busy, *now_busy; /* slots of the classes busy at the last two rounds */
 static size_t was_busy_count, now_busy_count, was_busy_cap, now_busy_cap;
 static uint64_t busy_round = 1;
@@ -388,6 +392,7 @@ static bool enter(struct ac_alloc *a, struct place p) {
  * looking at everything (a program allocating thousands of times while
  * nothing is busy logs each one). */
 static void log_moved(const struct ac_alloc *a) {
+  moves++;
   if (moved_all) return;
   if (moved.n > 64 + all_managed.ranges.n / 4 || !range_push(&moved, a->base, a->base + a->size)) {
     moved_all = true;
@@ -575,6 +580,10 @@ const struct range_list *ac_guard_classes_moved(bool *all) {
 void ac_guard_classes_moved_clear(void) {
   moved.n = 0;
   moved_all = false;
+}
+
+uint64_t ac_guard_classes_moves(void) {
+  return moves;
 }
 
 /* A class busy this round: a flip if it was not busy the round before. */

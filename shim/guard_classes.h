@@ -69,6 +69,9 @@ const struct range_list *ac_guard_classes_forbidden_pending(const struct range_l
  * allocation forbidden. */
 void ac_guard_classes_forget_flips(void);
 
+/* How many times an allocation changed class (or was grouped anew), ever. */
+uint64_t ac_guard_classes_moves(void);
+
 /* How many ranges the classes' logs hold, not yet merged into their lists. */
 size_t ac_guard_classes_unmerged(void);
 

@@ -78,13 +78,15 @@ const struct range_list *ac_guard_keys_unkeyed_managed(const struct range_list *
  * that holds them, before it returns. */
 void ac_guard_keys_transition(bool any_busy, bool strict);
 /* Until the next layout the keys protect nothing more (mprotect covers it
- * all); how many ranges were offered at the last layout. */
+ * all). */
 void ac_guard_keys_stand_aside(void);
+/* --guard-verify: what is wrong with the keys against the classes offered
+ * since ac_guard_keys_layout_begin, or NULL. */
+const char *ac_guard_keys_layout_wrong(const struct range_list *all_managed);
 /* The pages whose key changed since the last call (in no order), where what
  * mprotect covers may have changed; *all when too many to list. The list is
  * valid until the next call. */
 const struct range_list *ac_guard_keys_take_rekeyed(bool *all);
-size_t ac_guard_keys_laid_out(void);
 void ac_guard_keys_forget(uintptr_t start, uintptr_t end);
 /* Pages a fault let go (a forbidden access, judged) get their keys back:
  * at a transition, before mprotect's protection is settled. */

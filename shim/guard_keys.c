@@ -267,7 +267,6 @@ static const void *slot_owner[AC_PKEYS_HW_MAX];     /* the class each slot went 
 static struct range_list tagged[AC_PKEYS_HW_MAX];   /* its pages alone, tagged with its key */
 static struct range_list residual[AC_PKEYS_HW_MAX]; /* its bytes elsewhere: mprotect's */
 static struct range_list managed_residual;          /* managed bytes on pages without a key */
-static size_t laid_out;                             /* ranges offered at the last layout */
 static bool standing_aside; /* the layout changed since: mprotect covers all */
 /* The pages whose key changed since ac_guard_keys_take_rekeyed last took
  * them: only there does what mprotect covers change with a layout. */
@@ -310,10 +309,6 @@ static bool published_overflow;
 
 bool ac_guard_keys_active(void) {
   return key_count > 0 && !keys_broken;
-}
-
-size_t ac_guard_keys_laid_out(void) {
-  return laid_out;
 }
 
 void ac_guard_keys_stand_aside(void) {
@@ -461,6 +456,8 @@ static void retag(struct range_list *next, const struct range_list *all) {
   }
   for (int s = 0; s < key_count; s++)
     range_swap(&tagged[s], &next[s]);
+  range_normalise(&touched);
+  note_rekeyed(&touched);
   forget_protection_of(&touched);
   publish_tags();
 }
@@ -484,7 +481,6 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed) {
     if (!grown || !more) return;
     wanted_cap = offered_count;
   }
-  laid_out = 0;
   for (size_t i = 0; i < offered_count; i++) {
     range_round_out(&pages, &offered[i].bytes, (uintptr_t)ac_guard.page_size);
     range_subtract(&exclusive[i], &pages, &mixed);
@@ -495,7 +491,6 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed) {
     for (int s = 0; s < key_count; s++)
       if (slot_owner[s] == offered[i].id) had = s;
     wanted[i] = (struct ac_key_class){offered[i].id, count, had};
-    laid_out += offered[i].bytes.n;
   }
   ac_pkeys_assign(wanted, offered_count, key_count);
   for (int s = 0; s < key_count; s++) {
@@ -512,9 +507,14 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed) {
     range_union(&swap, &all_tagged, &exclusive[i]);
     range_swap(&all_tagged, &swap);
   }
-  for (int s = 0; s < key_count; s++)
-    note_rekeyed(&tagged[s]);
-  note_rekeyed(&all_tagged);
+  /* Standing aside, mprotect covered every keyed page: each is looked at
+   * again. Otherwise what mprotect covers changes where a key changed only
+   * (retag notes those). */
+  if (standing_aside) {
+    for (int s = 0; s < key_count; s++)
+      note_rekeyed(&tagged[s]);
+    note_rekeyed(&all_tagged);
+  }
   retag(next, &all_tagged);
   range_subtract(&managed_residual, all_managed, &all_tagged);
   standing_aside = false;
@@ -524,6 +524,35 @@ static int slot_of_class(const void *id) {
   for (int s = 0; s < key_count; s++)
     if (slot_owner[s] == id) return s;
   return -1;
+}
+
+/* --guard-verify: what is wrong with the keys as they stand against the
+ * classes offered since ac_guard_keys_layout_begin (not laid out), or NULL:
+ * each slot's pages hold bytes of its class alone, and what no key covers of
+ * its class and of all managed memory is exactly the rest. Standing aside
+ * the keys protect nothing, and nothing is wrong. */
+const char *ac_guard_keys_layout_wrong(const struct range_list *all_managed) {
+  static struct range_list others, pages, x, all_tagged, joined;
+  static const struct range_list none;
+  if (!ac_guard_keys_active() || standing_aside) return NULL;
+  all_tagged.n = 0;
+  for (int s = 0; s < key_count; s++) {
+    const struct range_list *bytes = &none;
+    for (size_t i = 0; i < offered_count; i++)
+      if (offered[i].id == slot_owner[s]) bytes = &offered[i].bytes;
+    range_subtract(&others, all_managed, bytes);
+    range_round_out(&pages, &others, (uintptr_t)ac_guard.page_size);
+    range_clip(&x, &tagged[s], &pages);
+    if (x.n) return "a keyed page holds bytes of another class";
+    range_subtract(&x, bytes, &tagged[s]);
+    if (!range_equal(&x, &residual[s])) return "a class's bytes without a key are not its rest";
+    range_union(&joined, &all_tagged, &tagged[s]);
+    range_swap(&all_tagged, &joined);
+  }
+  range_subtract(&x, all_managed, &all_tagged);
+  if (!range_equal(&x, &managed_residual))
+    return "the managed bytes without a key are not the rest";
+  return NULL;
 }
 
 /* The bytes of class id that mprotect must protect when it is forbidden. */

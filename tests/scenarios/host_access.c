@@ -392,6 +392,40 @@ static void attach_burst_other_after_sync(void) {
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
 }
 
+/* An attach that settles after the protection keys were laid out with it
+ * pending: the memory joins its stream's class at the synchronisation, a
+ * move of class the guard must follow though no allocation or attach came.
+ * The stream's class has a key of its own (kept settled into it first), and
+ * the transitions of another stream after the attach lay the keys out again
+ * while it pends. */
+static CUdeviceptr kept, late;
+static void settle_after_layout(void) {
+  EXPECT_RC(cu.cuMemAllocManaged(&kept, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&late, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  setup_single(); /* m */
+  attach(s, kept, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  launch(s, kept);
+  attach(s, late, CU_MEM_ATTACH_SINGLE);
+  for (int i = 0; i < 2; i++) { /* transitions while late pends */
+    launch(t, 0);
+    EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+  }
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS); /* late settles into s's class */
+  launch(s, kept);
+}
+static void settled_touch_busy(void) {
+  settle_after_layout();
+  cpu_write(late); /* AC201: late is s's, and s is busy */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void settled_touch_after_sync(void) {
+  settle_after_layout();
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  cpu_write(late);
+  cpu_write(kept);
+}
+
 /* The program's own SIGSEGV handler keeps working: it recovers from a fault
  * of its own, installed before the guard's handler exists. */
 static sigjmp_buf recover;
@@ -450,6 +484,8 @@ static const struct scenario_case cases[] = {
     {"write_after_sync", write_after_sync},
     {"program_handler", program_handler},
     {"attach_burst_touch_busy", attach_burst_touch_busy},
+    {"settled_touch_busy", settled_touch_busy},
+    {"settled_touch_after_sync", settled_touch_after_sync},
     {"attach_burst_touch_after_sync", attach_burst_touch_after_sync},
     {"attach_burst_other_touch_pending", attach_burst_other_touch_pending},
     {"attach_burst_other_after_sync", attach_burst_other_after_sync},
