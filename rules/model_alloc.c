@@ -51,11 +51,11 @@ static bool granule_insert(struct granule *g, struct ac_alloc *a) {
                    (g->e[i - 1].base == a->base && g->e[i - 1].alloc->serial > a->serial)))
     i--;
   memmove(&g->e[i + 1], &g->e[i], (g->count - i) * sizeof g->e[0]);
-  g->e[i] = (struct granule_entry){a->base, end_of(a), a};
+  g->e[i] = (struct granule_entry){a->base, a};
   g->count++;
   /* Two records overlap only if two neighbours do. */
-  if ((i > 0 && g->e[i - 1].end > g->e[i].base) ||
-      (i + 1 < g->count && g->e[i].end > g->e[i + 1].base))
+  if ((i > 0 && end_of(g->e[i - 1].alloc) > g->e[i].base) ||
+      (i + 1 < g->count && end_of(g->e[i].alloc) > g->e[i + 1].base))
     g->nested = true;
   return true;
 }
@@ -216,12 +216,12 @@ static struct ac_alloc *find_uncached(const struct ac_model *m, uintptr_t addr) 
   /* The last allocation starting at or below addr: with equal bases (a stale
    * record a free we never saw left behind) the newest, which owns it now. */
   size_t lo = at_or_below(g, addr);
-  if (lo > 0 && addr < g->e[lo - 1].end) return g->e[lo - 1].alloc;
+  if (lo > 0 && addr < end_of(g->e[lo - 1].alloc)) return g->e[lo - 1].alloc;
   /* Otherwise only an allocation that began in an earlier granule can reach
    * addr; those sort first. */
   uintptr_t granule_start = (uintptr_t)key << AC_GRANULE_SHIFT;
   for (size_t i = 0; i < lo && g->e[i].base < granule_start; i++)
-    if (addr < g->e[i].end) return g->e[i].alloc;
+    if (addr < end_of(g->e[i].alloc)) return g->e[i].alloc;
   return NULL;
 }
 
@@ -277,10 +277,10 @@ static struct ac_alloc *overlapping_in(const struct ac_model *m, uint64_t key, u
   HASH_FIND(hh, m->granules, &key, sizeof key, g);
   if (!g) return NULL;
   for (size_t i = 0; g->nested && i < g->count; i++)
-    if (g->e[i].base < end && base < g->e[i].end) return g->e[i].alloc;
+    if (g->e[i].base < end && base < end_of(g->e[i].alloc)) return g->e[i].alloc;
   if (g->nested) return NULL;
   size_t i = base ? at_or_below(g, base - 1) : 0; /* the first from base on */
-  if (i > 0 && base < g->e[i - 1].end) return g->e[i - 1].alloc;
+  if (i > 0 && base < end_of(g->e[i - 1].alloc)) return g->e[i - 1].alloc;
   return i < g->count && g->e[i].base < end ? g->e[i].alloc : NULL;
 }
 

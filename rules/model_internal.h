@@ -16,10 +16,13 @@
 #define AC_LOOKUP_CACHE_SIZE 1024   /* a power of two */
 #define AC_JUDGED_GRANULE_BITS 4096 /* a power of two: 8 GiB of address space before it wraps */
 
-/* A granule's allocations, sorted by base; base and end are kept beside the
- * record so a lookup reads only this array. */
+/* A granule's allocations, sorted by base; the base is kept beside the
+ * record so the search reads only this array, and the record's end is read
+ * once, at the last step (the record is what the lookup returns, read next
+ * anyway). An end kept here too cost 8 bytes a tracked allocation, more
+ * with the array's room to grow. */
 struct granule_entry {
-  uintptr_t base, end;
+  uintptr_t base;
   struct ac_alloc *alloc;
 };
 
