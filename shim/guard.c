@@ -108,6 +108,7 @@ static void follow_classes_with_keys(void) {
   if (laid_out_at == UINT64_MAX || quiet >= 2 ||
       moves - laid_out_at >= 32 + ac_model_alloc_count(ac_model) / 2) {
     lay_out_keys();
+    ac_guard.stats.layouts++;
     laid_out_at = moves;
     quiet = 0;
   } else {
@@ -310,10 +311,11 @@ void ac_guard_print_stats(void) {
          ac_guard.stats.unjudged, ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
          ac_guard.stats.handler_seconds * 1e3);
   if (ac_guard_keys_count())
-    ac_log("page guard: protection keys: %lu ranges tagged, %lu faults on keyed memory, %lu "
-           "threads signalled to drop a key (%lu did not answer in time)",
-           ac_guard.stats.tags, ac_guard.stats.key_faults, ac_guard.stats.revocations,
-           ac_guard.stats.unconfirmed);
+    ac_log("page guard: protection keys: %lu layouts (standing aside %lu times between), %lu "
+           "ranges tagged, %lu faults on keyed memory, %lu threads signalled to drop a key (%lu "
+           "did not answer in time)",
+           ac_guard.stats.layouts, ac_guard.stats.stood_aside, ac_guard.stats.tags,
+           ac_guard.stats.key_faults, ac_guard.stats.revocations, ac_guard.stats.unconfirmed);
   ac_model_leave();
 }
 

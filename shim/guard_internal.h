@@ -42,6 +42,7 @@ struct ac_guard_shared {
     unsigned long resumed;                     /* windows over the pages kept while idle */
     unsigned long skipped;                     /* attaches that could change no page */
     unsigned long tags, key_faults, revocations, unconfirmed;
+    unsigned long layouts, stood_aside; /* the keys laid out; times they stood aside */
     double seconds, handler_seconds;
   } stats;
 };

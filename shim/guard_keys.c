@@ -267,7 +267,7 @@ static const void *slot_owner[AC_PKEYS_HW_MAX];     /* the class each slot went 
 static struct range_list tagged[AC_PKEYS_HW_MAX];   /* its pages alone, tagged with its key */
 static struct range_list residual[AC_PKEYS_HW_MAX]; /* its bytes elsewhere: mprotect's */
 static struct range_list managed_residual;          /* managed bytes on pages without a key */
-static bool standing_aside; /* the layout changed since: mprotect covers all */
+static bool standing_aside;                         /* classes changed since: mprotect covers all */
 /* The pages whose key changed since ac_guard_keys_take_rekeyed last took
  * them: only there does what mprotect covers change with a layout. */
 static struct range_list rekeyed;
@@ -312,10 +312,11 @@ bool ac_guard_keys_active(void) {
 }
 
 void ac_guard_keys_stand_aside(void) {
-  if (!standing_aside)
-    for (int s = 0; s < key_count; s++)
-      note_rekeyed(&tagged[s]);
+  if (standing_aside) return;
+  for (int s = 0; s < key_count; s++)
+    note_rekeyed(&tagged[s]);
   standing_aside = true;
+  ac_guard.stats.stood_aside++;
 }
 
 const struct range_list *ac_guard_keys_take_rekeyed(bool *all) {
