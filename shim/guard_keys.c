@@ -457,9 +457,8 @@ static void retag(struct range_list *next, const struct range_list *all) {
   }
   for (int s = 0; s < key_count; s++)
     range_swap(&tagged[s], &next[s]);
-  range_normalise(&touched);
+  forget_protection_of(&touched); /* normalises touched */
   note_rekeyed(&touched);
-  forget_protection_of(&touched);
   publish_tags();
 }
 
