@@ -87,30 +87,62 @@ static void lay_out_keys(void) {
   install_handler_once();
 }
 
-/* Keys are laid out again after allocations moved class - made, attached,
- * an attach settled, freed - but not at every move: a program allocating or
- * attaching thousands of times while work runs would pay a regrouping of
- * everything each time. Until they are, the keys stand aside (mprotect
- * covers everything, exactly as without them); they are laid out when the
- * moves pause (two refreshes without one) or have added up to half the
- * allocations alive, so that laying out, linear in what is alive, costs a
- * constant a move. (An attach is two moves: into pending, and into its
- * stream's class when it settles. At an eighth, attaching allocation after
- * allocation in bursts laid the keys out every few bursts, and the keys
- * cost more than mprotect alone.) */
+static void patch_class_of_stream(const struct ac_stream *s, const struct range_list *ranges,
+                                  void *ctx) {
+  (void)ctx;
+  ac_guard_keys_patch_class(s, ranges);
+}
+
+/* The pages of the bytes that moved since the keys last followed give their
+ * keys up (guard_keys.c); false when they are too many: the keys stand aside. */
+static bool patch_keys(void) {
+  static struct range_list pages;
+  bool all;
+  const struct range_list *moved = ac_guard_classes_moved_for_keys(&all);
+  if (all || !range_round_out(&pages, moved, (uintptr_t)ac_guard.page_size) ||
+      !ac_guard_keys_patch_begin(&pages))
+    return false;
+  if (!ac_model_reach_semantics(ac_model))
+    ac_guard_keys_patch_class(&ac_guard_global_class, ac_guard_classes_global(&pages));
+  ac_guard_classes_for_each_stream(false, &pages, patch_class_of_stream, NULL);
+  ac_guard_keys_patch_end(ac_guard_classes_all_managed(&pages));
+  return true;
+}
+
+/* The keys follow every move of class - made, attached, an attach settled,
+ * freed. A few moves since they last followed patch them: the pages moved
+ * bytes lie on give their keys up to mprotect, a cost of what moved, so that
+ * a loop allocating or attaching a little at each step keeps its keys. More
+ * (a burst of attaches) and the keys stand aside - mprotect covers
+ * everything, exactly as without them. They are laid out again, which looks
+ * at everything alive and gives the pages patched away their keys back, when
+ * the moves pause (two refreshes without one), or have added up to twice the
+ * allocations alive since the last layout, so that laying out costs a
+ * constant a move. (An attach is two
+ * moves: into pending, and into its stream's class when it settles. At an
+ * eighth of the ranges laid out, attaching allocation after allocation in
+ * bursts laid the keys out every few bursts; at a half of the allocations,
+ * 10,000 attaches laid them out 4 times and ran 10% slower than at twice,
+ * which lays them out once.) */
 static void follow_classes_with_keys(void) {
-  static uint64_t laid_out_at = UINT64_MAX, seen_moves = UINT64_MAX;
+  static uint64_t followed_at = UINT64_MAX, laid_out_at = UINT64_MAX, seen_moves = UINT64_MAX;
   static unsigned quiet;
   uint64_t moves = ac_guard_classes_moves();
-  if (!ac_guard_keys_count() || moves == laid_out_at) return;
+  if (!ac_guard_keys_count()) return;
   quiet = moves == seen_moves ? quiet + 1 : 0;
   seen_moves = moves;
+  /* Followed, and laid out since, or patched and not yet paused. */
+  if (moves == followed_at && (followed_at == laid_out_at || quiet < 2)) return;
   if (laid_out_at == UINT64_MAX || quiet >= 2 ||
-      moves - laid_out_at >= 32 + ac_model_alloc_count(ac_model) / 2) {
+      moves - laid_out_at >= 32 + 2 * ac_model_alloc_count(ac_model)) {
     lay_out_keys();
     ac_guard.stats.layouts++;
-    laid_out_at = moves;
+    laid_out_at = followed_at = moves;
     quiet = 0;
+    ac_guard_classes_keys_followed();
+  } else if (patch_keys()) {
+    followed_at = moves;
+    ac_guard_classes_keys_followed();
   } else {
     ac_guard_keys_stand_aside();
   }
@@ -127,12 +159,19 @@ static void verify_keys(void) {
 }
 
 /* --guard-verify: pages, the guard's own answer, must be the pages to
- * protect computed from scratch; a difference is a bug of the guard's own:
- * said, and the process stops. */
-static void verify_with_scratch(const struct range_list *pages, bool any_busy, const char *which) {
-  static struct range_list scratch;
+ * protect computed from scratch - outside the pages in shut, when given -; a
+ * difference is a bug of the guard's own: said, and the process stops. */
+static void verify_with_scratch(const struct range_list *pages, const struct range_list *shut,
+                                bool any_busy, const char *which) {
+  static struct range_list scratch, outside_scratch, outside_pages;
   ac_guard_wanted_from_scratch(&scratch, any_busy);
-  if (range_equal(&scratch, pages)) return;
+  if (shut) {
+    range_subtract(&outside_scratch, &scratch, shut);
+    range_subtract(&outside_pages, pages, shut);
+    if (range_equal(&outside_scratch, &outside_pages)) return;
+  } else if (range_equal(&scratch, pages)) {
+    return;
+  }
   ac_log("internal error: --guard-verify: the pages %s (%zu ranges) differ from those computed "
          "from scratch (%zu ranges)",
          which, pages->n, scratch.n);
@@ -143,7 +182,7 @@ static void verify_with_scratch(const struct range_list *pages, bool any_busy, c
  * changed (guard_wanted.c), and with --guard-verify checked. */
 static void desired_pages(bool any_busy) {
   ac_guard_wanted_update(&wanted_now, any_busy);
-  if (ac_opts.guard_verify) verify_with_scratch(&wanted_now, any_busy, "kept up to date");
+  if (ac_opts.guard_verify) verify_with_scratch(&wanted_now, NULL, any_busy, "kept up to date");
 }
 
 /* ---- transitions ---- */
@@ -242,7 +281,9 @@ void ac_guard_before_locked(struct ac_guard_before *before) {
 /* Whether moving a changed no page that protection covers or should: the
  * pages were right before the operation, no stream turned busy or idle
  * since (so no other allocation's verdict changed), and a is forbidden now
- * with every page it touches protected by mprotect. Each of those pages then
+ * with every page it touches protected by mprotect or by a key disabled now
+ * (a keyed page keeps its key past the move: the keys follow the move at
+ * the next refresh, which runs before anything on the page is allowed). Each of those pages then
  * held no allowed bytes before and holds none now, and nothing else moved.
  * Attaching allocation after allocation to a busy stream under strict
  * semantics is this: GLOBAL to pending, forbidden both. Device semantics
@@ -258,8 +299,18 @@ static bool move_changed_no_page(const struct ac_guard_before *before, const str
       ac_guard.lifted_count || __atomic_load_n(&ac_guard.lifted_unlocked, __ATOMIC_ACQUIRE))
     return false;
   if (!a || !ac_alloc_is_managed(a) || a->retiring || !a->size) return false;
-  return ac_guard_pages_covered(&ac_guard.protected_now, a->base, a->base + a->size) &&
+  return ac_guard_keys_pages_shut(&ac_guard.protected_now, a->base, a->base + a->size) &&
          !ac_host_may_touch(ac_model, a, NULL, &blocker, &rule);
+}
+
+/* --guard-verify after a skipped refresh: the pages protected are those
+ * from scratch, but where a key disabled now shuts the pages (an allocation
+ * moved on them keeps their key until the next refresh, which mprotect
+ * computed from scratch does not know). */
+static void verify_skipped(void) {
+  static struct range_list shut;
+  ac_guard_keys_shut_pages(&shut);
+  verify_with_scratch(&ac_guard.protected_now, &shut, true, "protected after a skipped refresh");
 }
 
 void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
@@ -274,8 +325,7 @@ void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
   right_generation = ac_order_generation(ac_model);
   right_layout = ac_model_layout(ac_model);
   ac_guard.stats.skipped++;
-  if (ac_opts.guard_verify)
-    verify_with_scratch(&ac_guard.protected_now, true, "protected after a skipped refresh");
+  if (ac_opts.guard_verify) verify_skipped();
 }
 
 /* Before memory goes back to the driver: it leaves the classes, and no
@@ -311,11 +361,12 @@ void ac_guard_print_stats(void) {
          ac_guard.stats.unjudged, ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
          ac_guard.stats.handler_seconds * 1e3);
   if (ac_guard_keys_count())
-    ac_log("page guard: protection keys: %lu layouts (standing aside %lu times between), %lu "
-           "ranges tagged, %lu faults on keyed memory, %lu threads signalled to drop a key (%lu "
-           "did not answer in time)",
-           ac_guard.stats.layouts, ac_guard.stats.stood_aside, ac_guard.stats.tags,
-           ac_guard.stats.key_faults, ac_guard.stats.revocations, ac_guard.stats.unconfirmed);
+    ac_log("page guard: protection keys: %lu layouts, %lu patches (standing aside %lu times "
+           "between), %lu ranges tagged, %lu faults on keyed memory, %lu threads signalled to drop "
+           "a key (%lu did not answer in time)",
+           ac_guard.stats.layouts, ac_guard.stats.patches, ac_guard.stats.stood_aside,
+           ac_guard.stats.tags, ac_guard.stats.key_faults, ac_guard.stats.revocations,
+           ac_guard.stats.unconfirmed);
   ac_model_leave();
 }
 

@@ -104,6 +104,11 @@ static bool moved_all;          /* more than is worth listing, or regrouped: eve
  * moves of class as they come - an attach settling is one, though the
  * model's layout stays. */
 static uint64_t moves;
+/* The bytes that moved since the keys last followed (guard.c patches the
+ * keys over their pages when they are few); *_all past a handful. */
+#define KEYS_MOVED_MAX 64
+static struct range_list keys_moved;
+static bool keys_moved_all = true;
 static uint32_t *was_busy, *now_busy; /* slots of the classes busy at the last two rounds */
 static size_t was_busy_count, now_busy_count, was_busy_cap, now_busy_cap;
 static uint64_t busy_round = 1;
@@ -391,8 +396,18 @@ static bool enter(struct ac_alloc *a, struct place p) {
  * Past a quarter of what all_managed lists, a window is no cheaper than
  * looking at everything (a program allocating thousands of times while
  * nothing is busy logs each one). */
+static void log_moved_for_keys(const struct ac_alloc *a) {
+  if (keys_moved_all) return;
+  if (keys_moved.n == KEYS_MOVED_MAX) range_normalise(&keys_moved);
+  if (keys_moved.n == KEYS_MOVED_MAX || !range_push(&keys_moved, a->base, a->base + a->size)) {
+    keys_moved_all = true;
+    keys_moved.n = 0;
+  }
+}
+
 static void log_moved(const struct ac_alloc *a) {
   moves++;
+  log_moved_for_keys(a);
   if (moved_all) return;
   if (moved.n > 64 + all_managed.ranges.n / 4 || !range_push(&moved, a->base, a->base + a->size)) {
     moved_all = true;
@@ -449,8 +464,8 @@ void ac_guard_classes_reset(void) {
   pending_count = unjudged_count = 0;
   unjudged_lost = false;
   built = global_is_all = false;
-  moved.n = was_busy_count = now_busy_count = 0;
-  moved_all = true;
+  moved.n = keys_moved.n = was_busy_count = now_busy_count = 0;
+  moved_all = keys_moved_all = true;
 }
 
 struct collected {
@@ -584,6 +599,17 @@ void ac_guard_classes_moved_clear(void) {
 
 uint64_t ac_guard_classes_moves(void) {
   return moves;
+}
+
+const struct range_list *ac_guard_classes_moved_for_keys(bool *all) {
+  range_normalise(&keys_moved);
+  *all = keys_moved_all;
+  return &keys_moved;
+}
+
+void ac_guard_classes_keys_followed(void) {
+  keys_moved.n = 0;
+  keys_moved_all = false;
 }
 
 /* A class busy this round: a flip if it was not busy the round before. */

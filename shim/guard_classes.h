@@ -71,6 +71,11 @@ void ac_guard_classes_forget_flips(void);
 
 /* How many times an allocation changed class (or was grouped anew), ever. */
 uint64_t ac_guard_classes_moves(void);
+/* The bytes of each allocation that changed class since the last
+ * ac_guard_classes_keys_followed, normalised; *all when more than a handful
+ * of ranges, or everything was grouped anew (the protection keys, guard.c). */
+const struct range_list *ac_guard_classes_moved_for_keys(bool *all);
+void ac_guard_classes_keys_followed(void);
 
 /* How many ranges the classes' logs hold, not yet merged into their lists. */
 size_t ac_guard_classes_unmerged(void);

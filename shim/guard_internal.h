@@ -42,7 +42,7 @@ struct ac_guard_shared {
     unsigned long resumed;                     /* windows over the pages kept while idle */
     unsigned long skipped;                     /* attaches that could change no page */
     unsigned long tags, key_faults, revocations, unconfirmed;
-    unsigned long layouts, stood_aside; /* the keys laid out; times they stood aside */
+    unsigned long layouts, patches, stood_aside; /* the keys laid out, patched; stood aside */
     double seconds, handler_seconds;
   } stats;
 };
@@ -81,6 +81,17 @@ void ac_guard_keys_transition(bool any_busy, bool strict);
 /* Until the next layout the keys protect nothing more (mprotect covers it
  * all). */
 void ac_guard_keys_stand_aside(void);
+/* Between layouts, the pages (normalised) where bytes moved class give their
+ * keys up; then each class's bytes there, then all managed bytes there
+ * (false from _begin: the keys stand aside instead). */
+bool ac_guard_keys_patch_begin(const struct range_list *pages);
+void ac_guard_keys_patch_class(const void *id, const struct range_list *bytes);
+void ac_guard_keys_patch_end(const struct range_list *managed);
+/* Whether no thread can touch a page of [start, end): each is in mprotected
+ * (normalised) or tagged with a key disabled now (lock held). */
+bool ac_guard_keys_pages_shut(const struct range_list *mprotected, uintptr_t start, uintptr_t end);
+/* The pages tagged with a key disabled now, normalised (lock held). */
+void ac_guard_keys_shut_pages(struct range_list *out);
 /* --guard-verify: what is wrong with the keys against the classes offered
  * since ac_guard_keys_layout_begin, or NULL. */
 const char *ac_guard_keys_layout_wrong(const struct range_list *all_managed);

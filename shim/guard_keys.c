@@ -268,10 +268,15 @@ static struct range_list tagged[AC_PKEYS_HW_MAX];   /* its pages alone, tagged w
 static struct range_list residual[AC_PKEYS_HW_MAX]; /* its bytes elsewhere: mprotect's */
 static struct range_list managed_residual;          /* managed bytes on pages without a key */
 static bool standing_aside;                         /* classes changed since: mprotect covers all */
+/* Between layouts the pages where a few bytes changed class give their keys
+ * up (ac_guard_keys_patch_*): how many pages had keys at the last layout,
+ * how many have given them up since. */
+static size_t keyed_pages, demoted_pages;
 /* The pages whose key changed since ac_guard_keys_take_rekeyed last took
  * them: only there does what mprotect covers change with a layout. */
 static struct range_list rekeyed;
-static bool rekeyed_all; /* more than is worth listing: everything */
+static bool rekeyed_all;                /* more than is worth listing: everything */
+static struct range_list patch_touched; /* the pages a patch gave key 0 */
 
 static void note_rekeyed(const struct range_list *pages) {
   if (rekeyed_all) return;
@@ -280,6 +285,14 @@ static void note_rekeyed(const struct range_list *pages) {
     rekeyed_all = true;
     rekeyed.n = 0;
   }
+}
+
+/* How many pages l (page-aligned) covers. */
+static size_t pages_in(const struct range_list *l) {
+  size_t count = 0;
+  for (size_t j = 0; j < l->n; j++)
+    count += (l->r[j].end - l->r[j].start) / (uintptr_t)ac_guard.page_size;
+  return count;
 }
 
 /* Keyed pages of a forbidden class that a fault was judged on and let go:
@@ -484,9 +497,7 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed) {
   for (size_t i = 0; i < offered_count; i++) {
     range_round_out(&pages, &offered[i].bytes, (uintptr_t)ac_guard.page_size);
     range_subtract(&exclusive[i], &pages, &mixed);
-    size_t count = 0;
-    for (size_t j = 0; j < exclusive[i].n; j++)
-      count += (exclusive[i].r[j].end - exclusive[i].r[j].start) / (uintptr_t)ac_guard.page_size;
+    size_t count = pages_in(&exclusive[i]);
     int had = -1;
     for (int s = 0; s < key_count; s++)
       if (slot_owner[s] == offered[i].id) had = s;
@@ -498,9 +509,11 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed) {
     next[s].n = residual[s].n = 0;
   }
   all_tagged.n = 0;
+  keyed_pages = demoted_pages = 0;
   for (size_t i = 0; i < offered_count; i++) {
     int s = wanted[i].slot;
     if (s < 0) continue;
+    keyed_pages += wanted[i].pages;
     slot_owner[s] = offered[i].id;
     range_append_list(&next[s], &exclusive[i]);
     range_subtract(&residual[s], &offered[i].bytes, &exclusive[i]);
@@ -524,6 +537,109 @@ static int slot_of_class(const void *id) {
   for (int s = 0; s < key_count; s++)
     if (slot_owner[s] == id) return s;
   return -1;
+}
+
+/* ---- patching the layout between layouts ----
+ *
+ * Laying the keys out looks at every class whole, and until it is done again
+ * after a move the keys stand aside: a program that allocates, frees or
+ * attaches a little at every step of its loop (a temporary buffer each
+ * iteration) would never have its keys. When a few bytes moved, the pages
+ * they lie on - the only ones whose owners can have changed, as a page's
+ * owners are the classes of the bytes in it - give up their keys instead:
+ * tagged with key 0 they go to mprotect, and each keyed class's and all
+ * managed memory's unkeyed bytes are brought up to date there (elsewhere
+ * nothing changed). That costs what moved. Past an eighth of the pages that
+ * had keys, the keys stand aside until the next layout. */
+
+/* The pages (normalised, page-aligned) where bytes moved class lose their
+ * keys; false, and nothing changed, when the keys stand aside or so many
+ * pages gave theirs up that they should. Each class's bytes there follow
+ * (ac_guard_keys_patch_class, _end). */
+bool ac_guard_keys_patch_begin(const struct range_list *pages) {
+  static struct range_list gone, rest;
+  AC_ASSERT_MODEL_HELD();
+  if (!ac_guard_keys_active() || standing_aside) return false;
+  size_t count = 0;
+  for (int s = 0; s < key_count; s++) {
+    range_clip(&gone, &tagged[s], pages);
+    count += pages_in(&gone);
+  }
+  if (demoted_pages + count > 32 + keyed_pages / 8) return false;
+  demoted_pages += count;
+  ac_guard_keys_restore_lifted(); /* the tags changed below are then the kernel's */
+  patch_touched.n = 0;
+  for (int s = 0; s < key_count; s++) {
+    range_clip(&gone, &tagged[s], pages);
+    if (gone.n) {
+      tag_ranges(&gone, 0, &patch_touched);
+      range_subtract(&rest, &tagged[s], pages);
+      range_swap(&tagged[s], &rest);
+    }
+    range_subtract(&rest, &residual[s], pages);
+    range_swap(&residual[s], &rest);
+  }
+  range_subtract(&rest, &managed_residual, pages);
+  range_swap(&managed_residual, &rest);
+  return true;
+}
+
+/* Class id's bytes inside the patched pages (normalised). */
+void ac_guard_keys_patch_class(const void *id, const struct range_list *bytes) {
+  static struct range_list joined;
+  int s = slot_of_class(id);
+  if (s < 0 || !bytes->n) return;
+  range_union(&joined, &residual[s], bytes);
+  range_swap(&residual[s], &joined);
+}
+
+/* All managed bytes inside the patched pages (normalised). */
+void ac_guard_keys_patch_end(const struct range_list *managed) {
+  static struct range_list joined;
+  range_union(&joined, &managed_residual, managed);
+  range_swap(&managed_residual, &joined);
+  ac_guard.stats.patches++;
+  if (!patch_touched.n) return;
+  forget_protection_of(&patch_touched); /* normalises it */
+  note_rekeyed(&patch_touched);
+  publish_tags();
+}
+
+/* The pages tagged with a key disabled now, normalised (lock held). */
+void ac_guard_keys_shut_pages(struct range_list *out) {
+  static struct range_list joined;
+  AC_ASSERT_MODEL_HELD();
+  out->n = 0;
+  if (!ac_guard_keys_active() || standing_aside || key_lifted_count) return;
+  uint32_t disabled = __atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
+  for (int s = 0; s < key_count; s++)
+    if (disabled & (1u << s)) {
+      range_union(&joined, out, &tagged[s]);
+      range_swap(out, &joined);
+    }
+}
+
+/* Where l covers at, the end of that cover; at itself where it does not. */
+static uintptr_t covered_until(const struct range_list *l, uintptr_t at) {
+  size_t i = range_first_ending_after(l, at);
+  return i < l->n && l->r[i].start <= at ? l->r[i].end : at;
+}
+
+/* Whether no thread can touch any page the bytes [start, end) lie on: each
+ * is in mprotected (normalised) or tagged with a key disabled now. */
+bool ac_guard_keys_pages_shut(const struct range_list *mprotected, uintptr_t start, uintptr_t end) {
+  AC_ASSERT_MODEL_HELD();
+  uint32_t disabled = __atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
+  bool keyed = ac_guard_keys_active() && !standing_aside && !key_lifted_count;
+  uintptr_t at = ac_guard_page_floor(start);
+  while (at < end) {
+    uintptr_t next = covered_until(mprotected, at);
+    for (int s = 0; keyed && next == at && s < key_count; s++)
+      if (disabled & (1u << s)) next = covered_until(&tagged[s], at);
+    if (next == at) return false;
+    at = next;
+  }
+  return true;
 }
 
 /* --guard-verify: what is wrong with the keys as they stand against the

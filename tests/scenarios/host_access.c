@@ -426,6 +426,35 @@ static void settled_touch_after_sync(void) {
   cpu_write(kept);
 }
 
+/* A temporary made and freed at every step of a loop, as programs do: each
+ * step moves memory between classes, and the protection keys follow by
+ * giving up the pages the temporary lies on (mprotect's from then on) while
+ * m's pages keep their key. A touch while s is busy is caught on either. */
+enum { STEPS = 4 };
+static void temp_step(int touch_busy) {
+  CUdeviceptr tmp;
+  EXPECT_RC(cu.cuMemAllocManaged(&tmp, 256, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  launch(s, tmp);
+  if (touch_busy == 1) cpu_write(m + 8192); /* AC202: GLOBAL while s is busy */
+  if (touch_busy == 2) cpu_write(tmp);      /* AC202: the same, on a page patched away */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  cpu_write(m + 8192);
+  cpu_write(tmp);
+  EXPECT_RC(cu.cuMemFree(tmp), CUDA_SUCCESS);
+}
+static void temp_each_step_touch_kept(void) {
+  for (int i = 0; i < STEPS; i++)
+    temp_step(i == STEPS - 1 ? 1 : 0);
+}
+static void temp_each_step_touch_temp(void) {
+  for (int i = 0; i < STEPS; i++)
+    temp_step(i == STEPS - 1 ? 2 : 0);
+}
+static void temp_each_step_after_sync(void) {
+  for (int i = 0; i < STEPS; i++)
+    temp_step(0);
+}
+
 /* The program's own SIGSEGV handler keeps working: it recovers from a fault
  * of its own, installed before the guard's handler exists. */
 static sigjmp_buf recover;
@@ -489,6 +518,9 @@ static const struct scenario_case cases[] = {
     {"attach_burst_touch_after_sync", attach_burst_touch_after_sync},
     {"attach_burst_other_touch_pending", attach_burst_other_touch_pending},
     {"attach_burst_other_after_sync", attach_burst_other_after_sync},
+    {"temp_each_step_touch_kept", temp_each_step_touch_kept},
+    {"temp_each_step_touch_temp", temp_each_step_touch_temp},
+    {"temp_each_step_after_sync", temp_each_step_after_sync},
 };
 
 int main(int argc, char **argv) {
