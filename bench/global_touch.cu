@@ -1,7 +1,10 @@
 // bench/global_touch.cu - B3: 10,000 small globally attached managed
 // allocations; a loop of launch -> synchronise -> CPU touch, judged with strict
 // semantics (every launch makes all of them off-limits to the CPU). Prints
-// nanoseconds per iteration.
+// nanoseconds per iteration. Built with TEMP_EACH_STEP (bench_temp_touch, B6),
+// each step also makes a small managed temporary before its launch and frees
+// it after its touch, as loops with scratch buffers do: memory changes class
+// at every step, which the page guard must follow.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -20,9 +23,17 @@ int main(int argc, char **argv) {
   cudaStreamCreate(&s);
   auto t0 = std::chrono::steady_clock::now();
   for (int it = 0; it < iterations; it++) {
+#ifdef TEMP_EACH_STEP
+    int *temp = nullptr;
+    if (cudaMallocManaged(&temp, 256) != cudaSuccess) return 1;
+#endif
     empty<<<1, 1, 0, s>>>();
     cudaStreamSynchronize(s);
     allocs[(size_t)it * 7919 % count][0] += 1;
+#ifdef TEMP_EACH_STEP
+    temp[0] = it;
+    cudaFree(temp);
+#endif
   }
   auto t1 = std::chrono::steady_clock::now();
   std::printf("%.1f\n", std::chrono::duration<double, std::nano>(t1 - t0).count() / iterations);

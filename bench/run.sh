@@ -2,7 +2,8 @@
 # bench/run.sh BUILD [ROUNDS [IDS]] - runs each benchmark (B1 launch, B2 the guide's
 # pattern with the page guard, B3 10,000 GLOBAL allocations, strict and with
 # --semantics device, B4 kernels with 8 pointer arguments, B5 B3's loop on 8
-# threads; the -mprotect rows force that page-guard backend where the default
+# threads, B6 B3's loop with a managed temporary made and freed at each step
+# (memory changing class at every step); the -mprotect rows force that page-guard backend where the default
 # would take protection keys) with and without the shim,
 # alternating (so drift in the machine hits both alike), and prints the median
 # time of each and their ratio. B3-floor-fault and B3-floor-oracle are B3's loop
@@ -45,7 +46,8 @@ for spec in "B1 launch" "B2 guide" "B2-mprotect guide ATTACHCHECK_GUARD_PAGES=mp
   "B3 global_touch" "B3-mprotect global_touch ATTACHCHECK_GUARD_PAGES=mprotect" \
   "B3-device global_touch ATTACHCHECK_SEMANTICS=device" "B4 args" "B5 threads_touch" \
   "B5-mprotect threads_touch ATTACHCHECK_GUARD_PAGES=mprotect" \
-  "B5-device threads_touch ATTACHCHECK_SEMANTICS=device"; do
+  "B5-device threads_touch ATTACHCHECK_SEMANTICS=device" "B6 temp_touch" \
+  "B6-mprotect temp_touch ATTACHCHECK_GUARD_PAGES=mprotect"; do
   set -- $spec
   id=$1 bench=$2 options=${3:-}
   selected "$id" || continue
