@@ -134,7 +134,7 @@ static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, ui
 }
 
 enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
-                                      void *ucontext) {
+                                      void *ucontext, unsigned *epoch) {
   if (!ac_guard.enabled) return AC_GUARD_NOT_OURS;
   uintptr_t a = (uintptr_t)addr;
   if (pkey >= 0) { /* a protection-key fault: one of ours, or the program's own */
@@ -160,6 +160,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
     if (managed)
       mprotect((void *)ac_guard_page_floor(a), (size_t)ac_guard.page_size, PROT_READ | PROT_WRITE);
     claim = managed ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
+    *epoch = __atomic_load_n(&ac_guard.published_seq, __ATOMIC_ACQUIRE);
   } else {
     in_guard = true;
     judge_counted(a, alloc, is_write, pc, ucontext);

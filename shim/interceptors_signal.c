@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "fault_esr.h"
+#include "fault_retry.h"
 #include "shim.h"
 
 static __typeof__(&sigaction) real_sigaction;
@@ -61,6 +62,7 @@ struct fault {
   siginfo_t *info;
   ucontext_t *uc;
   enum ac_guard_claim claim;
+  unsigned epoch; /* with AC_GUARD_RETRY: the guard's protection it was judged under */
 };
 
 static void judge(void *arg) {
@@ -82,7 +84,7 @@ static void judge(void *arg) {
 #else
   int pkey = -1;
 #endif
-  f->claim = ac_guard_on_fault(f->info->si_addr, is_write, pc, pkey, f->uc);
+  f->claim = ac_guard_on_fault(f->info->si_addr, is_write, pc, pkey, f->uc, &f->epoch);
   /* Managed memory that faults again once the guard let it go is refused by
    * the driver itself (a Jetson's GPU owns it while work is pending): the
    * retries may end in the genuine crash, so what was found goes out first. */
@@ -182,27 +184,18 @@ static void chain_to_program(int sig, siginfo_t *info, ucontext_t *uc) {
 }
 
 static void on_segv(int sig, siginfo_t *info, void *context) {
-  static __thread void *last_retry;
-  static __thread int retries;
+  static __thread struct ac_fault_retry retry;
   ucontext_t *uc = context;
   if (info->si_code == SI_QUEUE && ac_guard_keys_on_revocation(info, uc)) return;
   if (info->si_code > 0) { /* a real fault, not a signal sent by kill/raise */
-    struct fault f = {info, uc, AC_GUARD_NOT_OURS};
+    struct fault f = {info, uc, AC_GUARD_NOT_OURS, 0};
     run_on_private_stack(judge, &f);
-    if (f.claim == AC_GUARD_HANDLED) {
-      /* Not where a retry was just let run: under keys a retried page can
-       * fault on its key first (handled) and then be refused again by the
-       * driver; counting on through that keeps the retries finite. */
-      if (info->si_addr != last_retry) retries = 0;
-      return;
-    }
-    if (f.claim == AC_GUARD_RETRY && (info->si_addr != last_retry || retries < 3)) {
-      retries = info->si_addr == last_retry ? retries + 1 : 0;
-      last_retry = info->si_addr;
-      return;
-    }
+    /* Handled: under keys a retried page can fault on its key first
+     * (handled) and then be refused again by the driver; the count of
+     * retries goes on through that, which keeps them finite. */
+    if (f.claim == AC_GUARD_HANDLED) return;
+    if (f.claim == AC_GUARD_RETRY && ac_fault_retry(&retry, info->si_addr, f.epoch)) return;
   }
-  retries = 0;
   chain_to_program(sig, info, uc);
 }
 

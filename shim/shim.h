@@ -349,9 +349,16 @@ void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
 void ac_guard_retire_locked(struct ac_alloc *a);
 enum ac_guard_claim { AC_GUARD_NOT_OURS, AC_GUARD_HANDLED, AC_GUARD_RETRY };
 /* From the SIGSEGV handler: judges a fault on guarded memory and lifts it.
- * pc is the faulting instruction; pkey the key of a protection-key fault, or -1. */
+ * pc is the faulting instruction; pkey the key of a protection-key fault, or -1.
+ * AC_GUARD_RETRY: the page was no longer the guard's to protect when it
+ * looked (a transition of another thread let it go), and the access may run
+ * again; *epoch then says which protection of the guard's that was (it
+ * changes at every transition), so that the handler can tell a page the
+ * guard protects anew each time (threads racing: retried without bound) from
+ * one that faults again under the same protection (the driver refusing it:
+ * a few retries, then the program's own fault). */
 enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
-                                      void *ucontext);
+                                      void *ucontext, unsigned *epoch);
 /* From the SIGSEGV handler: a signal sent by the guard to make this thread
  * drop protection keys (guard_keys.c); false if it was not one. */
 bool ac_guard_keys_on_revocation(const siginfo_t *info, void *ucontext);
