@@ -5,6 +5,14 @@
  *
  *   tp_threads loop THREADS SECONDS
  *   tp_threads sleepers
+ *   tp_threads racing THREADS SECONDS
+ *
+ * racing: each thread launches on its own stream, synchronises it and
+ * writes one of its own GLOBAL allocations, while the others' kernels run (a
+ * finding under strict semantics, AC202). The writes fault on pages that
+ * the others' transitions protect and let go again, many times a second:
+ * however often a thread loses that race, the write must land and the
+ * program go on (a checker that gives up after a few retries kills it).
  *
  * sleepers: threads that used managed memory sleep in nanosleep, poll and
  * sigtimedwait while the main thread makes its memory busy and idle again
@@ -57,19 +65,25 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static void loop(void) {
+/* Runs fn on THREADS threads for SECONDS (the case's two arguments) and
+ * says how many of their rounds read back wrong. */
+static void run_threads(const char *name, void *(*fn)(void *), const char *rounds) {
   pthread_t t[256];
-  if (tp_argc != 2) fprintf(stderr, "usage: tp_threads loop THREADS SECONDS\n"), exit(2);
+  if (tp_argc != 2) fprintf(stderr, "usage: tp_threads %s THREADS SECONDS\n", name), exit(2);
   int n = atoi(tp_argv[0]);
   seconds = atof(tp_argv[1]);
   if (n < 1 || n > 256) fprintf(stderr, "tp_threads: 1 to 256 threads\n"), exit(2);
   tp_start();
   for (int i = 0; i < n; i++)
-    pthread_create(&t[i], NULL, worker, (void *)(intptr_t)i);
+    pthread_create(&t[i], NULL, fn, (void *)(intptr_t)i);
   int wrong = 0;
   for (int i = 0; i < n; i++)
     pthread_join(t[i], NULL), wrong += bad[i];
-  printf("%d threads done, %d rounds read back wrong\n", n, wrong);
+  printf("%d threads done, %d %s read back wrong\n", n, wrong, rounds);
+}
+
+static void loop(void) {
+  run_threads("loop", worker, "rounds");
 }
 
 static CUdeviceptr shared_memory;
@@ -116,6 +130,33 @@ static void sleepers(void) {
   }
 }
 
-static const struct scenario_case cases[] = {{"loop", loop}, {"sleepers", sleepers}};
+enum { RACING_ALLOCS = 256 };
+
+static void *racer(void *arg) {
+  int id = (int)(intptr_t)arg;
+  EXPECT_RC(cu.cuCtxSetCurrent(tp_ctx), CUDA_SUCCESS);
+  CUstream s = tp_stream();
+  CUdeviceptr mine[RACING_ALLOCS];
+  for (int i = 0; i < RACING_ALLOCS; i++)
+    mine[i] = tp_managed(64, CU_MEM_ATTACH_GLOBAL);
+  double end = now() + seconds;
+  for (unsigned i = 0; i < 4 || now() < end; i++) {
+    volatile unsigned *p = (volatile unsigned *)mine[i * 7919u % RACING_ALLOCS];
+    tp_idle_after_work(s, (CUdeviceptr)p);
+    *p = i;
+    bad[id] += *p != i;
+  }
+  for (int i = 0; i < RACING_ALLOCS; i++)
+    EXPECT_RC(cu.cuMemFree(mine[i]), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamDestroy(s), CUDA_SUCCESS);
+  return NULL;
+}
+
+static void racing(void) {
+  run_threads("racing", racer, "writes");
+}
+
+static const struct scenario_case cases[] = {
+    {"loop", loop}, {"sleepers", sleepers}, {"racing", racing}};
 
 TP_MAIN(cases)
