@@ -118,12 +118,11 @@ static bool patch_keys(void) {
  * at everything alive and gives the pages patched away their keys back, when
  * the moves pause (two refreshes without one), or have added up to twice the
  * allocations alive since the last layout, so that laying out costs a
- * constant a move. (An attach is two
- * moves: into pending, and into its stream's class when it settles. At an
- * eighth of the ranges laid out, attaching allocation after allocation in
- * bursts laid the keys out every few bursts; at a half of the allocations,
- * 10,000 attaches laid them out 4 times and ran 10% slower than at twice,
- * which lays them out once.) */
+ * constant a move. (An attach is two moves: into pending, and into its
+ * stream's class when it settles. At an eighth of the ranges laid out,
+ * attaching allocation after allocation in bursts laid the keys out every
+ * few bursts; at a half of the allocations, 10,000 attaches laid them out 4
+ * times and ran 10% slower than at twice, which lays them out once.) */
 static void follow_classes_with_keys(void) {
   static uint64_t followed_at = UINT64_MAX, laid_out_at = UINT64_MAX, seen_moves = UINT64_MAX;
   static unsigned quiet;
@@ -283,8 +282,9 @@ void ac_guard_before_locked(struct ac_guard_before *before) {
  * since (so no other allocation's verdict changed), and a is forbidden now
  * with every page it touches protected by mprotect or by a key disabled now
  * (a keyed page keeps its key past the move: the keys follow the move at
- * the next refresh, which runs before anything on the page is allowed). Each of those pages then
- * held no allowed bytes before and holds none now, and nothing else moved.
+ * the next refresh, which runs before anything on the page is allowed).
+ * Each of those pages then held no allowed bytes before and holds none now,
+ * and nothing else moved.
  * Attaching allocation after allocation to a busy stream under strict
  * semantics is this: GLOBAL to pending, forbidden both. Device semantics
  * (what work reaches decides) and pages the fault handler lifted take the
