@@ -7,12 +7,13 @@
  *   tp_threads sleepers
  *   tp_threads racing THREADS SECONDS
  *
- * racing: each thread launches on its own stream, synchronises it and
- * writes one of its own GLOBAL allocations, while the others' kernels run (a
- * finding under strict semantics, AC202). The writes fault on pages that
- * the others' transitions protect and let go again, many times a second:
- * however often a thread loses that race, the write must land and the
- * program go on (a checker that gives up after a few retries kills it).
+ * racing: each thread launches on its own stream, synchronises it and adds
+ * one to one of its own GLOBAL allocations, while the others' kernels run (a
+ * finding under strict semantics, AC202). The adds fault on pages that the
+ * others' transitions protect and let go again, many times a second:
+ * however often a thread loses that race, each add must see the one before
+ * it and the program go on (a checker that gives up after a few retries
+ * kills it).
  *
  * sleepers: threads that used managed memory sleep in nanosleep, poll and
  * sigtimedwait while the main thread makes its memory busy and idle again
@@ -137,14 +138,20 @@ static void *racer(void *arg) {
   EXPECT_RC(cu.cuCtxSetCurrent(tp_ctx), CUDA_SUCCESS);
   CUstream s = tp_stream();
   CUdeviceptr mine[RACING_ALLOCS];
+  unsigned next[RACING_ALLOCS]; /* what each holds now, once known */
+  bool known[RACING_ALLOCS] = {false};
   for (int i = 0; i < RACING_ALLOCS; i++)
     mine[i] = tp_managed(64, CU_MEM_ATTACH_GLOBAL);
   double end = now() + seconds;
   for (unsigned i = 0; i < 4 || now() < end; i++) {
-    volatile unsigned *p = (volatile unsigned *)mine[i * 7919u % RACING_ALLOCS];
-    tp_idle_after_work(s, (CUdeviceptr)p);
-    *p = i;
-    bad[id] += *p != i;
+    unsigned k = i * 7919u % RACING_ALLOCS;
+    tp_idle_after_work(s, mine[k]);
+    /* One instruction reads and writes (one place, one finding): it must
+     * see what the last one left. */
+    unsigned was = __atomic_fetch_add((unsigned *)mine[k], 1u, __ATOMIC_RELAXED);
+    bad[id] += known[k] && was != next[k];
+    known[k] = true;
+    next[k] = was + 1;
   }
   for (int i = 0; i < RACING_ALLOCS; i++)
     EXPECT_RC(cu.cuMemFree(mine[i]), CUDA_SUCCESS);
