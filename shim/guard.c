@@ -66,31 +66,34 @@ double ac_guard_now_seconds(void) {
 
 /* ---- protection keys ---- */
 
-static void key_class_of_stream(const struct ac_stream *s, const struct range_list *ranges,
-                                void *ctx) {
-  (void)ctx;
-  ac_guard_keys_layout_class(s, ranges);
+struct class_fn {
+  void (*fn)(const void *id, const struct range_list *bytes);
+};
+
+static void stream_class_to(const struct ac_stream *s, const struct range_list *ranges, void *ctx) {
+  ((const struct class_fn *)ctx)->fn(s, ranges);
 }
 
-/* The classes that may get protection keys: each stream's, and GLOBAL's
- * where all of it is off-limits at once (strict semantics). */
+/* The classes that may get protection keys, their bytes within window (NULL:
+ * all of them) to fn: each stream's, and GLOBAL's where all of it is
+ * off-limits at once (strict semantics). Laying out and patching both ask. */
+static void each_keyable_class(const struct range_list *window,
+                               void (*fn)(const void *id, const struct range_list *bytes)) {
+  struct class_fn f = {fn};
+  if (!ac_model_reach_semantics(ac_model))
+    fn(&ac_guard_global_class, ac_guard_classes_global(window));
+  ac_guard_classes_for_each_stream(false, window, stream_class_to, &f);
+}
+
 static void offer_classes_to_keys(void) {
   ac_guard_keys_layout_begin();
-  if (!ac_model_reach_semantics(ac_model))
-    ac_guard_keys_layout_class(&ac_guard_global_class, ac_guard_classes_global(NULL));
-  ac_guard_classes_for_each_stream(false, NULL, key_class_of_stream, NULL);
+  each_keyable_class(NULL, ac_guard_keys_layout_class);
 }
 
 static void lay_out_keys(void) {
   offer_classes_to_keys();
   ac_guard_keys_layout_end(ac_guard_classes_all_managed(NULL));
   install_handler_once();
-}
-
-static void patch_class_of_stream(const struct ac_stream *s, const struct range_list *ranges,
-                                  void *ctx) {
-  (void)ctx;
-  ac_guard_keys_patch_class(s, ranges);
 }
 
 /* The pages of the bytes that moved since the keys last followed give their
@@ -102,9 +105,7 @@ static bool patch_keys(void) {
   if (all || !range_round_out(&pages, moved, (uintptr_t)ac_guard.page_size) ||
       !ac_guard_keys_patch_begin(&pages))
     return false;
-  if (!ac_model_reach_semantics(ac_model))
-    ac_guard_keys_patch_class(&ac_guard_global_class, ac_guard_classes_global(&pages));
-  ac_guard_classes_for_each_stream(false, &pages, patch_class_of_stream, NULL);
+  each_keyable_class(&pages, ac_guard_keys_patch_class);
   ac_guard_keys_patch_end(ac_guard_classes_all_managed(&pages));
   return true;
 }

@@ -557,22 +557,21 @@ static int slot_of_class(const void *id) {
  * pages gave theirs up that they should. Each class's bytes there follow
  * (ac_guard_keys_patch_class, _end). */
 bool ac_guard_keys_patch_begin(const struct range_list *pages) {
-  static struct range_list gone, rest;
+  static struct range_list gone[AC_PKEYS_HW_MAX], rest;
   AC_ASSERT_MODEL_HELD();
   if (!ac_guard_keys_active() || standing_aside) return false;
   size_t count = 0;
   for (int s = 0; s < key_count; s++) {
-    range_clip(&gone, &tagged[s], pages);
-    count += pages_in(&gone);
+    range_clip(&gone[s], &tagged[s], pages);
+    count += pages_in(&gone[s]);
   }
   if (demoted_pages + count > 32 + keyed_pages / 8) return false;
   demoted_pages += count;
   ac_guard_keys_restore_lifted(); /* the tags changed below are then the kernel's */
   patch_touched.n = 0;
   for (int s = 0; s < key_count; s++) {
-    range_clip(&gone, &tagged[s], pages);
-    if (gone.n) {
-      tag_ranges(&gone, 0, &patch_touched);
+    if (gone[s].n) {
+      tag_ranges(&gone[s], 0, &patch_touched);
       range_subtract(&rest, &tagged[s], pages);
       range_swap(&tagged[s], &rest);
     }
@@ -605,15 +604,22 @@ void ac_guard_keys_patch_end(const struct range_list *managed) {
   publish_tags();
 }
 
+/* The slots whose tagged pages no thread can touch now: disabled, with
+ * every tagged page holding its key (none lifted) and the keys not
+ * standing aside. */
+static uint32_t shut_slots(void) {
+  if (!ac_guard_keys_active() || standing_aside || key_lifted_count) return 0;
+  return __atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
+}
+
 /* The pages tagged with a key disabled now, normalised (lock held). */
 void ac_guard_keys_shut_pages(struct range_list *out) {
   static struct range_list joined;
   AC_ASSERT_MODEL_HELD();
   out->n = 0;
-  if (!ac_guard_keys_active() || standing_aside || key_lifted_count) return;
-  uint32_t disabled = __atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
+  uint32_t shut = shut_slots();
   for (int s = 0; s < key_count; s++)
-    if (disabled & (1u << s)) {
+    if (shut & (1u << s)) {
       range_union(&joined, out, &tagged[s]);
       range_swap(out, &joined);
     }
@@ -629,13 +635,12 @@ static uintptr_t covered_until(const struct range_list *l, uintptr_t at) {
  * is in mprotected (normalised) or tagged with a key disabled now. */
 bool ac_guard_keys_pages_shut(const struct range_list *mprotected, uintptr_t start, uintptr_t end) {
   AC_ASSERT_MODEL_HELD();
-  uint32_t disabled = __atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
-  bool keyed = ac_guard_keys_active() && !standing_aside && !key_lifted_count;
+  uint32_t shut = shut_slots();
   uintptr_t at = ac_guard_page_floor(start);
   while (at < end) {
     uintptr_t next = covered_until(mprotected, at);
-    for (int s = 0; keyed && next == at && s < key_count; s++)
-      if (disabled & (1u << s)) next = covered_until(&tagged[s], at);
+    for (int s = 0; next == at && s < key_count; s++)
+      if (shut & (1u << s)) next = covered_until(&tagged[s], at);
     if (next == at) return false;
     at = next;
   }

@@ -354,9 +354,9 @@ enum ac_guard_claim { AC_GUARD_NOT_OURS, AC_GUARD_HANDLED, AC_GUARD_RETRY };
  * looked (a transition of another thread let it go), and the access may run
  * again; *epoch then says which protection of the guard's that was (it
  * changes at every transition), so that the handler can tell a page the
- * guard protects anew each time (threads racing: retried without bound) from
- * one that faults again under the same protection (the driver refusing it:
- * a few retries, then the program's own fault). */
+ * guard protects anew each time (threads racing: retried up to a far larger
+ * bound) from one that faults again under the same protection (the driver
+ * refusing it: a few retries, then the program's own fault). */
 enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
                                       void *ucontext, unsigned *epoch);
 /* From the SIGSEGV handler: a signal sent by the guard to make this thread
