@@ -132,8 +132,16 @@ int ac_pkeys_alloc(void) {
   return (int)syscall(SYS_pkey_alloc, 0UL, 1UL /* PKEY_DISABLE_ACCESS */);
 }
 
+static unsigned tags_made;
+
 int ac_pkeys_tag(uintptr_t start, uintptr_t end, int key) {
-  return (int)syscall(SYS_pkey_mprotect, start, end - start, PROT_READ | PROT_WRITE, key);
+  int r = (int)syscall(SYS_pkey_mprotect, start, end - start, PROT_READ | PROT_WRITE, key);
+  __atomic_add_fetch(&tags_made, 1, __ATOMIC_RELEASE);
+  return r;
+}
+
+unsigned ac_pkeys_tags_made(void) {
+  return __atomic_load_n(&tags_made, __ATOMIC_ACQUIRE);
 }
 
 #else /* no protection keys on this processor */
@@ -158,6 +166,9 @@ int ac_pkeys_alloc(void) {
 int ac_pkeys_tag(uintptr_t start, uintptr_t end, int key) {
   (void)start, (void)end, (void)key;
   return -1;
+}
+unsigned ac_pkeys_tags_made(void) {
+  return 0;
 }
 
 #endif

@@ -27,6 +27,12 @@ static inline uint32_t ac_pkru_disable_bits(int key) {
   return (uint32_t)3 << (2 * key);
 }
 
+/* Whether pkru forbids a read (or, is_write, a write) of pages tagged key. */
+static inline bool ac_pkru_forbids(uint32_t pkru, int key, bool is_write) {
+  uint32_t bits = pkru >> (2 * key);
+  return (bits & 1) || (is_write && (bits & 2));
+}
+
 /* The PKRU bits that disable each key of keys[] whose index is set in mask. */
 uint32_t ac_pkru_bits_of(uint32_t mask, const int *keys, int key_count);
 
@@ -48,6 +54,9 @@ uint32_t *ac_pkeys_frame_pkru(void *ucontext);
 
 int ac_pkeys_alloc(void);
 int ac_pkeys_tag(uintptr_t start, uintptr_t end, int key);
+/* How many times pages were tagged: it changes whenever a page may have
+ * changed key. Async-signal-safe. */
+unsigned ac_pkeys_tags_made(void);
 
 /* ---- which class gets a key ----
  * A class is a set of allocations that become off-limits together (globally

@@ -356,7 +356,9 @@ enum ac_guard_claim { AC_GUARD_NOT_OURS, AC_GUARD_HANDLED, AC_GUARD_RETRY };
  * changes at every transition), so that the handler can tell a page the
  * guard protects anew each time (threads racing: retried up to a far larger
  * bound) from one that faults again under the same protection (the driver
- * refusing it: a few retries, then the program's own fault). */
+ * refusing it: a few retries, then the program's own fault). A key fault
+ * whose report names a key the thread allowed (another thread retagged the
+ * page in between) is retried the same way, its epoch the count of tags. */
 enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
                                       void *ucontext, unsigned *epoch);
 /* From the SIGSEGV handler: a signal sent by the guard to make this thread

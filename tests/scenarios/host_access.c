@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "scenario.h"
@@ -481,6 +482,42 @@ static void program_handler(void) {
     failures++, fprintf(stderr, "host_access: own handler ran %d times\n", own_faults);
 }
 
+/* Under protection keys, a thread's fault on a keyed page can be reported
+ * with the key another thread gave the page meanwhile (key 0, when the
+ * guard let that page go after judging the other thread's touch): the
+ * kernel reads the key from the mapping after the fault. Such a report is
+ * sent here as the kernel sends it, while the memory is busy: the access it
+ * stands for is run again, and the guard keeps its handler and still judges
+ * the touch that follows. Where the processor has no keys there is no such
+ * report, and only the touch is made. */
+static void send_stale_key_report(void) {
+#ifdef SEGV_PKUERR
+  int key = (int)syscall(SYS_pkey_alloc, 0UL, 0UL);
+  if (key < 0) return;
+  syscall(SYS_pkey_free, key);
+  siginfo_t info;
+  memset(&info, 0, sizeof info);
+  info.si_signo = SIGSEGV;
+  info.si_code = SEGV_PKUERR;
+  info.si_addr = (void *)m;
+  info.si_pkey = 0;
+  syscall(SYS_rt_tgsigqueueinfo, getpid(), (pid_t)syscall(SYS_gettid), SIGSEGV, &info);
+#endif
+}
+static void stale_key_report_busy(void) {
+  launch(s, m);
+  send_stale_key_report();
+  cpu_read(m); /* AC202 */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void stale_key_report_idle(void) {
+  launch(s, m);
+  send_stale_key_report();
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  send_stale_key_report();
+  cpu_write(m);
+}
+
 static const struct scenario_case cases[] = {
     {"global_touch_busy", global_touch_busy},
     {"other_thread_touch_busy", other_thread_touch_busy},
@@ -521,6 +558,8 @@ static const struct scenario_case cases[] = {
     {"temp_each_step_touch_kept", temp_each_step_touch_kept},
     {"temp_each_step_touch_temp", temp_each_step_touch_temp},
     {"temp_each_step_after_sync", temp_each_step_after_sync},
+    {"stale_key_report_busy", stale_key_report_busy},
+    {"stale_key_report_idle", stale_key_report_idle},
 };
 
 int main(int argc, char **argv) {

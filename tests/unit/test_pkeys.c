@@ -34,6 +34,23 @@ static void test_pkru_bits(void) {
   CHECK(ac_pkru_merge(0xffffffffu, ours, 0) == (0xffffffffu & ~ours));
 }
 
+/* Which accesses a PKRU forbids on pages of a key: a key fault whose report
+ * names a key the faulting PKRU allowed was raised by the page's earlier key
+ * (the guard retries it; guard_fault.c). */
+static void test_pkru_forbids(void) {
+  uint32_t ours_off = ac_pkru_disable_bits(1); /* key 1 access-disabled, 0 and 2 not */
+  CHECK(ac_pkru_forbids(ours_off, 1, false));
+  CHECK(ac_pkru_forbids(ours_off, 1, true));
+  CHECK(!ac_pkru_forbids(ours_off, 0, false)); /* a lift retagged the page to key 0 */
+  CHECK(!ac_pkru_forbids(ours_off, 0, true));
+  CHECK(!ac_pkru_forbids(ours_off, 2, true));
+  uint32_t write_off = 2u << (2 * 3); /* key 3 write-disabled only */
+  CHECK(!ac_pkru_forbids(write_off, 3, false));
+  CHECK(ac_pkru_forbids(write_off, 3, true));
+  CHECK(ac_pkru_forbids(0x55555554u, 15, false)); /* the kernel's default: all but key 0 */
+  CHECK(!ac_pkru_forbids(0x55555554u, 0, true));
+}
+
 static void test_frame_pkru(void) {
   uint64_t pkru_feature = 1ull << 9, x87_sse = 3;
   frame(0x46505853u, x87_sse | pkru_feature, 2696, pkru_feature);
@@ -86,6 +103,7 @@ static void test_assign(void) {
 
 int main(void) {
   test_pkru_bits();
+  test_pkru_forbids();
   test_frame_pkru();
   test_assign();
   return TEST_SUMMARY("test_pkeys");
