@@ -27,8 +27,10 @@ static inline uint32_t ac_pkru_disable_bits(int key) {
   return (uint32_t)3 << (2 * key);
 }
 
-/* Whether pkru forbids a read (or, is_write, a write) of pages tagged key. */
+/* Whether pkru forbids a read (or, is_write, a write) of pages tagged key;
+ * a key the hardware does not have forbids everything. */
 static inline bool ac_pkru_forbids(uint32_t pkru, int key, bool is_write) {
+  if (key < 0 || key >= AC_PKEYS_HW_MAX) return true;
   uint32_t bits = pkru >> (2 * key);
   return (bits & 1) || (is_write && (bits & 2));
 }

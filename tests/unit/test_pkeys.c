@@ -49,6 +49,8 @@ static void test_pkru_forbids(void) {
   CHECK(ac_pkru_forbids(write_off, 3, true));
   CHECK(ac_pkru_forbids(0x55555554u, 15, false)); /* the kernel's default: all but key 0 */
   CHECK(!ac_pkru_forbids(0x55555554u, 0, true));
+  CHECK(ac_pkru_forbids(0, 16, false)); /* a report no hardware makes: never taken as stale */
+  CHECK(ac_pkru_forbids(0, -1, false));
 }
 
 static void test_frame_pkru(void) {
