@@ -392,10 +392,8 @@ static bool enter(struct ac_alloc *a, struct place p) {
   return true;
 }
 
-/* a's bytes changed class: the wanted pages there are to be looked at again.
- * Past a quarter of what all_managed lists, a window is no cheaper than
- * looking at everything (a program allocating thousands of times while
- * nothing is busy logs each one). */
+/* a's bytes changed class: the keys follow them over their pages, as long
+ * as a few such ranges are logged (merged when the log is full). */
 static void log_moved_for_keys(const struct ac_alloc *a) {
   if (keys_moved_all) return;
   if (keys_moved.n == KEYS_MOVED_MAX) range_normalise(&keys_moved);
@@ -405,6 +403,10 @@ static void log_moved_for_keys(const struct ac_alloc *a) {
   }
 }
 
+/* a's bytes changed class: the wanted pages there are to be looked at again.
+ * Past a quarter of what all_managed lists, a window is no cheaper than
+ * looking at everything (a program allocating thousands of times while
+ * nothing is busy logs each one). */
 static void log_moved(const struct ac_alloc *a) {
   moves++;
   log_moved_for_keys(a);

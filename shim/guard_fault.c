@@ -148,14 +148,14 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
                                       void *ucontext, unsigned *epoch) {
   if (!ac_guard.enabled) return AC_GUARD_NOT_OURS;
   uintptr_t a = (uintptr_t)addr;
-  if (pkey >= 0 && key_report_is_stale(pkey, is_write, ucontext)) {
-    /* The page has its new key now: the access runs again under it. Only
-     * another retag makes the report stale again, so the count of tags is
-     * the epoch: retries under one count are few (fault_retry.c). */
-    *epoch = ac_pkeys_tags_made();
-    return AC_GUARD_RETRY;
-  }
   if (pkey >= 0) { /* a protection-key fault: one of ours, or the program's own */
+    if (key_report_is_stale(pkey, is_write, ucontext)) {
+      /* The page has its new key now: the access runs again under it. Only
+       * another retag makes the report stale again, so the count of tags is
+       * the epoch: retries under one count are few (fault_retry.c). */
+      *epoch = ac_pkeys_tags_made();
+      return AC_GUARD_RETRY;
+    }
     int slot = ac_guard_keys_slot_of(pkey);
     return slot < 0 ? AC_GUARD_NOT_OURS : on_key_fault(a, slot, is_write, pc, ucontext);
   }
