@@ -35,6 +35,7 @@
 #include "guard_classes.h"
 #include "guard_internal.h"
 #include "guard_wanted.h"
+#include "pkeys.h"
 #include "ranges.h"
 #include "rules_host.h"
 #include "shim.h"
@@ -366,8 +367,8 @@ void ac_guard_print_stats(void) {
            "between), %lu ranges tagged, %lu faults on keyed memory, %lu threads signalled to drop "
            "a key (%lu did not answer in time)",
            ac_guard.stats.layouts, ac_guard.stats.patches, ac_guard.stats.stood_aside,
-           ac_guard.stats.tags, ac_guard.stats.key_faults, ac_guard.stats.revocations,
-           ac_guard.stats.unconfirmed);
+           (unsigned long)ac_pkeys_tags_made(), ac_guard.stats.key_faults,
+           ac_guard.stats.revocations, ac_guard.stats.unconfirmed);
   ac_model_leave();
 }
 

@@ -41,7 +41,7 @@ struct ac_guard_shared {
     unsigned long from_scratch, window_ranges; /* guard_wanted.c's two ways */
     unsigned long resumed;                     /* windows over the pages kept while idle */
     unsigned long skipped;                     /* attaches that could change no page */
-    unsigned long tags, key_faults, revocations, unconfirmed;
+    unsigned long key_faults, revocations, unconfirmed;
     unsigned long layouts, patches, stood_aside; /* the keys laid out, patched; stood aside */
     double seconds, handler_seconds;
   } stats;

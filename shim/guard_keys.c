@@ -446,7 +446,6 @@ static void tag_ranges(const struct range_list *l, int key, struct range_list *m
     ac_pkeys_tag(l->r[i].start, l->r[i].end, key);
     range_push(made_accessible, l->r[i].start, l->r[i].end);
   }
-  ac_guard.stats.tags += l->n;
 }
 
 static void forget_protection_of(struct range_list *made_accessible) {
@@ -737,7 +736,6 @@ static bool lift_keyed_page(int slot, uintptr_t addr) {
       ac_pkeys_tag(page, page + (uintptr_t)ac_guard.page_size, 0) != 0)
     return false;
   key_lifted[key_lifted_count++] = (struct lifted_page){page, slot};
-  ac_guard.stats.tags++;
   return true;
 }
 

@@ -136,7 +136,7 @@ static unsigned tags_made;
 
 int ac_pkeys_tag(uintptr_t start, uintptr_t end, int key) {
   int r = (int)syscall(SYS_pkey_mprotect, start, end - start, PROT_READ | PROT_WRITE, key);
-  __atomic_add_fetch(&tags_made, 1, __ATOMIC_RELEASE);
+  if (r == 0) __atomic_add_fetch(&tags_made, 1, __ATOMIC_RELEASE);
   return r;
 }
 

@@ -56,8 +56,8 @@ uint32_t *ac_pkeys_frame_pkru(void *ucontext);
 
 int ac_pkeys_alloc(void);
 int ac_pkeys_tag(uintptr_t start, uintptr_t end, int key);
-/* How many times pages were tagged: it changes whenever a page may have
- * changed key. Async-signal-safe. */
+/* How many ranges were tagged (ac_pkeys_tag succeeded): it changes whenever
+ * a page changed key. Async-signal-safe. */
 unsigned ac_pkeys_tags_made(void);
 
 /* ---- which class gets a key ----
