@@ -14,7 +14,7 @@
  *   paths.c       report file names (%p, %q{ENV}) and their safe creation
  *   symbolize.c   (module, offset, function, file, line) of a return address
  *   output.c      the log and stderr, safe from a program's reuse of descriptors
- *   sys.c         raw system calls for all of the above inside the shim (sys.h)
+ * Their raw system calls and the options are the floor below, base/.
  */
 #ifndef AC_REPORT_H
 #define AC_REPORT_H

@@ -139,12 +139,12 @@ with tempfile.TemporaryDirectory() as d:
     check("11.4 driver: layouts read from the PTX, argument judged", p.returncode == 0 and said == 0
           and rules == ["AC301"], f"rc={p.returncode} said={said} rules={rules}")
 
-# The exit statuses are declared once (report/exit_status.inc): --help prints
+# The exit statuses are declared once (cli/exit_status.inc): --help prints
 # each, and the README's table has a row for each.
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
 import re  # noqa: E402
-codes = re.findall(r"^AC_EXIT\(\w+, (\d+),", open(os.path.join(ROOT, "report", "exit_status.inc")).read(),
+codes = re.findall(r"^AC_EXIT\(\w+, (\d+),", open(os.path.join(ROOT, "cli", "exit_status.inc")).read(),
                    re.M)
 readme = open(os.path.join(ROOT, "README.md")).read()
 help_text = run([CLI, "--help"]).stdout
