@@ -8,8 +8,14 @@
 # alternating (so drift in the machine hits both alike), and prints the median
 # time of each and their ratio. B3-floor-fault and B3-floor-oracle are B3's loop
 # without the shim, protecting pages by hand (bench/guard_floor.cu): the least
-# any page guard can cost there. Run it on the GPU machine; timings from a
-# machine without one mean nothing.
+# any page guard can cost there. F1-F3 are real frameworks (bench/frameworks):
+# F1 PyTorch training with every tensor in managed memory (a pluggable
+# allocator, one cudaMallocManaged / cudaFree per tensor), F2 CuPy with a fresh
+# managed allocation per array, F3 CuPy over a managed memory pool, F4 a Numba
+# pipeline on managed arrays with host logic between steps; each with
+# the default page guard and with mprotect. They need python3 with torch and
+# cupy (numba), and are left out (with a line) where it cannot import them. Run it on the GPU
+# machine; timings from a machine without one mean nothing.
 set -euo pipefail
 build=$(cd "${1:?usage: bench/run.sh BUILD [ROUNDS [IDS]]}" && pwd)
 rounds=${2:-7}
@@ -56,6 +62,30 @@ for spec in "B1 launch" "B2 guide" "B2-mprotect guide ATTACHCHECK_GUARD_PAGES=mp
   exe="$build/bench/bench_$bench"
   compare "$id $bench" "$run_pin $exe" \
     "env LD_PRELOAD=$shim ATTACHCHECK_PRINT_STDERR=off $options $run_pin $exe"
+done
+here=$(cd "$(dirname "$0")" && pwd)
+frameworks=(
+  "F1 torch_train bench/frameworks/torch_train.py $build/bench/libbench_managed_alloc.so 200"
+  "F1-mprotect torch_train bench/frameworks/torch_train.py $build/bench/libbench_managed_alloc.so 200"
+  "F2 cupy_fresh bench/frameworks/cupy_loop.py fresh 200"
+  "F2-mprotect cupy_fresh bench/frameworks/cupy_loop.py fresh 200"
+  "F3 cupy_pool bench/frameworks/cupy_loop.py pool 200"
+  "F3-mprotect cupy_pool bench/frameworks/cupy_loop.py pool 200"
+  "F4 numba_pipeline bench/frameworks/numba_pipeline.py 300"
+  "F4-mprotect numba_pipeline bench/frameworks/numba_pipeline.py 300")
+for spec in "${frameworks[@]}"; do
+  set -- $spec
+  id=$1 name=$2 script=$here/${3#bench/}
+  shift 3
+  selected "$id" || continue
+  case $name in torch_train) module=torch ;; numba_pipeline) module=numba.cuda ;; *) module=cupy ;; esac
+  if ! python3 -c "import $module" 2>/dev/null; then
+    echo "$id $name: skipped: python3 has no $module"
+    continue
+  fi
+  options=$([[ $id == *-mprotect ]] && echo ATTACHCHECK_GUARD_PAGES=mprotect || true)
+  compare "$id $name" "python3 $script $*" \
+    "env LD_PRELOAD=$shim ATTACHCHECK_PRINT_STDERR=off $options python3 $script $*"
 done
 for mode in fault oracle; do
   selected "B3-floor-$mode" || continue
