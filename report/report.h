@@ -19,6 +19,8 @@
 #ifndef AC_REPORT_H
 #define AC_REPORT_H
 
+#include "locks.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -51,17 +53,13 @@ void ac_report_finish(void);
  * --print-stderr off. A fatal line (the shim cannot check anything) goes to
  * stderr in any case. text is one line without the "==attachcheck== " prefix
  * or the newline. */
-/* Whether this thread holds the sink's lock (for the shim's lock-order checks). */
-bool ac_report_sink_held(void);
 /* What every line attachcheck writes for people starts with. */
 #define AC_PREFIX "==attachcheck== "
 
 enum ac_message_level { AC_MESSAGE_INFO, AC_MESSAGE_FATAL };
 void ac_report_message(enum ac_message_level level, const char *text);
-/* Fork: hold the sink across fork(); in the child, a stream and an
+/* In a forked child (the lock table made the locks anew): a stream and an
  * announcement of its own. */
-void ac_report_fork_prepare(void);
-void ac_report_fork_parent(void);
 void ac_report_fork_child(void);
 
 /* ---- text.c ---- */

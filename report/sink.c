@@ -31,8 +31,6 @@ struct seen {
   UT_hash_handle hh;
 };
 
-static pthread_mutex_t sink_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread bool holding_sink; /* a message said from inside the sink */
 static const struct ac_options *opts;
 static struct ac_options own_opts; /* the options, with absolute report paths */
 static char abs_json[PATH_MAX], abs_sarif[PATH_MAX], abs_html[PATH_MAX], abs_log[PATH_MAX],
@@ -73,18 +71,14 @@ static void portable_key(const json_t *record, char out[17]) {
   snprintf(out, 17, "%016" PRIx64, h);
 }
 
-bool ac_report_sink_held(void) {
-  return holding_sink;
-}
-
+/* The sink lock (base/locks.inc); whether this thread holds it tells a
+ * message said from inside the sink. */
 static void lock_sink(void) {
-  pthread_mutex_lock(&sink_lock);
-  holding_sink = true;
+  ac_lock(AC_LOCK_sink);
 }
 
 static void unlock_sink(void) {
-  holding_sink = false;
-  pthread_mutex_unlock(&sink_lock);
+  ac_unlock(AC_LOCK_sink);
 }
 
 /* Where the text goes: the log file (named again in a forked child, whose %p
@@ -190,7 +184,7 @@ void ac_report_message(enum ac_message_level level, const char *text) {
   int n = snprintf(line, sizeof line, AC_PREFIX "%s\n", text);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
   if (n <= 0) return;
-  bool locked = !holding_sink;
+  bool locked = !ac_lock_held(AC_LOCK_sink);
   if (locked) lock_sink();
   if (level == AC_MESSAGE_FATAL) {
     if (have_log) write_text(line, (size_t)n);
@@ -313,18 +307,10 @@ void ac_report_announce(const struct ac_options *o) {
   unlock_sink();
 }
 
-void ac_report_fork_prepare(void) {
-  pthread_mutex_lock(&sink_lock);
-}
-void ac_report_fork_parent(void) {
-  pthread_mutex_unlock(&sink_lock);
-}
-
-/* Runs in the child with the parent's locks held by the shim (the model
- * lock among them): only raw system calls here (sys.h), nothing that could
- * reach the shim's own read/write wrappers. */
+/* Runs in the child once the lock table made every lock anew: only raw
+ * system calls here (sys.h), nothing that could reach the shim's own
+ * read/write wrappers. */
 void ac_report_fork_child(void) {
-  pthread_mutex_unlock(&sink_lock);
   struct seen *s, *tmp;
   HASH_ITER(hh, seen, s, tmp) {
     HASH_DEL(seen, s);

@@ -27,7 +27,6 @@
 #include "report.h"
 #include "sys.h"
 
-static pthread_mutex_t symbolize_lock = PTHREAD_MUTEX_INITIALIZER;
 static const char *strip_prefix;
 
 void ac_symbolize_set_strip_prefix(const char *prefix) {
@@ -224,7 +223,7 @@ void ac_symbolize(const void *pc, struct ac_frame *out) {
   out->module = "";
   /* A return address points after the call; look up the call itself. */
   const char *call = (const char *)pc - 1;
-  pthread_mutex_lock(&symbolize_lock); /* libdw's view and the demangler are shared */
+  ac_lock(AC_LOCK_symbolize); /* libdw's view and the demangler are shared */
   if (dladdr(call, &info)) {
     if (info.dli_fname) out->module = module_path(info.dli_fname);
     out->offset = (unsigned long)((const char *)pc - (const char *)info.dli_fbase);
@@ -234,5 +233,5 @@ void ac_symbolize(const void *pc, struct ac_frame *out) {
     }
   }
   from_debug_info(call, out);
-  pthread_mutex_unlock(&symbolize_lock);
+  ac_unlock(AC_LOCK_symbolize);
 }

@@ -40,7 +40,7 @@ static void copy_stream(struct ac_history *h, uint64_t serial, uint64_t tick,
  * stream, of the stream it conflicts with and of the host, as the model
  * recorded them up to when f was judged. */
 static void take_history(struct ac_finding *f, struct ac_finding_history *h) {
-  bool held = ac_model_held; /* a finding made under the lock (AC402) */
+  bool held = ac_model_held(); /* a finding made under the lock (AC402) */
   if (!held) ac_model_enter();
   memset(h, 0, sizeof *h);
   h->tick = f->busy.present ? f->busy.tick : ac_history_tick(ac_model);

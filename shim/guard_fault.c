@@ -115,7 +115,7 @@ static void judge_counted(uintptr_t a, struct ac_alloc *alloc, bool is_write, ui
  * while the model allows that memory). */
 static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, uintptr_t pc,
                                         void *ucontext) {
-  if (ac_model_held) {
+  if (ac_model_held()) {
     __atomic_add_fetch(&ac_guard.stats.unjudged, 1, __ATOMIC_RELAXED);
     return ac_guard_keys_let_through(slot, ucontext) ? AC_GUARD_HANDLED : AC_GUARD_NOT_OURS;
   }
@@ -159,7 +159,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
     int slot = ac_guard_keys_slot_of(pkey);
     return slot < 0 ? AC_GUARD_NOT_OURS : on_key_fault(a, slot, is_write, pc, ucontext);
   }
-  if (ac_model_held) return lift_without_lock(a);
+  if (ac_model_held()) return lift_without_lock(a);
   bool overflow;
   bool guarded = published_overlaps(a, a + 1, &overflow);
   int saved_errno = errno;
@@ -229,7 +229,7 @@ static void check_keyed_buffer(const char *via, uintptr_t start, uintptr_t end, 
 }
 
 void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes) {
-  if (!ac_guard.enabled || !len || in_guard || ac_model_held) return;
+  if (!ac_guard.enabled || !len || in_guard || ac_model_held()) return;
   uintptr_t start = (uintptr_t)buf, end = start + len;
   check_keyed_buffer(via, start, end, cpu_writes);
   bool overflow;

@@ -887,7 +887,7 @@ int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, b
   if (!ac_guard_keys_active()) return -1;
   uint32_t pkru = ac_pkru_read();
   if (!(pkru & our_bits)) return -1; /* every key of ours enabled here */
-  if (ac_model_held) return disabled_in_tagged(pkru, start, end, page);
+  if (ac_model_held()) return disabled_in_tagged(pkru, start, end, page);
   unsigned seq;
   int found;
   do {

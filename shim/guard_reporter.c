@@ -69,9 +69,9 @@ void ac_guard_ring_commit_locked(void) {
   wake_reporter();
 }
 
-/* Held while a batch is reported, so the exit-time drain waits for a batch the
- * reporter thread has taken but not yet written. */
-static pthread_mutex_t drain_lock = PTHREAD_MUTEX_INITIALIZER;
+/* The drain lock (base/locks.inc) is held while a batch is reported, so the
+ * exit-time drain waits for a batch the reporter thread has taken but not
+ * yet written, and fork copies no batch half-written. */
 /* Batches taken from the ring and not yet written (atomic): the handler's
  * wait below reads it without a lock. */
 static int batches_in_flight;
@@ -80,7 +80,7 @@ void ac_guard_drain(void) {
   static struct ac_finding batch[RING_SIZE];
   size_t n;
   unsigned long lost;
-  pthread_mutex_lock(&drain_lock);
+  ac_lock(AC_LOCK_drain);
   ac_model_enter();
   __atomic_add_fetch(&batches_in_flight, 1, __ATOMIC_ACQ_REL);
   n = ring_count;
@@ -99,7 +99,7 @@ void ac_guard_drain(void) {
   }
   if (lost) ac_log("%lu CPU accesses were not judged: the reporter could not keep up", lost);
   __atomic_sub_fetch(&batches_in_flight, 1, __ATOMIC_ACQ_REL);
-  pthread_mutex_unlock(&drain_lock);
+  ac_unlock(AC_LOCK_drain);
 }
 
 void ac_guard_wait_reported(int max_ms) {

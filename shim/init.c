@@ -20,13 +20,10 @@
 
 struct ac_real_table ac_real;
 void *ac_driver_entry[AC_ENTRY_COUNT];
-__thread bool ac_model_held;
 struct ac_options ac_opts;
 int ac_ready;
-pthread_mutex_t ac_model_lock = PTHREAD_MUTEX_INITIALIZER;
 struct ac_model *ac_model;
 
-static pthread_mutex_t start_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread bool starting;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static void on_load_once(void);
@@ -115,7 +112,7 @@ bool ac_start_slow(void) {
    * constructor has run (glibc runs the preloaded library's last): read the
    * options first, whoever comes first. */
   pthread_once(&load_once, on_load_once);
-  pthread_mutex_lock(&start_lock);
+  ac_lock(AC_LOCK_start);
   bool ok = __atomic_load_n(&ac_ready, __ATOMIC_ACQUIRE);
   if (!ok) {
     char why[512];
@@ -147,27 +144,27 @@ bool ac_start_slow(void) {
     }
     starting = false;
   }
-  pthread_mutex_unlock(&start_lock);
+  ac_unlock(AC_LOCK_start);
   return ok;
 }
 
-/* The fork handlers take the locks in the written order (shim.h). */
+/* The fork handlers are the lock table's (base/locks.inc): every lock taken
+ * in order before the copy, so that no other thread is half-way through
+ * what one guards; in the child each is made anew, and then what the child
+ * cannot keep is reset - its record stream, its model (a forked child cannot
+ * use CUDA, and UVM unmaps managed memory there), the guard's threads. */
 static void before_fork(void) {
-  pthread_mutex_lock(&start_lock);
-  ac_model_enter();
-  ac_report_fork_prepare();
+  ac_locks_fork_prepare();
 }
 
 static void after_fork_in_parent(void) {
-  ac_report_fork_parent();
-  ac_model_leave();
-  pthread_mutex_unlock(&start_lock);
+  ac_locks_fork_parent();
 }
 
 static void after_fork_in_child(void) {
+  ac_locks_fork_child();
   ac_report_fork_child();
-  ac_model_leave();
-  pthread_mutex_unlock(&start_lock);
+  /* The child's only thread: the resets need no lock. */
   ac_check_reset_after_fork();
   ac_guard_after_fork_child();
 }
@@ -210,15 +207,6 @@ static void on_load_once(void) {
 __attribute__((constructor)) static void on_load(void) {
   pthread_once(&load_once, on_load_once);
 }
-
-#ifdef AC_CHECK_LOCKS
-void ac_lock_violation(const char *what) {
-  char line[256];
-  snprintf(line, sizeof line, "internal error: lock order: %s\n", what);
-  ac_sys_write_all(2, line, strlen(line));
-  abort();
-}
-#endif
 
 __attribute__((destructor)) static void on_unload(void) {
   /* What the signal handler found and the reporter thread has not written yet. */

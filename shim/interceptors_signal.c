@@ -37,7 +37,6 @@ static __typeof__(&pthread_sigmask) real_pthread_sigmask;
 static __typeof__(&sigprocmask) real_sigprocmask;
 static struct sigaction program_segv; /* the program's own disposition */
 static int installed;
-static pthread_mutex_t disposition_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void resolve_real(void) {
   if (AC_LIKELY(real_sigprocmask)) return;
@@ -155,13 +154,13 @@ static void set_thread_mask(const sigset_t *set, sigset_t *old) {
 /* What would have happened without the shim: the kernel's delivery of the
  * program's disposition. */
 static void chain_to_program(int sig, siginfo_t *info, ucontext_t *uc) {
-  pthread_mutex_lock(&disposition_lock);
+  ac_lock(AC_LOCK_disposition);
   struct sigaction p = program_segv;
   if ((p.sa_flags & SA_RESETHAND) && p.sa_handler != SIG_DFL && p.sa_handler != SIG_IGN) {
     memset(&program_segv, 0, sizeof program_segv);
     program_segv.sa_handler = SIG_DFL;
   }
-  pthread_mutex_unlock(&disposition_lock);
+  ac_unlock(AC_LOCK_disposition);
   if (p.sa_handler == SIG_DFL || p.sa_handler == SIG_IGN) {
     /* Default action (a fault cannot be ignored): die of it. A fault
      * re-executes and kills; a sent signal is raised again on return. */
@@ -213,10 +212,10 @@ static int install_ours_locked(void) {
 void ac_signal_install_guard_handler(void) {
   resolve_real();
   if (!real_sigaction) return;
-  pthread_mutex_lock(&disposition_lock);
+  ac_lock(AC_LOCK_disposition);
   if (real_sigaction(SIGSEGV, NULL, &program_segv) == 0 && install_ours_locked() == 0)
     __atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&disposition_lock);
+  ac_unlock(AC_LOCK_disposition);
 }
 
 /* ---- the program's view ---- */
@@ -268,13 +267,13 @@ AC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
     int r = real_sigaction(sig, &copy, old);
     return r;
   }
-  pthread_mutex_lock(&disposition_lock);
+  ac_lock(AC_LOCK_disposition);
   if (old) *old = program_segv;
   if (act) {
     program_segv = *act;
     install_ours_locked();
   }
-  pthread_mutex_unlock(&disposition_lock);
+  ac_unlock(AC_LOCK_disposition);
   return 0;
 }
 

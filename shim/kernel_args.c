@@ -31,7 +31,6 @@ struct module_vars {
   UT_hash_handle hh;
 };
 
-static pthread_mutex_t layout_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* What judging launches cost, for --verbose (under ac_model_lock). */
 static struct {
@@ -115,22 +114,22 @@ const struct ac_layout *ac_layout_of(CUfunction f) {
   uintptr_t h = (uintptr_t)f;
   if (last && __atomic_load_n(&last->handle, __ATOMIC_ACQUIRE) == h) return last;
   struct ac_layout *l;
-  pthread_mutex_lock(&layout_lock);
+  ac_lock(AC_LOCK_layout);
   HASH_FIND(hh, layouts, &h, sizeof h, l);
-  pthread_mutex_unlock(&layout_lock);
+  ac_unlock(AC_LOCK_layout);
   if (l) return last = l;
   l = calloc(1, sizeof *l);
   if (!l) return NULL;
   l->handle = h;
   learn(l);
-  pthread_mutex_lock(&layout_lock);
+  ac_lock(AC_LOCK_layout);
   struct ac_layout *raced;
   HASH_FIND(hh, layouts, &h, sizeof h, raced);
   if (raced)
     free(l), l = raced;
   else
     HASH_ADD(hh, layouts, handle, sizeof l->handle, l);
-  pthread_mutex_unlock(&layout_lock);
+  ac_unlock(AC_LOCK_layout);
   return last = l;
 }
 
@@ -338,13 +337,13 @@ void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst
  * pointer may still see it (about a kilobyte per kernel per unload). */
 static void retire_layouts(uintptr_t module) {
   struct ac_layout *l, *tmp;
-  pthread_mutex_lock(&layout_lock);
+  ac_lock(AC_LOCK_layout);
   HASH_ITER(hh, layouts, l, tmp) {
     if (l->module != module) continue;
     HASH_DEL(layouts, l);
     __atomic_store_n(&l->handle, 0, __ATOMIC_RELEASE);
   }
-  pthread_mutex_unlock(&layout_lock);
+  ac_unlock(AC_LOCK_layout);
 }
 
 /* Model lock held. The handle may name another module later. */

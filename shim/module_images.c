@@ -35,7 +35,6 @@ struct image_function {
   UT_hash_handle hh;
 };
 
-static pthread_mutex_t image_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct image_module *image_modules;     /* under image_lock */
 static struct image_function *image_functions; /* under image_lock */
 
@@ -89,16 +88,16 @@ void ac_image_loaded(uintptr_t module, const void *image) {
       ac_log("a module image holds no PTX or cubin that can be read (a compressed fatbin?): "
              "its kernels' parameter layouts are not known");
   }
-  pthread_mutex_lock(&image_lock);
+  ac_lock(AC_LOCK_image);
   drop_module_locked(module); /* the handle may have named an unloaded module */
   HASH_ADD(hh, image_modules, module, sizeof m->module, m);
-  pthread_mutex_unlock(&image_lock);
+  ac_unlock(AC_LOCK_image);
 }
 
 void ac_image_function_found(uintptr_t handle, uintptr_t module, const char *name) {
   if (!handle || !name || !ac_images_wanted()) return;
   struct image_function *f;
-  pthread_mutex_lock(&image_lock);
+  ac_lock(AC_LOCK_image);
   HASH_FIND(hh, image_functions, &handle, sizeof handle, f);
   if (!f && (f = calloc(1, sizeof *f))) {
     f->handle = handle;
@@ -108,14 +107,14 @@ void ac_image_function_found(uintptr_t handle, uintptr_t module, const char *nam
     f->module = module;
     snprintf(f->name, sizeof f->name, "%s", name);
   }
-  pthread_mutex_unlock(&image_lock);
+  ac_unlock(AC_LOCK_image);
 }
 
 bool ac_image_layout(uintptr_t handle, struct ac_image_kernel *out, uintptr_t *module) {
   bool found = false;
   struct image_function *f;
   struct image_module *m = NULL;
-  pthread_mutex_lock(&image_lock);
+  ac_lock(AC_LOCK_image);
   HASH_FIND(hh, image_functions, &handle, sizeof handle, f);
   if (f) HASH_FIND(hh, image_modules, &f->module, sizeof f->module, m);
   for (struct image_kernel *k = m ? m->kernels : NULL; k && !found; k = k->next)
@@ -124,12 +123,12 @@ bool ac_image_layout(uintptr_t handle, struct ac_image_kernel *out, uintptr_t *m
       *module = f->module;
       found = true;
     }
-  pthread_mutex_unlock(&image_lock);
+  ac_unlock(AC_LOCK_image);
   return found;
 }
 
 void ac_image_module_unloaded(uintptr_t module) {
-  pthread_mutex_lock(&image_lock);
+  ac_lock(AC_LOCK_image);
   drop_module_locked(module);
-  pthread_mutex_unlock(&image_lock);
+  ac_unlock(AC_LOCK_image);
 }

@@ -38,6 +38,7 @@
 #include <stdint.h>
 
 #include "finding.h"
+#include "locks.h"
 #include "model.h"
 #include "options.h"
 #include "report.h"
@@ -119,48 +120,31 @@ void *ac_real_dlsym(void *handle, const char *name);
 
 /* ---- the model, behind one lock never held across a driver call ----
  *
- * The shim's locks, in the one order they may be taken (a lock may be taken
- * while holding only locks above it):
- *   start_lock (init.c)        start-up and the fork handlers
- *   drain_lock (guard.c)       one batch of the signal handler's findings at a time
- *   ac_model_lock              the model and the guard's state
- *   disposition_lock           the program's SIGSEGV disposition
- *   layout_lock (kernel_args)  cached kernel layouts
- *   image_lock (module_images) layouts read from module images
- *   the report's sink lock     report/sink.c: findings, streams, files
- *   symbolize_lock             report/symbolize.c
- * The report's code never calls back into the shim, and the shim's own I/O
- * never passes through its interceptors, so no lock is taken out of order on
- * the way down. The fork handlers take start_lock, ac_model_lock and the
- * sink lock in this order.
+ * Every lock and the order they may be taken in is in base/locks.inc; the
+ * fork handlers are made from that table. The report's code never calls
+ * back into the shim, and the shim's own I/O never passes through its
+ * interceptors, so no lock is taken out of order on the way down.
  *
- * The model lock is taken with ac_model_enter() only, which records that
- * this thread holds it: the SIGSEGV handler uses that to never wait for a
- * lock its own thread holds (a signal handler that touches guarded memory
- * while the interrupted code is inside the shim), and debug builds assert
- * it where a function needs the lock held. */
-extern pthread_mutex_t ac_model_lock;
+ * The model lock is taken with ac_model_enter() only. The lock table marks
+ * it as this thread's from before the wait to after the release: the SIGSEGV
+ * handler uses that to never wait for a lock its own thread holds (a signal
+ * handler that touches guarded memory while the interrupted code is inside
+ * the shim), and checked builds assert it where a function needs it held. */
 extern struct ac_model *ac_model;
-extern __thread bool ac_model_held;
-/* Stops the process with a line naming the broken lock rule (AC_CHECK_LOCKS). */
-void ac_lock_violation(const char *what) __attribute__((noreturn));
 
+static inline bool ac_model_held(void) {
+  return ac_lock_held(AC_LOCK_model);
+}
 static inline void ac_model_enter(void) {
-#ifdef AC_CHECK_LOCKS
-  if (ac_model_held) ac_lock_violation("ac_model_enter: the model lock is held already");
-  if (ac_report_sink_held()) ac_lock_violation("ac_model_enter: the sink lock comes after it");
-#endif
-  pthread_mutex_lock(&ac_model_lock);
-  ac_model_held = true;
+  ac_lock(AC_LOCK_model);
 }
 static inline void ac_model_leave(void) {
-  ac_model_held = false;
-  pthread_mutex_unlock(&ac_model_lock);
+  ac_unlock(AC_LOCK_model);
 }
 #ifdef AC_CHECK_LOCKS
 #define AC_ASSERT_MODEL_HELD()                                                                     \
   do {                                                                                             \
-    if (!ac_model_held) ac_lock_violation(__func__);                                               \
+    if (!ac_model_held()) ac_lock_violation(__func__, AC_LOCK_model);                              \
   } while (0)
 #else
 #define AC_ASSERT_MODEL_HELD() ((void)0)

@@ -1,0 +1,77 @@
+/* locks.c - the locks of locks.inc and the fork protocol made from it. */
+#include "locks.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+pthread_mutex_t ac_locks[AC_LOCK_COUNT] = {
+#define AC_LOCK(Name, Fork, What) PTHREAD_MUTEX_INITIALIZER,
+#include "locks.inc"
+#undef AC_LOCK
+};
+__thread uint32_t ac_locks_held;
+
+enum fork_action { TAKE, REINIT };
+static const enum fork_action at_fork[AC_LOCK_COUNT] = {
+#define AC_LOCK(Name, Fork, What) Fork,
+#include "locks.inc"
+#undef AC_LOCK
+};
+static const char *const names[AC_LOCK_COUNT] = {
+#define AC_LOCK(Name, Fork, What) #Name,
+#include "locks.inc"
+#undef AC_LOCK
+};
+
+/* The locks prepare took, so that the parent releases exactly those; and
+ * those the forking thread held already, which the child holds again. */
+static uint32_t taken_for_fork, held_at_fork;
+
+const char *ac_lock_name(enum ac_lock_id id) {
+  return id < AC_LOCK_COUNT ? names[id] : "?";
+}
+
+void ac_lock_violation(const char *what, enum ac_lock_id id) {
+  /* Raw writes: this may run with any lock held, the output's among them. */
+  static const char head[] = "==attachcheck== internal error: lock ";
+  const char *name = ac_lock_name(id);
+  syscall(SYS_write, 2, head, sizeof head - 1);
+  syscall(SYS_write, 2, name, strlen(name));
+  syscall(SYS_write, 2, ": ", 2);
+  syscall(SYS_write, 2, what, strlen(what));
+  syscall(SYS_write, 2, "\n", 1);
+  abort();
+}
+
+void ac_locks_fork_prepare(void) {
+  uint32_t mine = ac_locks_held;
+  taken_for_fork = 0;
+  held_at_fork = mine;
+  for (int id = 0; id < AC_LOCK_COUNT; id++) {
+    if (at_fork[id] != TAKE || (mine >> id) & 1u) continue;
+    /* Not the checked ac_lock: a fork from a signal handler that interrupted
+     * attachcheck holds locks in the middle of the table. */
+    pthread_mutex_lock(&ac_locks[id]);
+    taken_for_fork |= 1u << id;
+  }
+}
+
+void ac_locks_fork_parent(void) {
+  for (int id = AC_LOCK_COUNT - 1; id >= 0; id--)
+    if ((taken_for_fork >> id) & 1u) pthread_mutex_unlock(&ac_locks[id]);
+  taken_for_fork = 0;
+}
+
+/* Every lock is made anew (another thread of the parent may have held a
+ * REINIT row); the forking thread's own, held before prepare - the code a
+ * signal handler interrupted goes on when it returns - are taken again. */
+void ac_locks_fork_child(void) {
+  for (int id = 0; id < AC_LOCK_COUNT; id++) {
+    pthread_mutex_init(&ac_locks[id], NULL);
+    if ((held_at_fork >> id) & 1u) pthread_mutex_lock(&ac_locks[id]);
+  }
+  ac_locks_held = held_at_fork;
+  taken_for_fork = 0;
+}
