@@ -2,16 +2,19 @@
  *
  * The handler may not format or write (neither is async-signal-safe), so it
  * copies each finding into a fixed ring and wakes a reporter thread through a
- * pipe; the thread, and the exit-time drain, hand them to the report sink.
+ * futex; the thread, and the exit-time drain, hand them to the report sink.
+ * The reporter holds no descriptor: a program that closes every descriptor
+ * (a daemon's close_range) neither silences it nor receives its wake-ups in
+ * a file of its own that took the number.
  * When a storm of faults fills the ring, the handler waits for the reporter
  * rather than drop a finding the report could have kept, for as long as the
  * reporter makes progress (up to 30 s); only a reporter stalled for 2 s
- * loses findings, and they are counted. The shim's own reads and writes here are raw system calls:
- * its read/write interceptors must never see them.
+ * loses findings, and they are counted.
  */
 #define _GNU_SOURCE
-#include <fcntl.h>
+#include <linux/futex.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -29,11 +32,15 @@ static struct ac_finding ring[RING_SIZE]; /* under ac_model_lock */
 static size_t ring_count;
 static unsigned long dropped;
 static unsigned long drained; /* findings taken from the ring so far */
-static int wake_pipe[2] = {-1, -1};
+static int reporter_running;  /* atomic */
+/* Moved at every wake-up; the reporter sleeps on it (a futex) while it is
+ * what the reporter last saw. Async-signal-safe to move and wake. */
+static unsigned wake_count;
 
 static void wake_reporter(void) {
-  char byte = 1;
-  if (wake_pipe[1] >= 0) ac_sys_write(wake_pipe[1], &byte, 1); /* full: one is pending */
+  if (!__atomic_load_n(&reporter_running, __ATOMIC_ACQUIRE)) return;
+  __atomic_add_fetch(&wake_count, 1, __ATOMIC_RELEASE);
+  syscall(SYS_futex, &wake_count, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
 static void sleep_one_ms(void) {
@@ -47,7 +54,7 @@ struct ac_finding *ac_guard_ring_slot_locked(void) {
   for (int stalled = 0, waited = 0;
        ring_count == RING_SIZE && stalled < STALLED_REPORTER_MS && waited < FULL_RING_WAIT_MAX_MS;
        waited++) {
-    if (wake_pipe[1] < 0) break;
+    if (!__atomic_load_n(&reporter_running, __ATOMIC_ACQUIRE)) break;
     wake_reporter();
     ac_model_leave();
     sleep_one_ms();
@@ -76,10 +83,18 @@ void ac_guard_ring_commit_locked(void) {
  * wait below reads it without a lock. */
 static int batches_in_flight;
 
+/* Whether the ring holds a finding, or a batch is being written (no lock). */
+static bool anything_to_drain(void) {
+  return __atomic_load_n(&ring_count, __ATOMIC_ACQUIRE) ||
+         __atomic_load_n(&batches_in_flight, __ATOMIC_ACQUIRE) ||
+         __atomic_load_n(&dropped, __ATOMIC_ACQUIRE);
+}
+
 void ac_guard_drain(void) {
   static struct ac_finding batch[RING_SIZE];
   size_t n;
   unsigned long lost;
+  if (!anything_to_drain()) return;
   ac_lock(AC_LOCK_drain);
   ac_model_enter();
   __atomic_add_fetch(&batches_in_flight, 1, __ATOMIC_ACQ_REL);
@@ -103,7 +118,8 @@ void ac_guard_drain(void) {
 }
 
 void ac_guard_wait_reported(int max_ms) {
-  for (int waited = 0; waited < max_ms && wake_pipe[1] >= 0; waited++) {
+  for (int waited = 0; waited < max_ms && __atomic_load_n(&reporter_running, __ATOMIC_ACQUIRE);
+       waited++) {
     if (__atomic_load_n(&ring_count, __ATOMIC_ACQUIRE) == 0 &&
         __atomic_load_n(&batches_in_flight, __ATOMIC_ACQUIRE) == 0)
       return;
@@ -114,17 +130,17 @@ void ac_guard_wait_reported(int max_ms) {
 
 static void *reporter(void *unused) {
   (void)unused;
-  char buf[64];
   for (;;) {
-    if (ac_sys_read(wake_pipe[0], buf, sizeof buf) <= 0) return NULL;
-    ac_guard_drain();
+    unsigned seen = __atomic_load_n(&wake_count, __ATOMIC_ACQUIRE);
+    if (anything_to_drain())
+      ac_guard_drain();
+    else /* returns at once when a wake-up came since seen was read */
+      syscall(SYS_futex, &wake_count, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
   }
+  return NULL;
 }
 
 void ac_guard_reporter_start(void) {
-  if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) return;
-  int flags = fcntl(wake_pipe[0], F_GETFL);
-  fcntl(wake_pipe[0], F_SETFL, flags & ~O_NONBLOCK); /* the reporter blocks; the handler never */
   pthread_t tid;
   pthread_attr_t attr;
   pthread_attr_init(&attr);
@@ -132,11 +148,8 @@ void ac_guard_reporter_start(void) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals are not for it */
-  if (pthread_create(&tid, &attr, reporter, NULL) != 0) {
-    close(wake_pipe[0]);
-    close(wake_pipe[1]);
-    wake_pipe[0] = wake_pipe[1] = -1;
-  }
+  if (pthread_create(&tid, &attr, reporter, NULL) == 0)
+    __atomic_store_n(&reporter_running, 1, __ATOMIC_RELEASE);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_attr_destroy(&attr);
 }
@@ -145,9 +158,6 @@ void ac_guard_reporter_start(void) {
  * parent had one. */
 void ac_guard_reporter_after_fork_child(void) {
   ring_count = 0;
-  if (wake_pipe[0] < 0) return;
-  close(wake_pipe[0]);
-  close(wake_pipe[1]);
-  wake_pipe[0] = wake_pipe[1] = -1;
+  if (!__atomic_exchange_n(&reporter_running, 0, __ATOMIC_ACQ_REL)) return;
   ac_guard_reporter_start();
 }
