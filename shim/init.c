@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "report.h"
 #include "sys.h"
@@ -28,6 +30,11 @@ static __thread bool starting;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static void on_load_once(void);
 static bool failure_told;
+/* The process whose locks and state these are: set at load and in a child
+ * made by fork(). A child made without the fork handlers (_Fork, a raw
+ * clone) has another pid, and may find any lock held by a thread it does
+ * not have. */
+static pid_t own_pid;
 #define AC_DEFAULT_DRIVER "libcuda.so.1"
 
 uint64_t ac_thread_id(void) {
@@ -162,6 +169,7 @@ static void after_fork_in_parent(void) {
 }
 
 static void after_fork_in_child(void) {
+  own_pid = (pid_t)syscall(SYS_getpid);
   ac_locks_fork_child();
   ac_report_fork_child();
   /* The child's only thread: the resets need no lock. */
@@ -200,6 +208,7 @@ static void on_load_once(void) {
   ac_options_defaults(&ac_opts);
   ac_options_from_env(&ac_opts, warn_line);
   if (ac_opts.target_processes == AC_TARGET_APPLICATION_ONLY) keep_shim_from_programs_run();
+  own_pid = (pid_t)syscall(SYS_getpid);
   ac_report_announce(&ac_opts);
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }
@@ -209,6 +218,9 @@ __attribute__((constructor)) static void on_load(void) {
 }
 
 __attribute__((destructor)) static void on_unload(void) {
+  /* A child made without the fork handlers leaves as bare: its locks may be
+   * held by threads it does not have, and its record stream is its parent's. */
+  if ((pid_t)syscall(SYS_getpid) != own_pid) return;
   /* What the signal handler found and the reporter thread has not written yet. */
   if (__atomic_load_n(&ac_ready, __ATOMIC_ACQUIRE)) {
     ac_guard_drain();
