@@ -1,7 +1,7 @@
 /* interceptors_block.c - calls a signal would cut short.
  *
  * To disable a protection key in another thread the guard signals it
- * (guard_keys.c). A thread asleep in nanosleep, poll or sigsuspend would
+ * (keys.c). A thread asleep in nanosleep, poll or sigsuspend would
  * return early (EINTR, or woken) from any signal handled, whatever SA_RESTART
  * says; so around these calls the thread is parked: the guard does not
  * signal it, and it catches up with the keys when the call returns. Each

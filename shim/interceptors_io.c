@@ -4,7 +4,7 @@
  * guard would turn a program's read(fd, managed, n) into an error it never
  * had. Protection is exact, so only a buggy program hands the kernel a
  * protected buffer; each wrapper checks the buffer first (the CPU access is
- * judged and the pages lifted: guard.c) and then makes the call, which then
+ * judged and the pages lifted: refresh.c) and then makes the call, which then
  * succeeds. When nothing is protected the check is one atomic load. What no
  * wrapper sees - a raw syscall(2), a path or a struct handed to the kernel
  * by other calls - still fails with EFAULT when the buffer is busy memory

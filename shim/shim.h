@@ -15,12 +15,10 @@
  *   check_context.c       the context of each stream: a context's events and synchronisation
  *   kernel_args.c         what launches and copies give the GPU: AC301, AC302, reach
  *   graph_args.c          what an executable graph gives the GPU, following its changes
- *   guard.c               the page guard: protection follows the model (refresh side)
- *   guard_fault.c         the page guard: a fault or a system call judged and lifted
- *   guard_keys.c          the page guard on protection keys: classes, threads' PKRU
- *   pkeys.c               protection keys: detection, PKRU, signal frames, key choice
- *   guard_reporter.c      findings made in the signal handler, reported later
- *   ranges.c              sorted page-range lists, the guard's arithmetic
+ *   guard/                the page guard, in a room of its own: refresh.c (protection
+ *                         follows the model), fault.c (a fault or a system call judged),
+ *                         keys.c and pkeys.c (protection keys), classes.c and wanted.c
+ *                         (what to protect), ranges.c (page-range arithmetic), reporter.c
  *   interceptors_signal.c SIGSEGV shared with the program (sigaction, signal)
  *   interceptors_io.c     system calls handed guarded buffers (read, write, ...)
  *   interceptors_block.c  calls a signal would cut short: the thread parked for the keys
@@ -311,7 +309,7 @@ void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdevicep
 /* The stream whose host function this thread is running, or NULL. */
 const struct ac_stream *ac_current_host_function_stream(void);
 
-/* ---- guard.c: the page guard ---- */
+/* ---- refresh.c: the page guard ---- */
 void ac_guard_start(void);
 /* Device device has no concurrent managed access: its driver protects managed
  * memory itself, so the guard gives up protection keys for mprotect. */
@@ -346,7 +344,7 @@ enum ac_guard_claim { AC_GUARD_NOT_OURS, AC_GUARD_HANDLED, AC_GUARD_RETRY };
 enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
                                       void *ucontext, unsigned *epoch);
 /* From the SIGSEGV handler: a signal sent by the guard to make this thread
- * drop protection keys (guard_keys.c); false if it was not one. */
+ * drop protection keys (keys.c); false if it was not one. */
 bool ac_guard_keys_on_revocation(const siginfo_t *info, void *ucontext);
 /* Around a call a signal would cut short (a sleep, a poll, a wait): the
  * guard does not signal a parked thread; it catches up on unpark. */
@@ -359,7 +357,7 @@ void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cp
 void ac_guard_after_fork_child(void);
 /* With --verbose: what the guard did and cost. */
 void ac_guard_print_stats(void);
-/* ---- guard_reporter.c: findings of the signal handler ---- */
+/* ---- reporter.c: findings of the signal handler ---- */
 /* A slot for the handler's next finding, or NULL (the ring stayed full);
  * model lock held, which it may release and retake while it waits. */
 struct ac_finding *ac_guard_ring_slot_locked(void);

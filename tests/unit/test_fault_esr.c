@@ -1,10 +1,10 @@
 /* test_fault_esr.c - reading an aarch64 fault's access kind from the signal
- * frame's records (shim/fault_esr.c), on any processor: the records are
+ * frame's records (shim/guard/fault_esr.c), on any processor: the records are
  * built here byte by byte as the kernel lays them out. */
 #include <stdint.h>
 #include <string.h>
 
-#include "../../shim/fault_esr.h"
+#include "../../shim/guard/fault_esr.h"
 #include "test.h"
 
 #define FPSIMD_MAGIC 0x46508001u

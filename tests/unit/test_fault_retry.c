@@ -1,9 +1,9 @@
 /* test_fault_retry.c - when a fault the page guard let go is retried
- * (shim/fault_retry.c): a page faulting again under the guard's same
+ * (shim/guard/fault_retry.c): a page faulting again under the guard's same
  * protection is retried a few times, then is the program's; one the guard
  * protected anew in between (threads racing its transitions) keeps being
  * retried. */
-#include "../../shim/fault_retry.h"
+#include "../../shim/guard/fault_retry.h"
 #include "test.h"
 
 static int page_a, page_b;

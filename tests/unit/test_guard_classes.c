@@ -1,17 +1,17 @@
 /* test_guard_classes.c - the page guard's classes, kept allocation by
- * allocation (shim/guard_classes.c), checked against the grouping made from
+ * allocation (shim/guard/classes.c), checked against the grouping made from
  * scratch after every few of thousands of random changes: allocations made,
  * attached, retired and freed over a few pages (so ranges touch and come back),
  * streams made, used, synchronised, destroyed and their handles reused. The
- * pages to protect, kept up to date from what changed (shim/guard_wanted.c),
+ * pages to protect, kept up to date from what changed (shim/guard/wanted.c),
  * are checked the same way against those computed from scratch, with pages of
  * two cells, so that allocations share pages. */
 #include <stdlib.h>
 #include <string.h>
 
-#include "guard_classes.h"
+#include "classes.h"
 #include "guard_internal.h"
-#include "guard_wanted.h"
+#include "wanted.h"
 #include "ranges.h"
 #include "rules_host.h"
 #include "shim.h"

@@ -1,4 +1,4 @@
-/* test_pkeys.c - the pure parts of the protection-key guard (shim/pkeys.c):
+/* test_pkeys.c - the pure parts of the protection-key guard (shim/guard/pkeys.c):
  * PKRU arithmetic, finding the PKRU in a signal frame's XSAVE area (built
  * here byte by byte as Linux lays it out), and which class gets which key.
  * They run on any processor; the keys themselves are tested on the GPU
@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../../shim/pkeys.h"
+#include "../../shim/guard/pkeys.h"
 #include "test.h"
 
 #define PKRU_OFFSET 2688
@@ -36,7 +36,7 @@ static void test_pkru_bits(void) {
 
 /* Which accesses a PKRU forbids on pages of a key: a key fault whose report
  * names a key the faulting PKRU allowed was raised by the page's earlier key
- * (the guard retries it; guard_fault.c). */
+ * (the guard retries it; fault.c). */
 static void test_pkru_forbids(void) {
   uint32_t ours_off = ac_pkru_disable_bits(1); /* key 1 access-disabled, 0 and 2 not */
   CHECK(ac_pkru_forbids(ours_off, 1, false));

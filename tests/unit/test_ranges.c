@@ -1,8 +1,8 @@
-/* test_ranges.c - the page guard's range arithmetic (shim/ranges.c). */
+/* test_ranges.c - the page guard's range arithmetic (shim/guard/ranges.c). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../shim/ranges.h"
+#include "../../shim/guard/ranges.h"
 #include "test.h"
 
 static struct range_list list_of(const uintptr_t *pairs, size_t n) {

@@ -1,5 +1,5 @@
-/* guard_classes.h - the page guard's classes of managed memory, for the
- * refresh side (guard.c): every managed byte, the globally attached ranges,
+/* classes.h - the page guard's classes of managed memory, for the
+ * refresh side (refresh.c): every managed byte, the globally attached ranges,
  * the ranges single-attached to each stream, and the allocations whose attach
  * the host has not seen complete (judged one by one). The lists are
  * normalised byte ranges (ranges.h). Everything here is under ac_model_lock.
@@ -40,7 +40,7 @@ void ac_guard_classes_for_each_busy_stream(void (*fn)(const struct ac_stream *s,
 struct ac_alloc *const *ac_guard_classes_pending(size_t *count);
 
 /* ---- what changed since the wanted pages were last brought up to date ----
- * (guard_wanted.c; each of these is for it alone) */
+ * (wanted.c; each of these is for it alone) */
 
 /* The bytes of each allocation that changed class since the last clear
  * (normalised or not); *all when that is not known - too many to be worth
@@ -73,7 +73,7 @@ void ac_guard_classes_forget_flips(void);
 uint64_t ac_guard_classes_moves(void);
 /* The bytes of each allocation that changed class since the last
  * ac_guard_classes_keys_followed, normalised; *all when more than a handful
- * of ranges, or everything was grouped anew (the protection keys, guard.c). */
+ * of ranges, or everything was grouped anew (the protection keys, refresh.c). */
 const struct range_list *ac_guard_classes_moved_for_keys(bool *all);
 void ac_guard_classes_keys_followed(void);
 

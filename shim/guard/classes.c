@@ -1,4 +1,4 @@
-/* guard_classes.c - the page guard's classes (guard_classes.h): the managed
+/* classes.c - the page guard's classes (classes.h): the managed
  * allocations grouped by what decides whether the CPU may touch them -
  * globally attached, HOST, single-attached to stream S, or with an attach
  * still pending - as normalised byte ranges.
@@ -30,7 +30,7 @@
  * order, the first time its guard looks.
  *
  * The classes also say what changed since the guard's wanted pages were last
- * brought up to date (guard_wanted.c): the bytes of every allocation that
+ * brought up to date (wanted.c): the bytes of every allocation that
  * moved, the stream classes that turned busy or idle, the pending attaches
  * whose verdict changed - so that a transition recomputes those pages only.
  */
@@ -40,7 +40,7 @@
 #include <uthash.h>
 
 #include "grow.h"
-#include "guard_classes.h"
+#include "classes.h"
 #include "guard_internal.h"
 #include "shim.h"
 
@@ -100,11 +100,11 @@ static struct class forbidden_pending;
 /* What changed since the wanted pages were last brought up to date. */
 static struct range_list moved; /* bytes of allocations that changed class */
 static bool moved_all;          /* more than is worth listing, or regrouped: everything */
-/* Every move of class ever, for the protection keys (guard.c), which follow
+/* Every move of class ever, for the protection keys (refresh.c), which follow
  * moves of class as they come - an attach settling is one, though the
  * model's layout stays. */
 static uint64_t moves;
-/* The bytes that moved since the keys last followed (guard.c patches the
+/* The bytes that moved since the keys last followed (refresh.c patches the
  * keys over their pages when they are few); *_all past a handful. */
 #define KEYS_MOVED_MAX 64
 static struct range_list keys_moved;

@@ -1,4 +1,4 @@
-/* guard_reporter.c - findings made in the SIGSEGV handler, reported later.
+/* reporter.c - findings made in the SIGSEGV handler, reported later.
  *
  * The handler may not format or write (neither is async-signal-safe), so it
  * copies each finding into a fixed ring and wakes a reporter thread through a

@@ -1,4 +1,4 @@
-/* guard.c - the page guard: CPU accesses to managed memory the CPU may not
+/* refresh.c - the page guard: CPU accesses to managed memory the CPU may not
  * touch now are made visible by protecting that memory (PROT_NONE); the
  * SIGSEGV of an access is judged (AC201/AC202) and the access let through.
  *
@@ -9,9 +9,9 @@
  * touch is never left protected, so a correct program never faults and never
  * sees EFAULT from a system call. The allocations are grouped into classes of
  * byte ranges - globally attached, HOST, single-attached to stream S, pending
- * an attach - kept up to date allocation by allocation (guard_classes.c), and
+ * an attach - kept up to date allocation by allocation (classes.c), and
  * the pages to protect are recomputed only where something changed
- * (guard_wanted.c), so a transition costs what it changed, not what is alive,
+ * (wanted.c), so a transition costs what it changed, not what is alive,
  * and the mprotect calls for it.
  *
  * Small allocations share pages. A page is protected only if some forbidden
@@ -21,7 +21,7 @@
  *
  * This file is the refresh side. The fault side - judging an access in the
  * SIGSEGV handler or before a system call, and lifting its page - is
- * guard_fault.c; what the two share is guard_internal.h.
+ * fault.c; what the two share is guard_internal.h.
  */
 #define _GNU_SOURCE
 #include <link.h>
@@ -32,9 +32,9 @@
 #include <unistd.h>
 
 #include "grow.h"
-#include "guard_classes.h"
+#include "classes.h"
 #include "guard_internal.h"
-#include "guard_wanted.h"
+#include "wanted.h"
 #include "pkeys.h"
 #include "ranges.h"
 #include "rules_host.h"
@@ -98,7 +98,7 @@ static void lay_out_keys(void) {
 }
 
 /* The pages of the bytes that moved since the keys last followed give their
- * keys up (guard_keys.c); false when they are too many: the keys stand aside. */
+ * keys up (keys.c); false when they are too many: the keys stand aside. */
 static bool patch_keys(void) {
   static struct range_list pages;
   bool all;
@@ -180,7 +180,7 @@ static void verify_with_scratch(const struct range_list *pages, const struct ran
 }
 
 /* The pages to protect now, into wanted_now: kept up to date from what
- * changed (guard_wanted.c), and with --guard-verify checked. */
+ * changed (wanted.c), and with --guard-verify checked. */
 static void desired_pages(bool any_busy) {
   ac_guard_wanted_update(&wanted_now, any_busy);
   if (ac_opts.guard_verify) verify_with_scratch(&wanted_now, NULL, any_busy, "kept up to date");
@@ -423,7 +423,7 @@ void ac_guard_start(void) {
   if (ac_guard.enabled) {
     choose_backend();
     ac_model_enter();
-    ac_guard_classes_update(); /* the classes are kept from now on (guard_classes.c) */
+    ac_guard_classes_update(); /* the classes are kept from now on (classes.c) */
     ac_model_leave();
   }
   void *entry = ac_driver_entry[AC_ID_cuInit];

@@ -1,11 +1,11 @@
-/* guard_fault.c - the page guard's fault side: an access to protected memory,
+/* fault.c - the page guard's fault side: an access to protected memory,
  * seen as a SIGSEGV in the faulting thread (ac_guard_on_fault) or as a buffer
  * about to be handed to the kernel (ac_guard_check_buffer), is judged against
  * the model as it is at that instant (AC201/AC202), the finding left for the
- * reporter (guard_reporter.c), and the page lifted until the next transition,
+ * reporter (reporter.c), and the page lifted until the next transition,
  * so the access completes. An access made by the driver itself (its
  * instruction is in libcuda) is the driver's business, never judged as the
- * program's. The refresh side, which decides what is protected, is guard.c.
+ * program's. The refresh side, which decides what is protected, is refresh.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,4 +1,4 @@
-/* guard_wanted.c - the pages the page guard protects with mprotect: those
+/* wanted.c - the pages the page guard protects with mprotect: those
  * holding memory the CPU may not touch now and none that it may.
  *
  * From scratch that is a few merges of sorted lists over every class -
@@ -7,22 +7,22 @@
  * 10,000. So the pages are kept up to date instead: a refresh looks again
  * only at the pages where something changed since the last one - those of
  * allocations that changed class, of stream classes whose stream turned busy
- * or idle, of pending attaches whose verdict changed (guard_classes.c keeps
+ * or idle, of pending attaches whose verdict changed (classes.c keeps
  * that log) - and leaves every other page as it was. A page's verdict
  * depends on the bytes in it alone, so recomputing a window of pages with
  * the same arithmetic as from scratch gives what from scratch would give
  * there.
  *
  * Where protection keys are laid out again or stand aside, what mprotect
- * covers changes on the pages whose key changed, which guard_keys.c lists:
+ * covers changes on the pages whose key changed, which keys.c lists:
  * they join the window. From scratch still: the first time, when keys are
  * given up (in a signal handler, too), under `device` semantics (where what of
  * GLOBAL is forbidden follows each busy stream's reach), and when more moved
  * than is worth listing. --guard-verify checks every update against it.
  */
-#include "guard_wanted.h"
+#include "wanted.h"
 
-#include "guard_classes.h"
+#include "classes.h"
 #include "guard_internal.h"
 #include "ranges.h"
 #include "rules_host.h"

@@ -1,6 +1,6 @@
-/* guard_wanted.h - the pages the page guard's mprotect side protects, kept
- * up to date with the model from what changed (guard_wanted.c). Everything
- * here is under ac_model_lock; the classes (guard_classes.h) are up to date.
+/* wanted.h - the pages the page guard's mprotect side protects, kept
+ * up to date with the model from what changed (wanted.c). Everything
+ * here is under ac_model_lock; the classes (classes.h) are up to date.
  */
 #ifndef AC_GUARD_WANTED_H
 #define AC_GUARD_WANTED_H

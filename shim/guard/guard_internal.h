@@ -1,6 +1,6 @@
 /* guard_internal.h - what the page guard's two sides share: the refresh side
- * (guard.c), which makes protection follow the model at every transition,
- * and the fault side (guard_fault.c), which judges an access in the SIGSEGV
+ * (refresh.c), which makes protection follow the model at every transition,
+ * and the fault side (fault.c), which judges an access in the SIGSEGV
  * handler or before a system call and lifts the page. Everything here is
  * under ac_model_lock, except what is said to be read without it.
  */
@@ -38,7 +38,7 @@ struct ac_guard_shared {
   /* What the guard cost, for --verbose. */
   struct {
     unsigned long refreshes, rebuilds, mprotects, faults, driver_faults, unjudged, largest;
-    unsigned long from_scratch, window_ranges; /* guard_wanted.c's two ways */
+    unsigned long from_scratch, window_ranges; /* wanted.c's two ways */
     unsigned long resumed;                     /* windows over the pages kept while idle */
     unsigned long skipped;                     /* attaches that could change no page */
     unsigned long key_faults, revocations, unconfirmed;
@@ -61,7 +61,7 @@ static inline bool ac_guard_pages_covered(const struct range_list *pages, uintpt
 
 double ac_guard_now_seconds(void);
 
-/* ---- guard_keys.c: the protection-keys side (see there) ---- */
+/* ---- keys.c: the protection-keys side (see there) ---- */
 extern const char ac_guard_global_class; /* the GLOBAL class's identity */
 bool ac_guard_keys_start(const char **why);
 bool ac_guard_keys_active(void);

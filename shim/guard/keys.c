@@ -1,4 +1,4 @@
-/* guard_keys.c - the page guard on protection keys (pkeys.h).
+/* keys.c - the page guard on protection keys (pkeys.h).
  *
  * A protection class (globally attached memory under strict semantics, the
  * memory single-attached to one stream) that holds pages alone gets a key,
@@ -7,7 +7,7 @@
  * is disabled in PKRU exactly while the model forbids the CPU its memory.
  * What has no key (classes beyond the keys there are, pages shared between
  * classes, pending attaches, globally attached memory under device
- * semantics) stays with mprotect (guard.c); the two never cover one page.
+ * semantics) stays with mprotect (refresh.c); the two never cover one page.
  *
  * PKRU is per thread, so the guard keeps, per thread that uses keyed memory:
  *   wants    the keys whose memory it touched while allowed: it is given them
@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "grow.h"
-#include "guard_classes.h"
+#include "classes.h"
 #include "guard_internal.h"
 #include "pkeys.h"
 #include "shim.h"
