@@ -159,6 +159,10 @@ void ac_stack_start(void);
 /* Captures the caller's stack, leaving out the shim's own frames. */
 void ac_stack_capture(struct ac_stack *out);
 bool ac_pc_in_shim(const void *pc);
+/* Whether pc is in libunwind's code (the shim's own copy). */
+bool ac_pc_in_unwinder(uintptr_t pc);
+/* interceptors_unwinder.c: libunwind's read of the pipe it does not have. */
+bool ac_unwinder_read(int fd, ssize_t *result);
 /* With --verbose: how many stacks were taken and what they cost. */
 void ac_stack_print_stats(void);
 /* The stack of the code a signal interrupted (async-signal-safe). */

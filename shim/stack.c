@@ -50,27 +50,43 @@ static void *open_beside_shim(const char *dir, const char *name) {
 }
 
 /* The shim's own mapped segments, so that telling its frames apart costs two
- * comparisons per frame rather than a dladdr. */
+ * comparisons per frame rather than a dladdr; and libunwind's, whose own
+ * system calls the shim answers (interceptors_unwinder.c). */
 static uintptr_t shim_lo = UINTPTR_MAX, shim_hi;
+static uintptr_t unwinder_lo = UINTPTR_MAX, unwinder_hi;
 
-static int find_shim_segments(struct dl_phdr_info *info, size_t size, void *unused) {
-  (void)size, (void)unused;
-  if ((const void *)info->dlpi_addr != shim_base) return 0;
+struct segments {
+  const void *base;
+  uintptr_t *lo, *hi;
+};
+
+static int find_segments(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  struct segments *s = arg;
+  if ((const void *)info->dlpi_addr != s->base) return 0;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     if (info->dlpi_phdr[i].p_type != PT_LOAD) continue;
     uintptr_t lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
     uintptr_t hi = lo + info->dlpi_phdr[i].p_memsz;
-    if (lo < shim_lo) shim_lo = lo;
-    if (hi > shim_hi) shim_hi = hi;
+    if (lo < *s->lo) *s->lo = lo;
+    if (hi > *s->hi) *s->hi = hi;
   }
   return 1;
+}
+
+/* The segments of the object that holds code, into [*lo, *hi). */
+static void locate(const void *code, uintptr_t *lo, uintptr_t *hi) {
+  Dl_info info;
+  if (!code || !dladdr(code, &info)) return;
+  struct segments s = {info.dli_fbase, lo, hi};
+  dl_iterate_phdr(find_segments, &s);
 }
 
 void ac_stack_locate_shim(void) {
   Dl_info info;
   if (shim_hi || !dladdr((const void *)ac_stack_locate_shim, &info)) return;
   shim_base = info.dli_fbase;
-  dl_iterate_phdr(find_shim_segments, NULL);
+  locate((const void *)ac_stack_locate_shim, &shim_lo, &shim_hi);
 }
 
 void ac_stack_start(void) {
@@ -95,6 +111,7 @@ void ac_stack_start(void) {
     unwind_get_reg = (__typeof__(unwind_get_reg))ac_real_dlsym(h, EXPORTED_NAME(unw_get_reg));
   }
   if (!unwind_backtrace) ac_log("warning: libunwind.so.8 not found; findings have no stacks");
+  locate((const void *)unwind_step, &unwinder_lo, &unwinder_hi);
   /* libunwind checks that memory is readable by writing it to a pipe, which
    * valgrind reports as a write of uninitialised bytes: a clean program run
    * with --error-exitcode would fail. Under valgrind, stacks in normal
@@ -105,6 +122,10 @@ void ac_stack_start(void) {
 
 bool ac_pc_in_shim(const void *pc) {
   return (uintptr_t)pc >= shim_lo && (uintptr_t)pc < shim_hi;
+}
+
+bool ac_pc_in_unwinder(uintptr_t pc) {
+  return pc >= unwinder_lo && pc < unwinder_hi;
 }
 
 static unsigned long captures;
