@@ -75,7 +75,6 @@ void ac_check_context_destroyed(CUcontext ctx) {
   ac_model_for_each_stream(ac_model, collect_if_of, &w);
   for (size_t i = 0; i < w.n; i++)
     ac_order_host_syncs_stream(ac_model, w.streams[i]);
-  ac_guard_refresh_locked();
   ac_model_leave();
   free(w.streams);
 }
@@ -133,6 +132,5 @@ void ac_on_ctx_sync(CUcontext ctx) {
   else
     ac_order_host_syncs_all(ac_model);
   ac_history_push(ac_model, NULL, AC_OP_CTX_SYNC, NULL, ac_thread_id());
-  ac_guard_refresh_locked();
   ac_model_leave();
 }

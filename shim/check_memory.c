@@ -42,7 +42,6 @@ static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdevic
     if (added && (module || name)) ac_model_name_alloc(ac_model, added, module, name);
   }
   if (kind == AC_MEM_MANAGED_VAR) ac_kernel_args_note_variable(module, a.base);
-  ac_guard_refresh_locked(); /* a page it shares with forbidden memory is the CPU's again */
   ac_model_leave();
 }
 
@@ -84,7 +83,6 @@ void ac_check_freed(CUdeviceptr base, uint64_t serial, CUresult result) {
   ac_model_enter();
   struct ac_alloc *a = freed_record_locked(base);
   if (a && a->serial == serial) ac_model_remove_alloc(ac_model, a);
-  ac_guard_refresh_locked();
   ac_model_leave();
 }
 
@@ -163,10 +161,9 @@ static uint64_t end_allocations_locked(struct doomed *d, bool forget) {
     if (forget)
       ac_model_remove_alloc(ac_model, d->a[i]);
     else
-      ac_model_retire_alloc(ac_model, d->a[i]);
+      ac_guard_retire_locked(d->a[i]);
   }
   free(d->a);
-  ac_guard_refresh_locked();
   return last;
 }
 
@@ -267,7 +264,6 @@ void ac_check_context_ended(enum ac_ctx_end how, CUdevice dev, bool last, CUresu
     struct doomed every = {0};
     end_allocations_locked(&every, true);
     ac_check_streams_ended_locked();
-    ac_guard_refresh_locked();
   }
   ac_model_leave();
 }

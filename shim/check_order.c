@@ -70,7 +70,6 @@ void ac_on_work(const char *api, CUstream stream, bool per_thread) {
   struct ac_op_origin_slot slot;
   ac_model_enter();
   ac_on_work_locked(api, stream, per_thread, &slot);
-  ac_guard_refresh_locked();
   ac_model_leave();
   if (slot.turned_busy) record_busy_stack(slot.serial, slot.seq);
 }
@@ -80,7 +79,6 @@ void ac_on_stream_sync(CUstream stream, bool per_thread) {
   struct ac_stream *s = stream_of(stream, per_thread);
   if (s) ac_order_host_syncs_stream(ac_model, s);
   if (s) ac_history_push(ac_model, s, AC_OP_STREAM_SYNC, NULL, ac_thread_id());
-  ac_guard_refresh_locked();
   ac_model_leave();
 }
 
@@ -92,7 +90,6 @@ void ac_on_sync_copy(const char *api, bool per_thread) {
   struct ac_stream *s = stream_of(NULL, per_thread);
   enqueue_locked(s, api, AC_OP_SYNC_COPY, &turned_busy);
   if (s) ac_order_host_syncs_stream(ac_model, s);
-  ac_guard_refresh_locked();
   ac_model_leave();
 }
 
@@ -150,7 +147,6 @@ void ac_on_event_sync(CUevent event) {
   if (ac_order_host_syncs_event(ac_model, (uintptr_t)event))
     ac_history_push(ac_model, NULL, AC_OP_EVENT_SYNC, NULL, ac_thread_id())->addr =
         (uintptr_t)event;
-  ac_guard_refresh_locked();
   ac_model_leave();
 }
 
@@ -227,7 +223,6 @@ static void run_host_call(void *arg) {
   struct host_call *c = arg;
   ac_model_enter();
   ac_order_host_observes(ac_model, &c->before);
-  ac_guard_refresh_locked();
   ac_model_leave();
   const struct ac_stream *outer = running_host_function;
   running_host_function = c->stream;
@@ -273,7 +268,6 @@ struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per
     free(c);
     c = NULL;
   }
-  ac_guard_refresh_locked();
   ac_model_leave();
   if (turned_busy) record_busy_stack(serial, seq);
   return c;
@@ -293,7 +287,6 @@ void ac_host_function_not_enqueued(struct host_call *c) {
   ac_model_enter();
   struct ac_stream *s = ac_model_stream_by_serial(ac_model, c->serial);
   if (s) ac_order_retract(ac_model, s, c->seq);
-  ac_guard_refresh_locked();
   ac_model_leave();
   ac_clock_free(&c->before);
   free(c);

@@ -89,7 +89,6 @@ void ac_check_stream_destroyed(const char *api, CUstream stream, uint64_t serial
   struct ac_stream *s = ac_model_stream_destroyed_if(ac_model, (uintptr_t)stream, serial);
   if (s) ac_judge_stream_destroyed(ac_model, s, collect, &notes);
   if (notes.n) ac_model_pin_streams(ac_model);
-  ac_guard_refresh_locked();
   ac_model_leave();
   if (notes.n == 0) return;
   struct ac_stack stack;

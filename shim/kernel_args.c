@@ -31,7 +31,6 @@ struct module_vars {
   UT_hash_handle hh;
 };
 
-
 /* What judging launches cost, for --verbose (under ac_model_lock). */
 static struct {
   unsigned long launches, words;
@@ -287,7 +286,6 @@ bool ac_work_begin(struct ac_gpu_work *l, const char *api, CUstream stream, bool
 }
 
 void ac_work_finish(struct ac_gpu_work *l, const struct ac_op_origin_slot *slot) {
-  ac_guard_refresh_locked();
   ac_model_leave();
   if (!slot->turned_busy && l->n == 0) return;
   struct ac_stack stack;

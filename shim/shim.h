@@ -4,7 +4,7 @@
  * Layout of shim/:
  *   entrypoints.inc       the one table of wrapped entry points
  *   driver_api.inc        every function cuda.h declares: wrapped, or why not
- *   init.c                lazy, re-entrancy-safe start-up; fork handling
+ *   init.c                lazy, re-entrancy-safe start-up; exit; fork
  *   doors.c               dlsym and cuGetProcAddress: answers by pointer identity
  *   dlsym_x86_64.S        the exported dlsym, keeping the caller's identity
  *   interceptors_*.c      the hand-written wrappers: thin, they only call in here
@@ -15,13 +15,8 @@
  *   check_context.c       the context of each stream: a context's events and synchronisation
  *   kernel_args.c         what launches and copies give the GPU: AC301, AC302, reach
  *   graph_args.c          what an executable graph gives the GPU, following its changes
- *   guard/                the page guard, in a room of its own: refresh.c (protection
- *                         follows the model), fault.c (a fault or a system call judged),
- *                         keys.c and pkeys.c (protection keys), classes.c and wanted.c
- *                         (what to protect), ranges.c (page-range arithmetic), reporter.c
- *   interceptors_signal.c SIGSEGV shared with the program (sigaction, signal)
- *   interceptors_io.c     system calls handed guarded buffers (read, write, ...)
- *   interceptors_block.c  calls a signal would cut short: the thread parked for the keys
+ *   kernel_image.c, module_images.c  parameter layouts read from module images
+ *   guard/                the page guard, its own room: guard/guard.h is its face
  *   stack.c               call stacks with libunwind
  *   findings.c            hands findings to report/ with the process's details
  */
@@ -36,6 +31,7 @@
 #include <stdint.h>
 
 #include "finding.h"
+#include "guard.h"
 #include "locks.h"
 #include "model.h"
 #include "options.h"
@@ -136,7 +132,15 @@ static inline bool ac_model_held(void) {
 static inline void ac_model_enter(void) {
   ac_lock(AC_LOCK_model);
 }
+/* Leaving the model brings the page guard up to date with what changed
+ * while it was held: no transition can forget it. */
 static inline void ac_model_leave(void) {
+  ac_guard_refresh_locked();
+  ac_unlock(AC_LOCK_model);
+}
+/* Leaving without that: the guard's own fault side, in a signal handler,
+ * which makes no transition and must not allocate. */
+static inline void ac_model_leave_as_is(void) {
   ac_unlock(AC_LOCK_model);
 }
 #ifdef AC_CHECK_LOCKS
@@ -313,70 +317,6 @@ void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdevicep
 /* The stream whose host function this thread is running, or NULL. */
 const struct ac_stream *ac_current_host_function_stream(void);
 
-/* ---- refresh.c: the page guard ---- */
-void ac_guard_start(void);
-/* Device device has no concurrent managed access: its driver protects managed
- * memory itself, so the guard gives up protection keys for mprotect. */
-void ac_guard_device_protects_managed(int device);
-/* Brings page protection exactly in line with the model; model lock held. */
-void ac_guard_refresh_locked(void);
-/* What ac_guard_refresh_after_move_locked compares with: the model as an
- * operation found it, taken under the same hold of the model lock. */
-struct ac_guard_before {
-  uint64_t generation, layout, busy_changes;
-};
-void ac_guard_before_locked(struct ac_guard_before *before);
-/* ac_guard_refresh_locked after an operation that moved allocation a (which
- * may be NULL) between classes and did nothing else the guard follows - an
- * attach - since before: skipped where that cannot change a page. */
-void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
-                                        const struct ac_alloc *a);
-/* Marks a about to be freed and lifts what protected it; model lock held. */
-void ac_guard_retire_locked(struct ac_alloc *a);
-enum ac_guard_claim { AC_GUARD_NOT_OURS, AC_GUARD_HANDLED, AC_GUARD_RETRY };
-/* From the SIGSEGV handler: judges a fault on guarded memory and lifts it.
- * pc is the faulting instruction; pkey the key of a protection-key fault, or -1.
- * AC_GUARD_RETRY: the page was no longer the guard's to protect when it
- * looked (a transition of another thread let it go), and the access may run
- * again; *epoch then says which protection of the guard's that was (it
- * changes at every transition), so that the handler can tell a page the
- * guard protects anew each time (threads racing: retried up to a far larger
- * bound) from one that faults again under the same protection (the driver
- * refusing it: a few retries, then the program's own fault). A key fault
- * whose report names a key the thread allowed (another thread retagged the
- * page in between) is retried the same way, its epoch the count of tags. */
-enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
-                                      void *ucontext, unsigned *epoch);
-/* From the SIGSEGV handler: a signal sent by the guard to make this thread
- * drop protection keys (keys.c); false if it was not one. */
-bool ac_guard_keys_on_revocation(const siginfo_t *info, void *ucontext);
-/* Around a call a signal would cut short (a sleep, a poll, a wait): the
- * guard does not signal a parked thread; it catches up on unpark. */
-void ac_guard_park(void);
-void ac_guard_unpark(void);
-/* Whether pc is in the driver's code. */
-bool ac_pc_in_driver(uintptr_t pc);
-/* A system call is about to read (cpu_writes false) or fill a buffer. */
-void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes);
-void ac_guard_after_fork_child(void);
-/* With --verbose: what the guard did and cost. */
-void ac_guard_print_stats(void);
-/* ---- reporter.c: findings of the signal handler ---- */
-/* A slot for the handler's next finding, or NULL (the ring stayed full);
- * model lock held, which it may release and retake while it waits. */
-struct ac_finding *ac_guard_ring_slot_locked(void);
-/* The slot is filled: hand it to the reporter. */
-void ac_guard_ring_commit_locked(void);
-void ac_guard_reporter_start(void);
-void ac_guard_reporter_after_fork_child(void);
-/* Reports what the signal handler found (normal context). */
-void ac_guard_drain(void);
-/* From the SIGSEGV handler, before a fault the guard cannot resolve may kill
- * the process: waits up to max_ms for the reporter to have written every
- * finding of the ring. Async-signal-safe. */
-void ac_guard_wait_reported(int max_ms);
-/* interceptors_signal.c */
-void ac_signal_install_guard_handler(void);
 /* One line through the report's message route (AC_PREFIX, the log or stderr). */
 void ac_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

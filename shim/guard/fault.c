@@ -127,7 +127,7 @@ static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, ui
   judge_counted(a, ac_model_find_alloc(ac_model, a), is_write, pc, ucontext);
   ac_guard_keys_enable(slot, !ac_guard_keys_slot_forbidden(slot), ucontext, a);
   in_guard = false;
-  ac_model_leave();
+  ac_model_leave_as_is();
   ac_guard_keys_handler_waits(false, NULL);
   errno = saved_errno;
   return AC_GUARD_HANDLED;
@@ -185,7 +185,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
     if (range_contains(&ac_guard.protected_now, a)) lift_page(a);
     in_guard = false;
   }
-  ac_model_leave();
+  ac_model_leave_as_is();
   ac_guard_keys_handler_waits(false, ucontext);
   errno = saved_errno;
   return claim;
@@ -224,7 +224,7 @@ static void check_keyed_buffer(const char *via, uintptr_t start, uintptr_t end, 
     slot = ac_guard_keys_disabled_in(start, end, &page, &maybe);
   }
   in_guard = false;
-  ac_model_leave();
+  ac_model_leave_as_is();
   if (found) report_buffer_finding(&f);
 }
 
@@ -250,6 +250,6 @@ void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cp
     lift_page(page);
   }
   in_guard = false;
-  ac_model_leave();
+  ac_model_leave_as_is();
   if (found) report_buffer_finding(&f);
 }

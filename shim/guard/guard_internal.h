@@ -61,6 +61,15 @@ static inline bool ac_guard_pages_covered(const struct range_list *pages, uintpt
 
 double ac_guard_now_seconds(void);
 
+/* ---- reporter.c: findings of the SIGSEGV handler ---- */
+/* A slot for the handler's next finding, or NULL (the ring stayed full);
+ * model lock held, which it may release and retake while it waits. */
+struct ac_finding *ac_guard_ring_slot_locked(void);
+/* The slot is filled: hand it to the reporter. */
+void ac_guard_ring_commit_locked(void);
+void ac_guard_reporter_start(void);
+void ac_guard_reporter_after_fork_child(void);
+
 /* ---- keys.c: the protection-keys side (see there) ---- */
 extern const char ac_guard_global_class; /* the GLOBAL class's identity */
 bool ac_guard_keys_start(const char **why);

@@ -236,9 +236,12 @@ static void apply_wanted(void) {
     ac_guard.stats.largest = ac_guard.protected_now.n;
 }
 
+/* Whether no transition happened since the last refresh. Pages the fault
+ * side lifted, or could not account for, stay as they are until the next
+ * transition: the refresh runs at every release of the model lock, and a
+ * lifted page protected again by a reporter's or another thread's release
+ * would fault twice for one access. */
 static bool nothing_to_do(uint64_t generation, uint64_t layout) {
-  if (ac_guard.protection_uncertain || __atomic_load_n(&ac_guard.lifted_unlocked, __ATOMIC_ACQUIRE))
-    return false;
   if (generation != seen_generation) return false;
   /* Only the layout moved while nothing is busy and nothing protected: the
    * classes are regrouped once something is busy again (a program
@@ -323,20 +326,21 @@ void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
     ac_guard_refresh_locked();
     return;
   }
-  /* The move stays logged in the classes, and the next refresh reads it. */
-  right_generation = ac_order_generation(ac_model);
-  right_layout = ac_model_layout(ac_model);
+  /* The move stays logged in the classes, and the next refresh that has
+   * something to do reads it; until then there is nothing to do. */
+  right_generation = seen_generation = ac_order_generation(ac_model);
+  right_layout = seen_layout = ac_model_layout(ac_model);
   ac_guard.stats.skipped++;
   if (ac_opts.guard_verify) verify_skipped();
 }
 
 /* Before memory goes back to the driver: it leaves the classes, and no
- * protection outlives it into memory the driver may hand out again. */
+ * protection outlives it into memory the driver may hand out again (the
+ * refresh when the model lock is left, before the driver call, lifts it). */
 void ac_guard_retire_locked(struct ac_alloc *a) {
   AC_ASSERT_MODEL_HELD();
   ac_model_retire_alloc(ac_model, a);
   ac_guard_keys_forget(a->base, a->base + a->size);
-  ac_guard_refresh_locked();
 }
 
 /* ---- start-up, statistics, fork ---- */

@@ -56,7 +56,7 @@ struct ac_finding *ac_guard_ring_slot_locked(void) {
        waited++) {
     if (!__atomic_load_n(&reporter_running, __ATOMIC_ACQUIRE)) break;
     wake_reporter();
-    ac_model_leave();
+    ac_model_leave_as_is();
     sleep_one_ms();
     ac_model_enter();
     stalled = drained == progress ? stalled + 1 : 0;
@@ -104,13 +104,13 @@ void ac_guard_drain(void) {
   drained += n;
   lost = dropped;
   dropped = 0;
-  ac_model_leave();
+  ac_model_leave_as_is();
   for (size_t i = 0; i < n; i++)
     ac_emit_finding(&batch[i], AC_DRIVER_RETURNED, CUDA_SUCCESS);
   if (n) {
     ac_model_enter();
     ac_model_unpin_streams(ac_model, n);
-    ac_model_leave();
+    ac_model_leave_as_is();
   }
   if (lost) ac_log("%lu CPU accesses were not judged: the reporter could not keep up", lost);
   __atomic_sub_fetch(&batches_in_flight, 1, __ATOMIC_ACQ_REL);

@@ -1,0 +1,117 @@
+/* guard.h - the page guard, as the rest of the shim sees it.
+ *
+ * The page guard makes the CPU's accesses to managed memory visible while the
+ * model forbids them: what the CPU may not touch now is made inaccessible,
+ * and the SIGSEGV of an access is judged (AC201/AC202) and let through. It
+ * follows the model - every transition is brought into the page tables (or
+ * the threads' protection-key registers) before the call that made it
+ * returns - and never leaves protected memory a correct program may touch.
+ *
+ * Its words:
+ *   class       the managed bytes that become off-limits together: all of
+ *               them, the globally attached ones, those single-attached to
+ *               one stream, those with an attach still pending (classes.c)
+ *   transition  a change of the model the guard follows: a stream turned
+ *               busy or idle, an allocation made, attached, settled, freed
+ *   refresh     bringing protection in line with the model after one; it
+ *               runs when the model lock is left (shim.h's ac_model_leave)
+ *   wanted      the pages to close now: some forbidden byte on them and no
+ *               allowed one (wanted.c)
+ *   close/open  making pages inaccessible to every thread (mprotect), or
+ *               accessible again
+ *   key, slot   under protection keys, a class with pages of its own gets a
+ *               key (its slot is the guard's index of it); its pages are
+ *               tagged once and a transition writes each thread's PKRU
+ *   layout      choosing which classes get keys and tagging their pages
+ *   patch       between layouts, the pages where bytes moved class give
+ *               their keys up; stand aside: every key gives its pages up
+ *   park        a thread inside a call a signal would cut short is parked:
+ *               it is not signalled, and catches up with the keys after it
+ *   lift        a page a judged fault let go, until the next transition
+ *   published   what the SIGSEGV handler reads without the lock: a seqlocked
+ *               copy of the closed pages (refresh.c) and of the keyed ones (keys.c)
+ *
+ * Everything here is under the model lock unless said otherwise.
+ */
+#ifndef AC_GUARD_H
+#define AC_GUARD_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct ac_alloc;
+
+/* ---- start-up, devices, statistics, fork ---- */
+void ac_guard_start(void);
+/* Device device has no concurrent managed access: its driver protects managed
+ * memory itself, so the guard gives up protection keys for mprotect (no lock). */
+void ac_guard_device_protects_managed(int device);
+/* With --verbose: what the guard did and cost (no lock). */
+void ac_guard_print_stats(void);
+/* In a forked child (its only thread, no lock needed): nothing is protected
+ * any more that it could use (UVM unmaps managed memory there), and the
+ * reporter thread did not survive. */
+void ac_guard_after_fork_child(void);
+
+/* ---- transitions ---- */
+/* Brings protection exactly in line with the model; cheap when nothing the
+ * guard follows changed. ac_model_leave calls it. */
+void ac_guard_refresh_locked(void);
+/* What ac_guard_refresh_after_move_locked compares with: the model as an
+ * operation found it, taken under the same hold of the model lock. */
+struct ac_guard_before {
+  uint64_t generation, layout, busy_changes;
+};
+void ac_guard_before_locked(struct ac_guard_before *before);
+/* The refresh after an operation that moved allocation a (which may be NULL)
+ * between classes and did nothing else the guard follows - an attach - since
+ * before: marked done where that cannot change a page. */
+void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
+                                        const struct ac_alloc *a);
+/* Marks a about to be freed and lets go of what protected it. */
+void ac_guard_retire_locked(struct ac_alloc *a);
+
+/* ---- the CPU's accesses ---- */
+enum ac_guard_claim { AC_GUARD_NOT_OURS, AC_GUARD_HANDLED, AC_GUARD_RETRY };
+/* From the SIGSEGV handler (no lock): judges a fault on guarded memory and
+ * lets it through. pc is the faulting instruction; pkey the key of a
+ * protection-key fault, or -1. AC_GUARD_RETRY: the page was no longer the
+ * guard's to protect when it looked (a transition of another thread let it
+ * go), and the access may run again; *epoch then says which protection of
+ * the guard's that was, so that the handler can tell a page the guard
+ * protects anew each time (threads racing: retried up to a far larger bound)
+ * from one that faults again under the same protection (the driver refusing
+ * it: a few retries, then the program's own fault). */
+enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
+                                      void *ucontext, unsigned *epoch);
+/* A system call is about to read (cpu_writes false) or fill a buffer (no
+ * lock): judged, and let through, so the call succeeds. */
+void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes);
+/* Whether pc is in the driver's code (async-signal-safe). */
+bool ac_pc_in_driver(uintptr_t pc);
+
+/* ---- threads (no lock; keys.c) ---- */
+/* From the SIGSEGV handler: a signal sent by the guard to make this thread
+ * drop protection keys; false if it was not one. */
+bool ac_guard_keys_on_revocation(const siginfo_t *info, void *ucontext);
+/* Around a call a signal would cut short (a sleep, a poll, a wait): the
+ * guard does not signal a parked thread; it catches up on unpark. */
+void ac_guard_park(void);
+void ac_guard_unpark(void);
+
+/* ---- findings of the SIGSEGV handler (reporter.c; no lock) ---- */
+/* Reports what the signal handler found and the reporter has not written. */
+void ac_guard_drain(void);
+/* From the SIGSEGV handler, before a fault the guard cannot resolve may kill
+ * the process: waits up to max_ms for the reporter to have written every
+ * finding of the ring. Async-signal-safe. */
+void ac_guard_wait_reported(int max_ms);
+
+/* ---- what the guard needs from the signal door (interceptors_signal.c) ---- */
+/* Installs the SIGSEGV handler that calls ac_guard_on_fault, keeping the
+ * program's own disposition for every fault that is not the guard's. */
+void ac_signal_install_guard_handler(void);
+
+#endif
