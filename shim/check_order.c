@@ -226,10 +226,15 @@ static void run_host_call(void *arg) {
   ac_model_leave();
   const struct ac_stream *outer = running_host_function;
   running_host_function = c->stream;
+  /* The driver runs it on a thread of its own: the program's code, for as
+   * long as it runs, on a thread that takes part in the guard's keys. */
+  bool driver_thread = ac_guard_thread_is_driver();
+  if (driver_thread) ac_guard_thread_as_program(true);
   if (c->fn)
     c->fn(c->data);
   else
     c->callback(c->handle, CUDA_SUCCESS, c->data);
+  if (driver_thread) ac_guard_thread_as_program(false);
   running_host_function = outer;
   ac_clock_free(&c->before);
   free(c);

@@ -209,6 +209,7 @@ static void on_load_once(void) {
   ac_options_from_env(&ac_opts, warn_line);
   if (ac_opts.target_processes == AC_TARGET_APPLICATION_ONLY) keep_shim_from_programs_run();
   own_pid = (pid_t)syscall(SYS_getpid);
+  ac_guard_threads_at_load();
   ac_report_announce(&ac_opts);
   pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
 }

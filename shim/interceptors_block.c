@@ -1,32 +1,46 @@
-/* interceptors_block.c - calls a signal would cut short.
+/* interceptors_block.c - calls that block: waits, sleeps, polls.
  *
- * To disable a protection key in another thread the guard signals it
- * (keys.c). A thread asleep in nanosleep, poll or sigsuspend would
- * return early (EINTR, or woken) from any signal handled, whatever SA_RESTART
- * says; so around these calls the thread is parked: the guard does not
- * signal it, and it catches up with the keys when the call returns. Each
- * wrapper is only that; a thread that never held a key pays one load.
+ * A thread blocked in one runs none of the program's code until it returns,
+ * so it is parked meanwhile (guard/threads.c): its protection-key register,
+ * which only it can write, may lag behind the model without any transition
+ * having to close pages for its sake, and it catches up before the call
+ * returns to the program. A thread pool waiting on condition variables, a
+ * sleeping logger or a poll loop then costs the keys nothing. Each wrapper is
+ * only that: two stores and, on the way out, a read of the register.
+ *
+ * The condition-variable waits are forwarded to their GLIBC_2.3.2 version,
+ * the one every program built against a glibc since 2003 calls (as the
+ * sanitizers' interceptors do); a program still calling the 2.2.5 version,
+ * whose condition variables have another layout, is not supported.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "shim.h"
 
-#define PARKED(Ret, Name, Params, Args)                                                            \
+#define PARKED_AS(Ret, Name, Params, Args, Lookup)                                                 \
   AC_EXPORT Ret Name Params {                                                                      \
     static __typeof__(&Name) real;                                                                 \
-    if (AC_UNLIKELY(!real)) real = (__typeof__(&Name))ac_real_dlsym(RTLD_NEXT, #Name);             \
+    if (AC_UNLIKELY(!real)) real = (__typeof__(&Name))(Lookup);                                    \
     ac_guard_park();                                                                               \
-    Ret ret = real Args;                                                                           \
+    Ret result = real Args;                                                                        \
     ac_guard_unpark();                                                                             \
-    return ret;                                                                                    \
+    return result;                                                                                 \
   }
+#define PARKED(Ret, Name, Params, Args)                                                            \
+  PARKED_AS(Ret, Name, Params, Args, ac_real_dlsym(RTLD_NEXT, #Name))
+/* The version of a condition-variable wait every current program calls. */
+#define CONDVAR_WAIT(Ret, Name, Params, Args)                                                      \
+  PARKED_AS(Ret, Name, Params, Args, dlvsym(RTLD_NEXT, #Name, "GLIBC_2.3.2"))
 
 PARKED(int, nanosleep, (const struct timespec *req, struct timespec *rem), (req, rem))
 PARKED(int, clock_nanosleep,
@@ -54,3 +68,15 @@ PARKED(int, sigsuspend, (const sigset_t *mask), (mask))
 PARKED(int, sigwaitinfo, (const sigset_t *set, siginfo_t *info), (set, info))
 PARKED(int, sigtimedwait, (const sigset_t *set, siginfo_t *info, const struct timespec *timeout),
        (set, info, timeout))
+PARKED(int, sigwait, (const sigset_t *set, int *sig), (set, sig))
+CONDVAR_WAIT(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m), (c, m))
+CONDVAR_WAIT(int, pthread_cond_timedwait,
+             (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *at), (c, m, at))
+PARKED(int, pthread_cond_clockwait,
+       (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clock, const struct timespec *at),
+       (c, m, clock, at))
+PARKED(int, sem_wait, (sem_t * s), (s))
+PARKED(int, sem_timedwait, (sem_t * s, const struct timespec *at), (s, at))
+PARKED(int, sem_clockwait, (sem_t * s, clockid_t clock, const struct timespec *at), (s, clock, at))
+PARKED(int, pthread_join, (pthread_t t, void **ret), (t, ret))
+PARKED(pid_t, waitpid, (pid_t pid, int *status, int options), (pid, status, options))

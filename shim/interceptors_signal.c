@@ -185,7 +185,6 @@ static void chain_to_program(int sig, siginfo_t *info, ucontext_t *uc) {
 static void on_segv(int sig, siginfo_t *info, void *context) {
   static __thread struct ac_fault_retry retry;
   ucontext_t *uc = context;
-  if (info->si_code == SI_QUEUE && ac_guard_keys_on_revocation(info, uc)) return;
   if (info->si_code > 0) { /* a real fault, not a signal sent by kill/raise */
     struct fault f = {info, uc, AC_GUARD_NOT_OURS, 0};
     run_on_private_stack(judge, &f);

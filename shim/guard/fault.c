@@ -46,7 +46,7 @@ static bool page_lifted(uintptr_t page) {
 
 static void lift_page(uintptr_t addr) {
   uintptr_t page = ac_guard_page_floor(addr);
-  mprotect((void *)page, (size_t)ac_guard.page_size, PROT_READ | PROT_WRITE);
+  ac_guard_open_pages(page, page + (uintptr_t)ac_guard.page_size);
   if (ac_guard.lifted_count < AC_GUARD_LIFTED_MAX)
     ac_guard.lifted[ac_guard.lifted_count++] = page;
   else
@@ -69,7 +69,7 @@ static enum ac_guard_claim lift_without_lock(uintptr_t a) {
     return AC_GUARD_NOT_OURS;
   }
   last = page;
-  mprotect((void *)page, (size_t)ac_guard.page_size, PROT_READ | PROT_WRITE);
+  ac_guard_open_pages(page, page + (uintptr_t)ac_guard.page_size);
   __atomic_store_n(&ac_guard.lifted_unlocked, 1, __ATOMIC_RELEASE);
   __atomic_add_fetch(&ac_guard.stats.unjudged, 1, __ATOMIC_RELAXED);
   return AC_GUARD_HANDLED;
@@ -120,7 +120,6 @@ static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, ui
     return ac_guard_keys_let_through(slot, ucontext) ? AC_GUARD_HANDLED : AC_GUARD_NOT_OURS;
   }
   int saved_errno = errno;
-  ac_guard_keys_handler_waits(true, NULL);
   ac_model_enter();
   in_guard = true;
   ac_guard.stats.key_faults++;
@@ -128,7 +127,6 @@ static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, ui
   ac_guard_keys_enable(slot, !ac_guard_keys_slot_forbidden(slot), ucontext, a);
   in_guard = false;
   ac_model_leave_as_is();
-  ac_guard_keys_handler_waits(false, NULL);
   errno = saved_errno;
   return AC_GUARD_HANDLED;
 }
@@ -157,13 +155,17 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
       return AC_GUARD_RETRY;
     }
     int slot = ac_guard_keys_slot_of(pkey);
-    return slot < 0 ? AC_GUARD_NOT_OURS : on_key_fault(a, slot, is_write, pc, ucontext);
+    if (slot >= 0) return on_key_fault(a, slot, is_write, pc, ucontext);
+    /* The closing key's pages are the page tables' closed ones, judged as
+     * mprotect's are below; any other key is the program's own. */
+    if (pkey != ac_guard_keys_closing()) return AC_GUARD_NOT_OURS;
+  } else if (ac_guard_keys_closing() >= 0) {
+    return AC_GUARD_NOT_OURS; /* the guard protects nothing by mprotect while it has keys */
   }
   if (ac_model_held()) return lift_without_lock(a);
   bool overflow;
   bool guarded = published_overlaps(a, a + 1, &overflow);
   int saved_errno = errno;
-  ac_guard_keys_handler_waits(true, NULL);
   ac_model_enter();
   struct ac_alloc *alloc = ac_model_find_alloc(ac_model, a);
   bool managed = alloc && ac_alloc_is_managed(alloc);
@@ -176,7 +178,8 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
      * memory freed since outlived it. Managed memory is always the CPU's to
      * map: make sure the page is, and let the access run again. */
     if (managed)
-      mprotect((void *)ac_guard_page_floor(a), (size_t)ac_guard.page_size, PROT_READ | PROT_WRITE);
+      ac_guard_open_pages(ac_guard_page_floor(a),
+                          ac_guard_page_floor(a) + (uintptr_t)ac_guard.page_size);
     claim = managed ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
     *epoch = __atomic_load_n(&ac_guard.published_seq, __ATOMIC_ACQUIRE);
   } else {
@@ -186,7 +189,6 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
     in_guard = false;
   }
   ac_model_leave_as_is();
-  ac_guard_keys_handler_waits(false, ucontext);
   errno = saved_errno;
   return claim;
 }

@@ -17,16 +17,22 @@
  *               runs when the model lock is left (shim.h's ac_model_leave)
  *   wanted      the pages to close now: some forbidden byte on them and no
  *               allowed one (wanted.c)
- *   close/open  making pages inaccessible to every thread (mprotect), or
- *               accessible again
+ *   close/open  making pages inaccessible to every thread, or accessible
+ *               again: mprotect, or under protection keys a tag with the
+ *               closing key that no thread enables (backend.h)
  *   key, slot   under protection keys, a class with pages of its own gets a
  *               key (its slot is the guard's index of it); its pages are
  *               tagged once and a transition writes each thread's PKRU
  *   layout      choosing which classes get keys and tagging their pages
  *   patch       between layouts, the pages where bytes moved class give
  *               their keys up; stand aside: every key gives its pages up
- *   park        a thread inside a call a signal would cut short is parked:
- *               it is not signalled, and catches up with the keys after it
+ *   agree       a thread agrees with a slot when its PKRU enables the key
+ *               exactly while the class is allowed; a slot some running
+ *               thread disagrees with gives its pages up too, since only a
+ *               thread can write its own PKRU (threads.c)
+ *   park        a thread inside a call that blocks (a wait, a sleep) is
+ *               parked: it touches nothing until it returns, and catches up
+ *               with the keys then
  *   lift        a page a judged fault let go, until the next transition
  *   published   what the SIGSEGV handler reads without the lock: a seqlocked
  *               copy of the closed pages (refresh.c) and of the keyed ones (keys.c)
@@ -92,14 +98,25 @@ void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cp
 /* Whether pc is in the driver's code (async-signal-safe). */
 bool ac_pc_in_driver(uintptr_t pc);
 
-/* ---- threads (no lock; keys.c) ---- */
-/* From the SIGSEGV handler: a signal sent by the guard to make this thread
- * drop protection keys; false if it was not one. */
-bool ac_guard_keys_on_revocation(const siginfo_t *info, void *ucontext);
-/* Around a call a signal would cut short (a sleep, a poll, a wait): the
- * guard does not signal a parked thread; it catches up on unpark. */
+/* ---- threads (no lock; threads.c) ---- */
+/* Before pthread_create: a record for the thread about to be made, which
+ * starts with its creator's protection keys (NULL: the guard needs none). */
+struct ac_guard_thread *ac_guard_thread_expected(void);
+/* The new thread's first step, before the program's start routine: it takes
+ * its record and catches up with the keys; by_driver marks a thread the
+ * driver made for itself, whose accesses are the driver's. */
+void ac_guard_thread_begins(struct ac_guard_thread *t, bool by_driver);
+/* pthread_create failed: the record is given back. */
+void ac_guard_thread_not_made(struct ac_guard_thread *t);
+/* At load, in the thread loading the shim (main): its record. */
+void ac_guard_threads_at_load(void);
+/* Around a call that blocks (a wait, a sleep, a synchronisation). */
 void ac_guard_park(void);
 void ac_guard_unpark(void);
+/* Whether the calling thread is one the driver made for itself; a host
+ * function's trampoline makes it a program thread for the function's run. */
+bool ac_guard_thread_is_driver(void);
+void ac_guard_thread_as_program(bool program);
 
 /* ---- findings of the SIGSEGV handler (reporter.c; no lock) ---- */
 /* Reports what the signal handler found and the reporter has not written. */

@@ -41,7 +41,7 @@ struct ac_guard_shared {
     unsigned long from_scratch, window_ranges; /* wanted.c's two ways */
     unsigned long resumed;                     /* windows over the pages kept while idle */
     unsigned long skipped;                     /* attaches that could change no page */
-    unsigned long key_faults, revocations, unconfirmed;
+    unsigned long key_faults, disagreements;
     unsigned long layouts, patches, stood_aside; /* the keys laid out, patched; stood aside */
     double seconds, handler_seconds;
   } stats;
@@ -83,10 +83,22 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed);
 /* What of a class, or of all managed memory, no key covers: mprotect's. */
 const struct range_list *ac_guard_keys_unkeyed(const void *id, const struct range_list *bytes);
 const struct range_list *ac_guard_keys_unkeyed_managed(const struct range_list *all_managed);
-/* At a transition: the keys of the forbidden classes (GLOBAL's under strict
- * semantics, each busy stream's) disabled, in this thread and every other
- * that holds them, before it returns. */
-void ac_guard_keys_transition(bool any_busy, bool strict);
+/* At a transition, before the pages to close are computed: the verdicts of
+ * the slots (GLOBAL's forbidden under strict semantics while anything is
+ * busy, each busy stream's) are published for every thread to catch up
+ * with, and the pages of every slot some running thread disagrees with are
+ * put in give_up (normalised), to be patched away. */
+void ac_guard_keys_agree(bool any_busy, bool strict, struct range_list *give_up);
+/* After it: the calling thread writes its own PKRU. */
+void ac_guard_keys_transition(void);
+/* The slots forbidden now (atomic, any context). */
+uint32_t ac_guard_keys_disabled_now(void);
+/* pkru with every key of the guard's set: the slots of disabled and the
+ * closing key disabled, the other slots enabled, the program's keys as they
+ * were. */
+uint32_t ac_guard_keys_pkru_for(uint32_t pkru, uint32_t disabled);
+/* The key that closes pages to every thread, or -1 (no keys: mprotect). */
+int ac_guard_keys_closing(void);
 /* Until the next layout the keys protect nothing more (mprotect covers it
  * all). */
 void ac_guard_keys_stand_aside(void);
@@ -118,8 +130,26 @@ int ac_guard_keys_slot_of(int pkey);
 bool ac_guard_keys_slot_forbidden(int slot);
 bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr);
 bool ac_guard_keys_let_through(int slot, void *ucontext);
-void ac_guard_keys_handler_waits(bool waiting, void *ucontext);
 int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, bool *maybe);
 void ac_guard_keys_after_fork_child(void);
 
+/* ---- threads.c: each thread's own PKRU (no lock) ---- */
+/* The calling thread writes its PKRU to the verdicts, unless it agrees. */
+void ac_guard_threads_catch_up(void);
+/* The same in the PKRU of its signal frame, also enabling the slots of also
+ * (granted though forbidden); async-signal-safe. */
+void ac_guard_threads_in_frame(void *ucontext, uint32_t also);
+/* The same in its PKRU now, with slots granted. */
+void ac_guard_threads_grant(uint32_t slots);
+/* The slots of slots that some running thread but the caller disagrees
+ * with, disabled being the verdicts. */
+uint32_t ac_guard_threads_disagreeing(uint32_t disabled, uint32_t slots);
+/* The keys were allocated: every thread holds them disabled. */
+void ac_guard_threads_keys_made(void);
+void ac_guard_threads_after_fork_child(void);
+
+/* ---- pages.c: closing pages to every thread, and opening them ---- */
+/* Async-signal-safe; 0, or -1 with errno. */
+int ac_guard_close_pages(uintptr_t start, uintptr_t end);
+int ac_guard_open_pages(uintptr_t start, uintptr_t end);
 #endif

@@ -1,38 +1,29 @@
-/* keys.c - the page guard on protection keys (pkeys.h).
+/* keys.c - the page guard on protection keys (pkeys.h): which classes get
+ * keys, and their pages' tags.
  *
  * A protection class (globally attached memory under strict semantics, the
  * memory single-attached to one stream) that holds pages alone gets a key,
  * and its pages are tagged with it once per change of layout. A transition
  * then costs a register write instead of page-table changes: the class's key
- * is disabled in PKRU exactly while the model forbids the CPU its memory.
- * What has no key (classes beyond the keys there are, pages shared between
- * classes, pending attaches, globally attached memory under device
- * semantics) stays with mprotect (refresh.c); the two never cover one page.
+ * is disabled in each thread's PKRU exactly while the model forbids the CPU
+ * its memory. What has no key (classes beyond the keys there are, pages
+ * shared between classes, pending attaches, globally attached memory under
+ * device semantics) is closed through the page tables (refresh.c, pages.c):
+ * with the closing key, which no thread enables; the two never cover one page.
  *
- * PKRU is per thread, so the guard keeps, per thread that uses keyed memory:
- *   wants    the keys whose memory it touched while allowed: it is given them
- *            back whenever they are allowed at its next step in the shim;
- *   holding  the keys enabled in its PKRU now.
- * A thread enables a key lazily: its first touch faults (SEGV_PKUERR), is
- * judged as under mprotect, and the key is enabled in the PKRU its signal
- * frame gives back. A transition that forbids a key disables it in the
- * calling thread and, before the call returns, in every other thread that
- * holds it: a SIGSEGV queued with a marker value, whose handler edits the
- * PKRU of the frame; the caller waits for each. A thread parked in a call that a signal
- * would cut short (nanosleep, poll, a stream synchronisation: the program
- * and the shim wrap them) is not signalled; it catches up when the call
- * returns. Threads that never touch keyed memory hold nothing and are never
- * signalled. Everything here is under ac_model_lock unless said otherwise.
+ * PKRU is per thread and only a thread writes its own (threads.c). Every
+ * thread's PKRU enables a class's key exactly while the class is allowed -
+ * not lazily on its first touch: a system call given allowed memory would
+ * fail with EFAULT in a thread whose key is disabled. When a transition
+ * changes a verdict that some running thread has not caught up with, the
+ * slot gives its pages up to the page tables (ac_guard_keys_agree) until the
+ * keys are laid out again. Everything here is under ac_model_lock unless
+ * said otherwise.
  */
 #define _GNU_SOURCE
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
+#include <sys/mman.h>
 
 #include "grow.h"
 #include "classes.h"
@@ -40,216 +31,31 @@
 #include "pkeys.h"
 #include "shim.h"
 
-/* The keys the guard takes: half the hardware's, so a program that allocates
- * keys of its own still gets several. */
-#define KEYS_WANTED 8
-/* Threads that ever held a key at once, at most (one more holds none). */
-#define KEY_THREADS_MAX 1024
-/* How long a transition waits for a signalled thread to drop a key. */
-#define REVOKE_WAIT_NS 50000000L
+/* The keys the guard takes for classes, and one more that closes pages to
+ * every thread (no thread ever enables it): under half the hardware's, so a
+ * program that allocates keys of its own still gets eight. */
+#define KEYS_WANTED 6
 
 const char ac_guard_global_class = 'G'; /* the GLOBAL class's identity */
 
 static int keys[AC_PKEYS_HW_MAX], key_count;
-static uint32_t our_bits;     /* the PKRU bits of every key of ours */
+static int closing_key = -1;
+static uint32_t our_bits;     /* the PKRU bits of every class key of ours */
+static uint32_t closing_bits; /* and of the closing key */
 static uint32_t disabled_now; /* atomic: slots whose memory is forbidden now */
 static bool keys_broken;      /* a frame without PKRU was met: keys given up */
 
-/* ---- threads ---- */
-
-enum { RUNNING, PARKED, SIGNALLED };
-
-struct key_thread {
-  pid_t tid;
-  int used;         /* atomic */
-  uint32_t wants;   /* slots; written by its thread */
-  uint32_t holding; /* atomic: slots enabled in its PKRU; written by its thread */
-  int state;        /* atomic: RUNNING, PARKED or SIGNALLED */
-  unsigned sent;    /* atomic: revocations sent to it */
-  unsigned seen;    /* atomic: revocations its handler ran */
-};
-
-static struct key_thread threads[KEY_THREADS_MAX];
-static __thread struct key_thread *self;
-static pthread_key_t exit_key;
-static size_t threads_high; /* slots ever used: the scan's end */
-
-static void thread_exits(void *slot) {
-  struct key_thread *t = slot;
-  __atomic_store_n(&t->holding, 0, __ATOMIC_RELEASE);
-  __atomic_store_n(&t->used, 0, __ATOMIC_RELEASE);
-  self = NULL;
+uint32_t ac_guard_keys_disabled_now(void) {
+  return __atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
 }
 
-/* The calling thread's record, made on first need (model lock held). */
-static struct key_thread *this_thread(void) {
-  if (self) return self;
-  for (size_t i = 0; i < KEY_THREADS_MAX; i++) {
-    if (__atomic_load_n(&threads[i].used, __ATOMIC_ACQUIRE)) continue;
-    /* A thread starts with what its PKRU holds: a new thread inherits its
-     * creator's, keys enabled included. */
-    uint32_t pkru = ac_pkru_read(), holding = 0;
-    for (int s = 0; s < key_count; s++)
-      if (!(pkru & ac_pkru_disable_bits(keys[s]))) holding |= 1u << s;
-    threads[i] = (struct key_thread){
-        .tid = (pid_t)syscall(SYS_gettid), .wants = holding, .holding = holding, .state = RUNNING};
-    __atomic_store_n(&threads[i].used, 1, __ATOMIC_RELEASE);
-    if (i >= threads_high) threads_high = i + 1;
-    self = &threads[i];
-    pthread_setspecific(exit_key, self); /* the record is freed when the thread ends */
-    return self;
-  }
-  return NULL;
+uint32_t ac_guard_keys_pkru_for(uint32_t pkru, uint32_t disabled) {
+  uint32_t bits = ac_pkru_bits_of(disabled, keys, key_count) | closing_bits;
+  return ac_pkru_merge(pkru, our_bits | closing_bits, bits);
 }
 
-static uint32_t pkru_of(uint32_t pkru, uint32_t holding) {
-  uint32_t enabled = ac_pkru_bits_of(holding, keys, key_count);
-  return ac_pkru_merge(pkru, our_bits, our_bits & ~enabled);
-}
-
-/* The calling thread's PKRU to its holding (normal context). */
-static void write_holding(struct key_thread *t, uint32_t holding) {
-  __atomic_store_n(&t->holding, holding, __ATOMIC_RELEASE);
-  uint32_t now = ac_pkru_read(), want = pkru_of(now, holding);
-  if (want != now) ac_pkru_write(want);
-}
-
-/* In signal context: the thread's holding less what is forbidden now, plus
- * `also`, recorded and written into the PKRU its frame gives back. */
-static void hold_in_frame(struct key_thread *t, void *ucontext, uint32_t also) {
-  uint32_t holding = (t->holding & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST)) | also;
-  uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
-  if (pkru) *pkru = pkru_of(*pkru, holding);
-  __atomic_store_n(&t->holding, holding, __ATOMIC_RELEASE);
-}
-
-/* The calling thread catches up with the model: it holds what it wants and
- * is allowed. Lock not needed: its own record, and disabled_now atomic. */
-static void catch_up(void) {
-  struct key_thread *t = self;
-  if (!t) return;
-  /* Again if a transition came in between (a revocation's handler may have
-   * run between reading and writing PKRU). */
-  uint32_t disabled;
-  do {
-    disabled = __atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST);
-    write_holding(t, t->wants & ~disabled);
-  } while (disabled != __atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST));
-}
-
-/* ---- revocation ---- */
-
-static long elapsed_ns(const struct timespec *since) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (now.tv_sec - since->tv_sec) * 1000000000L + (now.tv_nsec - since->tv_nsec);
-}
-
-/* A revocation is a SIGSEGV queued with this marker as its value: the
- * handler tells it from a fault (si_code > 0) and from a SIGSEGV the program
- * sends (its own value, or kill/raise's SI_USER/SI_TKILL) whatever else is
- * pending. */
-static const char revocation_marker = 'R';
-
-static bool send_revocation(pid_t tid) {
-  siginfo_t info;
-  memset(&info, 0, sizeof info);
-  info.si_signo = SIGSEGV;
-  info.si_code = SI_QUEUE;
-  info.si_pid = getpid();
-  info.si_uid = getuid();
-  info.si_value.sival_ptr = (void *)&revocation_marker;
-  return syscall(SYS_rt_tgsigqueueinfo, getpid(), tid, SIGSEGV, &info) == 0;
-}
-
-/* Signals every other running thread that holds a slot of `slots`; waits
- * until each has dropped it, is parked, or is gone. */
-static void revoke_others(uint32_t slots) {
-  static unsigned tickets[KEY_THREADS_MAX];
-  static pid_t tids[KEY_THREADS_MAX];
-  bool any = false;
-  for (size_t i = 0; i < threads_high; i++) {
-    struct key_thread *t = &threads[i];
-    tickets[i] = 0;
-    if (t == self || !__atomic_load_n(&t->used, __ATOMIC_ACQUIRE) ||
-        !(__atomic_load_n(&t->holding, __ATOMIC_ACQUIRE) & slots))
-      continue;
-    int expected = RUNNING;
-    if (!__atomic_compare_exchange_n(&t->state, &expected, SIGNALLED, false, __ATOMIC_SEQ_CST,
-                                     __ATOMIC_SEQ_CST) &&
-        expected == PARKED)
-      continue; /* catches up when its call returns */
-    tickets[i] = __atomic_add_fetch(&t->sent, 1, __ATOMIC_SEQ_CST);
-    tids[i] = t->tid;
-    if (!send_revocation(t->tid)) {
-      tickets[i] = 0; /* gone */
-      continue;
-    }
-    ac_guard.stats.revocations++;
-    any = true;
-  }
-  if (!any) return;
-  struct timespec started;
-  clock_gettime(CLOCK_MONOTONIC, &started);
-  for (size_t i = 0; i < threads_high; i++) {
-    struct key_thread *t = &threads[i];
-    while (tickets[i] && __atomic_load_n(&t->used, __ATOMIC_ACQUIRE) && t->tid == tids[i] &&
-           (int)(__atomic_load_n(&t->seen, __ATOMIC_ACQUIRE) - tickets[i]) < 0 &&
-           __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != PARKED) {
-      if (elapsed_ns(&started) > REVOKE_WAIT_NS) {
-        ac_guard.stats.unconfirmed++; /* its touches may go unseen until it enters the shim */
-        break;
-      }
-      sched_yield();
-    }
-  }
-}
-
-/* From the SIGSEGV handler: a revocation sent by revoke_others. Disables
- * in the interrupted PKRU the slots forbidden now. Async-signal-safe. */
-bool ac_guard_keys_on_revocation(const siginfo_t *info, void *ucontext) {
-  if (info->si_code != SI_QUEUE || info->si_pid != getpid() ||
-      info->si_value.sival_ptr != (void *)&revocation_marker)
-    return false;
-  struct key_thread *t = self;
-  if (!t) return true; /* sent to a thread that ended since: nothing to drop */
-  unsigned sent = __atomic_load_n(&t->sent, __ATOMIC_ACQUIRE);
-  hold_in_frame(t, ucontext, 0);
-  int expected = SIGNALLED;
-  __atomic_compare_exchange_n(&t->state, &expected, RUNNING, false, __ATOMIC_SEQ_CST,
-                              __ATOMIC_SEQ_CST);
-  __atomic_store_n(&t->seen, sent, __ATOMIC_RELEASE); /* coalesced signals: all seen */
-  return true;
-}
-
-/* ---- parking: calls a signal would cut short ---- */
-
-void ac_guard_park(void) {
-  struct key_thread *t = self;
-  if (!t) return;
-  struct timespec started = {0, 0}; /* read only if a revocation is on its way */
-  for (;;) {
-    int expected = RUNNING;
-    if (__atomic_compare_exchange_n(&t->state, &expected, PARKED, false, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST) ||
-        expected == PARKED)
-      return;
-    /* A revocation is on its way: take it here, not inside the call. */
-    if (!started.tv_sec && !started.tv_nsec)
-      clock_gettime(CLOCK_MONOTONIC, &started);
-    else if (elapsed_ns(&started) > REVOKE_WAIT_NS / 10)
-      return;
-    sched_yield();
-  }
-}
-
-void ac_guard_unpark(void) {
-  struct key_thread *t = self;
-  if (!t) return;
-  int expected = PARKED;
-  __atomic_compare_exchange_n(&t->state, &expected, RUNNING, false, __ATOMIC_SEQ_CST,
-                              __ATOMIC_SEQ_CST);
-  catch_up();
+int ac_guard_keys_closing(void) {
+  return ac_guard_keys_active() ? closing_key : -1;
 }
 
 /* ---- classes and tags ---- */
@@ -322,14 +128,6 @@ static bool published_overflow;
 
 bool ac_guard_keys_active(void) {
   return key_count > 0 && !keys_broken;
-}
-
-void ac_guard_keys_stand_aside(void) {
-  if (standing_aside) return;
-  for (int s = 0; s < key_count; s++)
-    note_rekeyed(&tagged[s]);
-  standing_aside = true;
-  ac_guard.stats.stood_aside++;
 }
 
 const struct range_list *ac_guard_keys_take_rekeyed(bool *all) {
@@ -454,6 +252,25 @@ static void forget_protection_of(struct range_list *made_accessible) {
   range_normalise(made_accessible);
   range_subtract(&rest, &ac_guard.protected_now, made_accessible);
   range_swap(&ac_guard.protected_now, &rest);
+}
+
+/* Every keyed page gives its key up - tagged 0, as a patch does - so that
+ * the page tables, which close a page by tagging it with the closing key,
+ * cover everything until the next layout. */
+void ac_guard_keys_stand_aside(void) {
+  static struct range_list touched;
+  if (standing_aside) return;
+  touched.n = 0;
+  ac_guard_keys_restore_lifted(); /* the tags given up below are then the kernel's */
+  for (int s = 0; s < key_count; s++) {
+    note_rekeyed(&tagged[s]);
+    tag_ranges(&tagged[s], 0, &touched);
+    tagged[s].n = 0;
+  }
+  forget_protection_of(&touched);
+  publish_tags();
+  standing_aside = true;
+  ac_guard.stats.stood_aside++;
 }
 
 /* Tags slot s's pages with its key, and gives key 0 back to those that left
@@ -693,23 +510,48 @@ static void disable_busy_stream(const struct ac_stream *s, void *disabled) {
   if (slot >= 0) *(uint32_t *)disabled |= 1u << slot;
 }
 
-/* strict: globally attached memory is forbidden while anything is busy. */
-void ac_guard_keys_transition(bool any_busy, bool strict) {
-  AC_ASSERT_MODEL_HELD();
-  if (!ac_guard_keys_active()) return;
+/* The slots whose class is forbidden now. strict: globally attached memory
+ * is forbidden while anything is busy. */
+static uint32_t verdicts(bool any_busy, bool strict) {
   uint32_t disabled = 0;
   if (any_busy && !standing_aside) {
     int global = slot_of_class(&ac_guard_global_class);
     if (strict && global >= 0) disabled |= 1u << global;
     ac_guard_classes_for_each_busy_stream(disable_busy_stream, &disabled);
   }
-  uint32_t before = __atomic_exchange_n(&disabled_now, disabled, __ATOMIC_SEQ_CST);
-  /* The calling thread keeps the keys it turned either way: the memory it
-   * just gave to work or took back is what it goes on to touch. */
-  struct key_thread *t = this_thread();
-  if (t) t->wants |= disabled ^ before;
-  catch_up();
-  if (disabled & ~before) revoke_others(disabled);
+  return disabled;
+}
+
+/* The slots with pages tagged now. */
+static uint32_t keyed_slots(void) {
+  uint32_t slots = 0;
+  for (int s = 0; !standing_aside && s < key_count; s++)
+    if (tagged[s].n) slots |= 1u << s;
+  return slots;
+}
+
+void ac_guard_keys_agree(bool any_busy, bool strict, struct range_list *give_up) {
+  AC_ASSERT_MODEL_HELD();
+  give_up->n = 0;
+  if (!ac_guard_keys_active()) return;
+  /* Published first: a thread that starts running again from now on reads
+   * these verdicts, and one that ran before is in the scan below. */
+  uint32_t disabled = verdicts(any_busy, strict);
+  __atomic_store_n(&disabled_now, disabled, __ATOMIC_SEQ_CST);
+  uint32_t differ = ac_guard_threads_disagreeing(disabled, keyed_slots());
+  if (!differ) return;
+  static struct range_list joined;
+  for (int s = 0; s < key_count; s++)
+    if (differ & (1u << s)) {
+      range_union(&joined, give_up, &tagged[s]);
+      range_swap(give_up, &joined);
+    }
+  ac_guard.stats.disagreements++;
+}
+
+void ac_guard_keys_transition(void) {
+  AC_ASSERT_MODEL_HELD();
+  ac_guard_threads_catch_up(); /* the calling thread writes its own PKRU */
 }
 
 /* A page lifted by a fault gets its key back (lock held, normal context). */
@@ -789,6 +631,10 @@ void ac_guard_keys_decline(int device) {
   __atomic_store_n(&disabled_now, 0, __ATOMIC_SEQ_CST);
   forget_protection_of(&touched);
   publish_tags();
+  /* What the closing key closed, mprotect closes from now on. */
+  for (size_t i = 0; i < ac_guard.protected_now.n; i++)
+    ac_pkeys_protect(ac_guard.protected_now.r[i].start, ac_guard.protected_now.r[i].end, PROT_NONE,
+                     0);
   keys_broken = true;
   if (ac_opts.guard_pages == AC_GUARD_PKEYS || ac_opts.verbose)
     ac_log("%spage guard: device %d has no concurrent managed access (its driver protects managed "
@@ -801,9 +647,8 @@ void ac_guard_keys_decline(int device) {
 /* A fault of a thread interrupted inside the shim (lock held, model maybe
  * half-changed): let through unjudged, in the frame only. */
 bool ac_guard_keys_let_through(int slot, void *ucontext) {
-  uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
-  if (!pkru) return false;
-  *pkru &= ~ac_pkru_disable_bits(keys[slot]);
+  if (!ac_pkeys_frame_pkru(ucontext)) return false;
+  ac_guard_threads_in_frame(ucontext, 1u << slot);
   return true;
 }
 
@@ -833,36 +678,17 @@ bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr
     ac_pkeys_tag(page, page + (uintptr_t)ac_guard.page_size, 0);
     return false;
   }
-  struct key_thread *t = this_thread();
-  uint32_t bit = 1u << slot;
-  if (!allowed && ucontext && lift_keyed_page(slot, addr)) {
-    if (t) hold_in_frame(t, ucontext, 0); /* a revocation taken meanwhile */
-    return true;
-  }
-  if (!t) { /* no record to keep (the table is full): this access only */
-    if (ucontext) return ac_guard_keys_let_through(slot, ucontext);
-    ac_pkru_write(ac_pkru_read() & ~ac_pkru_disable_bits(keys[slot]));
-    return true;
-  }
-  if (allowed) t->wants |= bit;
-  /* What it holds of what is forbidden now goes: this is also where a
-   * revocation waiting behind this handler is taken. */
+  /* Allowed: the thread's PKRU was behind the model, and catches up. A
+   * forbidden access in a fault lets go of its page alone (every other page
+   * of the class still faults and is judged) while the table has room, else
+   * the thread is granted the key until it next catches up. */
+  uint32_t grant = 0;
+  if (!allowed && !(ucontext && lift_keyed_page(slot, addr))) grant = 1u << slot;
   if (ucontext)
-    hold_in_frame(t, ucontext, bit);
+    ac_guard_threads_in_frame(ucontext, grant);
   else
-    write_holding(t, (t->holding & ~__atomic_load_n(&disabled_now, __ATOMIC_SEQ_CST)) | bit);
+    ac_guard_threads_grant(grant);
   return true;
-}
-
-/* Around the wait for the model lock in the SIGSEGV handler, where SIGSEGV
- * is blocked: a transition holding the lock must not wait for this thread
- * to take a revocation it cannot take before the lock is free. On the way
- * out, with the frame (ucontext), what was revoked meanwhile is dropped. */
-void ac_guard_keys_handler_waits(bool waiting, void *ucontext) {
-  struct key_thread *t = self;
-  if (!t) return;
-  if (!waiting && ucontext) hold_in_frame(t, ucontext, 0); /* a revocation skipped meanwhile */
-  __atomic_store_n(&t->state, waiting ? PARKED : RUNNING, __ATOMIC_SEQ_CST);
 }
 
 /* The same, exactly, from the tagged lists themselves (lock held). */
@@ -918,7 +744,9 @@ int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, b
 
 bool ac_guard_keys_start(const char **why) {
   if (!ac_pkeys_supported(why)) return false;
-  if (pthread_key_create(&exit_key, thread_exits) != 0) return *why = "no thread key", false;
+  closing_key = ac_pkeys_alloc();
+  if (closing_key < 0) return *why = "no protection key is free (pkey_alloc failed)", false;
+  closing_bits = ac_pkru_disable_bits(closing_key);
   while (key_count < KEYS_WANTED) {
     int k = ac_pkeys_alloc();
     if (k < 0) break;
@@ -926,6 +754,7 @@ bool ac_guard_keys_start(const char **why) {
     our_bits |= ac_pkru_disable_bits(k);
   }
   if (!key_count) return *why = "no protection key is free (pkey_alloc failed)", false;
+  ac_guard_threads_keys_made();
   return true;
 }
 
@@ -936,9 +765,6 @@ int ac_guard_keys_count(void) {
 /* In a forked child only the calling thread lives on, and its managed
  * memory is unmapped: it holds every key, and the keys protect nothing. */
 void ac_guard_keys_after_fork_child(void) {
-  memset(threads, 0, sizeof threads);
-  threads_high = 0;
-  self = NULL;
   __atomic_store_n(&disabled_now, 0, __ATOMIC_RELAXED);
   for (int s = 0; s < key_count; s++)
     tagged[s].n = 0;
@@ -949,4 +775,5 @@ void ac_guard_keys_after_fork_child(void) {
     slot_owner[s] = NULL;
   if (key_count) ac_pkru_write(ac_pkru_read() & ~our_bits);
   keys_broken = true;
+  ac_guard_threads_after_fork_child();
 }

@@ -134,10 +134,14 @@ int ac_pkeys_alloc(void) {
 
 static unsigned tags_made;
 
-int ac_pkeys_tag(uintptr_t start, uintptr_t end, int key) {
-  int r = (int)syscall(SYS_pkey_mprotect, start, end - start, PROT_READ | PROT_WRITE, key);
+int ac_pkeys_protect(uintptr_t start, uintptr_t end, int prot, int key) {
+  int r = (int)syscall(SYS_pkey_mprotect, start, end - start, prot, key);
   if (r == 0) __atomic_add_fetch(&tags_made, 1, __ATOMIC_RELEASE);
   return r;
+}
+
+int ac_pkeys_tag(uintptr_t start, uintptr_t end, int key) {
+  return ac_pkeys_protect(start, end, PROT_READ | PROT_WRITE, key);
 }
 
 unsigned ac_pkeys_tags_made(void) {
@@ -163,9 +167,12 @@ uint32_t *ac_pkeys_frame_pkru(void *ucontext) {
 int ac_pkeys_alloc(void) {
   return -1;
 }
-int ac_pkeys_tag(uintptr_t start, uintptr_t end, int key) {
-  (void)start, (void)end, (void)key;
+int ac_pkeys_protect(uintptr_t start, uintptr_t end, int prot, int key) {
+  (void)start, (void)end, (void)prot, (void)key;
   return -1;
+}
+int ac_pkeys_tag(uintptr_t start, uintptr_t end, int key) {
+  return ac_pkeys_protect(start, end, PROT_READ | PROT_WRITE, key);
 }
 unsigned ac_pkeys_tags_made(void) {
   return 0;

@@ -56,6 +56,8 @@ uint32_t *ac_pkeys_frame_pkru(void *ucontext);
 
 int ac_pkeys_alloc(void);
 int ac_pkeys_tag(uintptr_t start, uintptr_t end, int key);
+/* pkey_mprotect itself: protection prot and key for [start, end). */
+int ac_pkeys_protect(uintptr_t start, uintptr_t end, int prot, int key);
 /* How many ranges were tagged (ac_pkeys_tag succeeded): it changes whenever
  * a page changed key. Async-signal-safe. */
 unsigned ac_pkeys_tags_made(void);

@@ -54,9 +54,10 @@ static struct range_list wanted_now; /* what the CPU may not touch now (pages) *
 
 static void install_handler_once(void);
 
-static int guard_mprotect(uintptr_t start, uintptr_t end, int prot) {
+/* Closes (or opens) pages for every thread, counted for --verbose. */
+static int guard_protect(uintptr_t start, uintptr_t end, bool close) {
   ac_guard.stats.mprotects++;
-  return mprotect((void *)start, end - start, prot);
+  return close ? ac_guard_close_pages(start, end) : ac_guard_open_pages(start, end);
 }
 
 double ac_guard_now_seconds(void) {
@@ -97,18 +98,39 @@ static void lay_out_keys(void) {
   install_handler_once();
 }
 
+/* pages (normalised, page-aligned) give their keys up to the page tables
+ * (keys.c), each class's bytes there with them; false when so many pages
+ * gave theirs up that the keys should stand aside. */
+static bool give_keys_up(const struct range_list *pages) {
+  if (!ac_guard_keys_patch_begin(pages)) return false;
+  each_keyable_class(pages, ac_guard_keys_patch_class);
+  ac_guard_keys_patch_end(ac_guard_classes_all_managed(pages));
+  return true;
+}
+
 /* The pages of the bytes that moved since the keys last followed give their
- * keys up (keys.c); false when they are too many: the keys stand aside. */
+ * keys up; false when they are too many: the keys stand aside. */
 static bool patch_keys(void) {
   static struct range_list pages;
   bool all;
   const struct range_list *moved = ac_guard_classes_moved_for_keys(&all);
-  if (all || !range_round_out(&pages, moved, (uintptr_t)ac_guard.page_size) ||
-      !ac_guard_keys_patch_begin(&pages))
-    return false;
-  each_keyable_class(&pages, ac_guard_keys_patch_class);
-  ac_guard_keys_patch_end(ac_guard_classes_all_managed(&pages));
-  return true;
+  return !all && range_round_out(&pages, moved, (uintptr_t)ac_guard.page_size) &&
+         give_keys_up(&pages);
+}
+
+/* A slot some running thread disagrees with - its PKRU still enables the
+ * class's key though the class is forbidden now, or disables it though it is
+ * allowed - gives its pages up too: only that thread can write its PKRU,
+ * while the page tables hold for every thread at once (threads.c). A thread
+ * parked in a call that blocks disagrees with nothing: it catches up before
+ * it runs the program's code again. */
+static void agree_with_threads(bool any_busy) {
+  static struct range_list give_up;
+  if (!ac_guard_keys_count()) return;
+  ac_guard_keys_agree(any_busy, !ac_model_reach_semantics(ac_model), &give_up);
+  if (!give_up.n) return;
+  if (!any_busy) ac_guard_classes_update();
+  if (!give_keys_up(&give_up)) ac_guard_keys_stand_aside();
 }
 
 /* The keys follow every move of class - made, attached, an attach settled,
@@ -205,8 +227,7 @@ static void settle_actual_protection(void) {
   bool unlocked = __atomic_exchange_n(&ac_guard.lifted_unlocked, 0, __ATOMIC_ACQ_REL);
   if (ac_guard.protection_uncertain || unlocked) {
     for (size_t i = 0; i < ac_guard.protected_now.n; i++)
-      guard_mprotect(ac_guard.protected_now.r[i].start, ac_guard.protected_now.r[i].end,
-                     PROT_READ | PROT_WRITE);
+      guard_protect(ac_guard.protected_now.r[i].start, ac_guard.protected_now.r[i].end, false);
     ac_guard.protected_now.n = 0;
   } else if (ac_guard.lifted_count) {
     pages.n = 0;
@@ -225,10 +246,10 @@ static void apply_wanted(void) {
   static struct range_list change;
   range_subtract(&change, &ac_guard.protected_now, &wanted_now);
   for (size_t i = 0; i < change.n; i++)
-    guard_mprotect(change.r[i].start, change.r[i].end, PROT_READ | PROT_WRITE);
+    guard_protect(change.r[i].start, change.r[i].end, false);
   range_subtract(&change, &wanted_now, &ac_guard.protected_now);
   for (size_t i = 0; i < change.n; i++)
-    guard_mprotect(change.r[i].start, change.r[i].end, PROT_NONE);
+    guard_protect(change.r[i].start, change.r[i].end, true);
   ac_guard.protected_now.n = 0;
   range_append_list(&ac_guard.protected_now, &wanted_now);
   publish();
@@ -254,12 +275,16 @@ void ac_guard_refresh_locked(void) {
   AC_ASSERT_MODEL_HELD();
   if (!ac_guard.enabled) return;
   uint64_t generation = ac_order_generation(ac_model), layout = ac_model_layout(ac_model);
-  if (nothing_to_do(generation, layout)) return;
+  if (nothing_to_do(generation, layout)) {
+    ac_guard_threads_catch_up(); /* a thread that left a call behind catches up here */
+    return;
+  }
   double started = ac_opts.verbose ? ac_guard_now_seconds() : 0; /* a clock read costs */
   ac_guard.stats.refreshes++;
   bool any_busy = ac_order_any_busy(ac_model, NULL) != NULL;
   if (any_busy) ac_guard_classes_update();
   if (any_busy) follow_classes_with_keys();
+  agree_with_threads(any_busy);
   if (any_busy && ac_opts.guard_verify) verify_keys();
   seen_any_busy = any_busy;
   seen_generation = generation;
@@ -269,7 +294,7 @@ void ac_guard_refresh_locked(void) {
   ac_guard_keys_restore_lifted();
   settle_actual_protection();
   apply_wanted();
-  ac_guard_keys_transition(any_busy, !ac_model_reach_semantics(ac_model));
+  ac_guard_keys_transition();
   right_generation = generation;
   right_layout = layout;
   if (ac_opts.verbose) ac_guard.stats.seconds += ac_guard_now_seconds() - started;
@@ -368,11 +393,11 @@ void ac_guard_print_stats(void) {
          ac_guard.stats.handler_seconds * 1e3);
   if (ac_guard_keys_count())
     ac_log("page guard: protection keys: %lu layouts, %lu patches (standing aside %lu times "
-           "between), %lu ranges tagged, %lu faults on keyed memory, %lu threads signalled to drop "
-           "a key (%lu did not answer in time)",
+           "between), %lu ranges tagged, %lu faults on keyed memory, %lu transitions some running "
+           "thread had not caught up with",
            ac_guard.stats.layouts, ac_guard.stats.patches, ac_guard.stats.stood_aside,
            (unsigned long)ac_pkeys_tags_made(), ac_guard.stats.key_faults,
-           ac_guard.stats.revocations, ac_guard.stats.unconfirmed);
+           ac_guard.stats.disagreements);
   ac_model_leave();
 }
 

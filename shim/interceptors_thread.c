@@ -1,0 +1,48 @@
+/* interceptors_thread.c - threads made by the program (and by the driver).
+ *
+ * The page guard keeps each thread's protection-key register in step with
+ * the model, and a thread inherits its creator's register: so it must know
+ * every thread from its first instruction of the program's (guard/threads.c).
+ * pthread_create is wrapped: a record for the new thread is made before it
+ * exists (a transition meanwhile counts it, with its creator's register),
+ * and the thread runs a short start of the shim's before the program's
+ * routine. A thread the driver makes for itself (its caller is libcuda) is
+ * marked so: the driver's own accesses are never judged.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "shim.h"
+
+struct thread_start {
+  void *(*routine)(void *);
+  void *arg;
+  struct ac_guard_thread *record;
+  bool by_driver;
+};
+
+static void *start_thread(void *p) {
+  struct thread_start s = *(struct thread_start *)p;
+  free(p);
+  ac_guard_thread_begins(s.record, s.by_driver);
+  return s.routine(s.arg);
+}
+
+AC_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                             void *(*routine)(void *), void *arg) {
+  static __typeof__(&pthread_create) real;
+  if (AC_UNLIKELY(!real))
+    real = (__typeof__(&pthread_create))ac_real_dlsym(RTLD_NEXT, "pthread_create");
+  struct thread_start *s = malloc(sizeof *s);
+  if (!s) return real(thread, attr, routine, arg); /* unknown to the guard, but made */
+  *s = (struct thread_start){routine, arg, ac_guard_thread_expected(),
+                             ac_pc_in_driver((uintptr_t)__builtin_return_address(0))};
+  int r = real(thread, attr, start_thread, s);
+  if (r != 0) {
+    ac_guard_thread_not_made(s->record);
+    free(s);
+  }
+  return r;
+}
