@@ -7,7 +7,8 @@
  * exists (a transition meanwhile counts it, with its creator's register),
  * and the thread runs a short start of the shim's before the program's
  * routine. A thread the driver makes for itself (its caller is libcuda) is
- * marked so: the driver's own accesses are never judged.
+ * marked so: the driver's own accesses are never judged; so is one the shim
+ * makes (the page guard's reporter), whose wait is no program's.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -37,8 +38,11 @@ AC_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     real = (__typeof__(&pthread_create))ac_real_dlsym(RTLD_NEXT, "pthread_create");
   struct thread_start *s = malloc(sizeof *s);
   if (!s) return real(thread, attr, routine, arg); /* unknown to the guard, but made */
-  *s = (struct thread_start){routine, arg, ac_guard_thread_expected(),
-                             ac_pc_in_driver((uintptr_t)__builtin_return_address(0))};
+  /* The driver's threads, and the shim's own (the guard's reporter), run
+   * none of the program's code. */
+  uintptr_t caller = (uintptr_t)__builtin_return_address(0);
+  bool by_driver = ac_pc_in_driver(caller) || ac_pc_in_shim((const void *)caller);
+  *s = (struct thread_start){routine, arg, ac_guard_thread_expected(by_driver), by_driver};
   int r = real(thread, attr, start_thread, s);
   if (r != 0) {
     ac_guard_thread_not_made(s->record);

@@ -100,8 +100,10 @@ bool ac_pc_in_driver(uintptr_t pc);
 
 /* ---- threads (no lock; threads.c) ---- */
 /* Before pthread_create: a record for the thread about to be made, which
- * starts with its creator's protection keys (NULL: the guard needs none). */
-struct ac_guard_thread *ac_guard_thread_expected(void);
+ * starts with its creator's protection keys (NULL: the guard needs none).
+ * by_driver: the driver or the shim makes it for itself; its accesses are
+ * never the program's, and it takes no part in the keys. */
+struct ac_guard_thread *ac_guard_thread_expected(bool by_driver);
 /* The new thread's first step, before the program's start routine: it takes
  * its record and catches up with the keys; by_driver marks a thread the
  * driver made for itself, whose accesses are the driver's. */

@@ -24,6 +24,7 @@
  * fault.c; what the two share is guard_internal.h.
  */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,16 @@ static bool patch_keys(void) {
          give_keys_up(&pages);
 }
 
+/* Keys given up because a running thread disagreed (agree_with_threads) are
+ * laid out again once that many refreshes passed: twice as many each time
+ * the next layout is given up again soon, so a thread that never catches up
+ * costs a layout now and then, not one per transition. */
+static unsigned long relayout_at = ULONG_MAX, relayout_wait = 2;
+
+static bool keys_given_up_may_return(void) {
+  return ac_guard.stats.refreshes >= relayout_at;
+}
+
 /* A slot some running thread disagrees with - its PKRU still enables the
  * class's key though the class is forbidden now, or disables it though it is
  * allowed - gives its pages up too: only that thread can write its PKRU,
@@ -126,11 +137,17 @@ static bool patch_keys(void) {
  * it runs the program's code again. */
 static void agree_with_threads(bool any_busy) {
   static struct range_list give_up;
+  static unsigned long last_given_up;
   if (!ac_guard_keys_count()) return;
   ac_guard_keys_agree(any_busy, !ac_model_reach_semantics(ac_model), &give_up);
   if (!give_up.n) return;
   if (!any_busy) ac_guard_classes_update();
   if (!give_keys_up(&give_up)) ac_guard_keys_stand_aside();
+  unsigned long now = ac_guard.stats.refreshes;
+  relayout_wait =
+      now - last_given_up <= 2 * relayout_wait && relayout_wait < 4096 ? 2 * relayout_wait : 2;
+  last_given_up = now;
+  relayout_at = now + relayout_wait;
 }
 
 /* The keys follow every move of class - made, attached, an attach settled,
@@ -155,11 +172,14 @@ static void follow_classes_with_keys(void) {
   quiet = moves == seen_moves ? quiet + 1 : 0;
   seen_moves = moves;
   /* Followed, and laid out since, or patched and not yet paused. */
-  if (moves == followed_at && (followed_at == laid_out_at || quiet < 2)) return;
-  if (laid_out_at == UINT64_MAX || quiet >= 2 ||
+  if (moves == followed_at && (followed_at == laid_out_at || quiet < 2) &&
+      !keys_given_up_may_return())
+    return;
+  if (laid_out_at == UINT64_MAX || quiet >= 2 || keys_given_up_may_return() ||
       moves - laid_out_at >= 32 + 2 * ac_model_alloc_count(ac_model)) {
     lay_out_keys();
     ac_guard.stats.layouts++;
+    relayout_at = ULONG_MAX;
     laid_out_at = followed_at = moves;
     quiet = 0;
     ac_guard_classes_keys_followed();

@@ -201,9 +201,14 @@ uint32_t ac_guard_threads_disagreeing(uint32_t disabled, uint32_t slots) {
 
 /* ---- threads made, parked and ended ---- */
 
-struct ac_guard_thread *ac_guard_thread_expected(void) {
+struct ac_guard_thread *ac_guard_thread_expected(bool by_driver) {
   struct ac_guard_thread *t = take_record();
   if (!t) return NULL;
+  t->tid = 0;      /* not running yet: never found gone */
+  if (by_driver) { /* never counted, from the start */
+    __atomic_store_n(&t->state, DRIVER, __ATOMIC_SEQ_CST);
+    return t;
+  }
   /* It starts with its creator's PKRU (clone copies it): what the creator's
    * record says, which stays true until the child writes its own. */
   struct ac_guard_thread *creator = self;
@@ -212,7 +217,6 @@ struct ac_guard_thread *ac_guard_thread_expected(void) {
     __atomic_store_n(&t->mask, __atomic_load_n(&creator->mask, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
     __atomic_store_n(&t->mask_valid, 1, __ATOMIC_SEQ_CST);
   }
-  t->tid = 0; /* not running yet: never found gone */
   __atomic_store_n(&t->state, RUNNING, __ATOMIC_SEQ_CST);
   return t;
 }
