@@ -13,7 +13,7 @@
  *   suppressions.c  RULE:PATTERN lines that silence findings
  *   paths.c       report file names (%p, %q{ENV}) and their safe creation
  *   symbolize.c   (module, offset, function, file, line) of a return address
- *   output.c      the log and stderr, safe from a program's reuse of descriptors
+ *   output.c      the log, stderr and the stream, safe from a program's descriptors
  * Their raw system calls and the options are the floor below, base/.
  */
 #ifndef AC_REPORT_H
@@ -175,18 +175,26 @@ void ac_manual_print_help(FILE *out);
 void ac_manual_print_man(FILE *out);
 
 /* ---- output.c ---- */
-/* A text output the program cannot take over by reusing its descriptor. */
+/* An output the program cannot take over by reusing its descriptor, kept out
+ * of the program's range of descriptors where it can be. */
 struct ac_output {
-  int fd;    /* at a high number; -1 when none */
-  dev_t dev; /* the file it was opened as */
+  int fd;         /* held out of the program's range; -1 when none is */
+  bool known;     /* dev and ino are the file it was opened as */
+  bool exclusive; /* a file this process made: reopened only while its name holds it */
+  dev_t dev;
   ino_t ino;
   char path[4096]; /* opened again by this when fd is no longer that file; "" for stderr */
 };
 /* Opens path (absolute) for appending, never through a symbolic link. */
 bool ac_output_open(struct ac_output *out, const char *path, char *err, size_t errlen);
+/* Makes a new file at path (O_EXCL, O_NOFOLLOW, mode 0600); false, errno set. */
+bool ac_output_create(struct ac_output *out, const char *path);
+/* Renames the output's file (it keeps being written). */
+bool ac_output_rename(struct ac_output *out, const char *to);
 /* Takes the current fd 2 as stderr (a copy of it, for when fd 2 changes). */
 void ac_output_adopt_stderr(struct ac_output *out);
-/* Writes all of text; false (errno set) when it could not. */
+/* Writes all of text; false (errno set) when it could not. A file of the
+ * process's own gets all of it or nothing. */
 bool ac_output_write(struct ac_output *out, const char *text, size_t len);
 void ac_output_close(struct ac_output *out);
 
