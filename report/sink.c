@@ -48,8 +48,8 @@ static struct seen *seen;
 static struct ac_records stream;
 static bool have_stream;    /* the stream has a place */
 static bool stream_started; /* and holds this process's record */
-static bool wait_said, drop_said, caught_up_said;
-static bool finished;
+static bool wait_said, drop_said, caught_up_said, late_said;
+static bool finish_registered, finished;
 static struct ac_suppressions suppressions;
 
 static uint64_t finding_key(const struct ac_finding *f) {
@@ -200,7 +200,8 @@ static bool standalone(void) {
 }
 
 /* What the stream did with a record, each said once: that records wait, that
- * some were dropped, that those that waited were written after all. */
+ * some were dropped, that those that waited were written after all; and,
+ * after the report was written, that a record is not in it. */
 static void say_append(enum ac_records_result result) {
   char text[sizeof stream.path + 300];
   if (result == AC_RECORDS_WRITTEN && wait_said && !caught_up_said && !stream.lost) {
@@ -220,6 +221,14 @@ static void say_append(enum ac_records_result result) {
     drop_said = true;
     say_on_stderr("error: too many records wait for the record stream: the next ones are "
                   "dropped, counted, and the report will say so");
+  }
+  if (finished && standalone() && !late_said) {
+    late_said = true;
+    snprintf(text, sizeof text,
+             "error: a record came after the report was written (from an exit handler that ran "
+             "after attachcheck's): it is in %s, not in the report",
+             stream_name());
+    say_on_stderr(text);
   }
 }
 
@@ -346,7 +355,7 @@ static bool text_wanted(void) {
  * own stream, its own %p log). */
 static void start_outputs(void) {
   cuda_seen = finding_streamed = stream_started = false;
-  wait_said = drop_said = caught_up_said = finished = false;
+  wait_said = drop_said = caught_up_said = late_said = finished = false;
   open_stream();
   if (have_stream && opts->session_dir && *opts->session_dir) start_stream();
   open_text_output();
@@ -504,8 +513,24 @@ static void finish_now(void) {
   finished = true;
 }
 
-void ac_report_finish(void) {
+static void finish_at_last(void *unused) {
+  (void)unused;
   lock_sink();
   finish_now();
   unlock_sink();
+}
+
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+
+/* Called from the shim's destructor. Libraries whose destructors run after
+ * the shim's may still make findings, so the exit record and the report wait
+ * for them: in an exit handler registered now and owned by no library (no
+ * dso handle), which glibc runs after every destructor. Where it cannot be
+ * registered (exit handlers already done) they are written now. */
+void ac_report_finish(void) {
+  lock_sink();
+  bool later = finish_registered || __cxa_atexit(finish_at_last, NULL, NULL) == 0;
+  finish_registered = true;
+  unlock_sink();
+  if (!later) finish_at_last(NULL);
 }
