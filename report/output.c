@@ -17,10 +17,11 @@
  * The shim raises the soft limit for the moment of a copy (never past the hard
  * limit) and keeps its descriptors there, so a program under a limit of 16
  * opens as many files as without it. Where the hard limit leaves no room
- * above, a descriptor is kept high inside a range of 1024 or more (a program
- * that needs the last of a thousand descriptors is rare) and not kept at all
- * in a smaller one: the log and the stream are then opened for each write and
- * closed again, and there is no copy of stderr.
+ * above, or the soft limit is past 65536, a descriptor is kept high inside a
+ * range of 1024 or more (a program that needs the last of a thousand
+ * descriptors is rare) and not kept at all in a smaller one: the log and the
+ * stream are then opened for each write and closed again, and there is no
+ * copy of stderr.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,14 +36,18 @@
 #include "sys.h"
 
 /* The smallest range the shim keeps a descriptor inside of, when it cannot
- * keep it above; and how far above the soft limit it looks for a number. */
+ * keep it above; how far above the soft limit it looks for a number; and the
+ * highest soft limit it goes above (a descriptor at number N makes the kernel
+ * grow the process's table to N entries: 512 KiB of it at this one, and a
+ * range this large is not one a program runs out of). */
 #define ROOMY_RANGE 1024
 #define ROOM_ABOVE 64
+#define HIGHEST_ABOVE 65536
 
 enum placement { PLACE_ABOVE_LIMIT, PLACE_HIGH_IN_RANGE, PLACE_NOWHERE };
 
 static enum placement placement_for(const struct rlimit *lim) {
-  if (lim->rlim_cur == RLIM_INFINITY) return PLACE_HIGH_IN_RANGE;
+  if (lim->rlim_cur == RLIM_INFINITY || lim->rlim_cur > HIGHEST_ABOVE) return PLACE_HIGH_IN_RANGE;
   if (lim->rlim_max == RLIM_INFINITY || lim->rlim_max > lim->rlim_cur) return PLACE_ABOVE_LIMIT;
   return lim->rlim_cur >= ROOMY_RANGE ? PLACE_HIGH_IN_RANGE : PLACE_NOWHERE;
 }
@@ -61,7 +66,6 @@ static int high_in_range(const struct rlimit *lim) {
 /* A copy of fd at the soft limit or above. The limit is put back at once,
  * unless the program changed it meanwhile (then the program's value stays). */
 static int copy_above_limit(int fd, const struct rlimit *lim) {
-  if (lim->rlim_cur > (rlim_t)(1 << 30)) return -1; /* no descriptor numbers up there */
   struct rlimit raised = *lim, now;
   rlim_t room = lim->rlim_max == RLIM_INFINITY ? ROOM_ABOVE : lim->rlim_max - lim->rlim_cur;
   raised.rlim_cur += room < ROOM_ABOVE ? room : ROOM_ABOVE;
