@@ -13,6 +13,9 @@
  *                                is taken, then gives them back and exits
  *   stream_prog finding          one finding (AC101)
  *   stream_prog crash            one finding, then killed by SIGKILL
+ *   stream_prog torn             under the CLI: writes half a record into its
+ *                                own stream and leaves as a killed process
+ *                                would, without an end
  *   stream_prog late             a finding made in the destructor of a
  *                                library it links (late_lib.c), which runs
  *                                after the shim's own
@@ -20,6 +23,7 @@
  * Exit status 0 when every call answered as expected.
  */
 #include <cuda.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -117,12 +121,30 @@ static int files(int hog) {
   return 0;
 }
 
+/* Half a record at the end of this process's stream in the session folder. */
+static int tear(void) {
+  const char *session = getenv("ATTACHCHECK_SESSION_DIR");
+  char prefix[32], path[4096];
+  snprintf(prefix, sizeof prefix, "%d.", (int)getpid());
+  DIR *d = session ? opendir(session) : NULL;
+  if (!d) return 1;
+  path[0] = 0;
+  for (struct dirent *e; (e = readdir(d));)
+    if (strncmp(e->d_name, prefix, strlen(prefix)) == 0)
+      snprintf(path, sizeof path, "%s/%s", session, e->d_name);
+  closedir(d);
+  int fd = path[0] ? open(path, O_WRONLY | O_APPEND) : -1;
+  if (fd < 0 || write(fd, "{\"type\": \"find", 15) != 15) return 1;
+  _exit(0);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "";
   const char *arg = argc > 2 ? argv[2] : "";
   if (strcmp(mode, "fill") == 0 && argc > 2)
     return fill_then_find(arg, argc > 3 ? argv[3] : "", argc > 4 ? atol(argv[4]) : 1);
   if (strcmp(mode, "files") == 0) return files(strcmp(arg, "hog") == 0);
+  if (strcmp(mode, "torn") == 0) return tear();
   if (strcmp(mode, "late") == 0) {
     if (start()) return 1;
     late_lib_attach_at_exit(managed);
@@ -134,6 +156,7 @@ int main(int argc, char **argv) {
     if (strcmp(mode, "crash") == 0) raise(SIGKILL);
     return 0;
   }
-  fprintf(stderr, "usage: stream_prog fill DIR [free|quit] [N]|files [hog]|finding|crash|late\n");
+  fprintf(stderr,
+          "usage: stream_prog fill DIR [free|quit] [N]|files [hog]|finding|crash|torn|late\n");
   return 2;
 }

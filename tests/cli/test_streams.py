@@ -164,13 +164,7 @@ def sixteen_descriptors(d):
 def torn_stream(d):
     # The program writes half a record into its own stream and leaves as a
     # killed process would: without an end.
-    script = write_file(d, "torn.py",
-                        "import os\n"
-                        "folder = os.environ['ATTACHCHECK_SESSION_DIR']\n"
-                        "name = [n for n in os.listdir(folder) if n.startswith(str(os.getpid()))]\n"
-                        "open(os.path.join(folder, name[0]), 'a').write('{\"type\": \"find')\n"
-                        "os._exit(0)\n")
-    p = run([CLI, "--require-cuda-init", "no", "--json", f"{d}/torn.json", sys.executable, script])
+    p = run([CLI, "--require-cuda-init", "no", "--json", f"{d}/torn.json", PROG, "torn"])
     report = load(f"{d}/torn.json")
     check("a torn stream: one line naming the process, status 5",
           p.returncode == 5 and len(incomplete_lines(p.stderr)) == 1 and "torn" in p.stderr and
