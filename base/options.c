@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/auxv.h>
 
 #include "options.h"
 
@@ -13,10 +14,16 @@
 #define AC_OPT_IS_BOOL_PATH false
 #define AC_OPT_IS_BOOL_PATHS false
 #define AC_OPT_IS_BOOL_CHOICE false
+#define AC_OPT_IS_PATH_BOOL false
+#define AC_OPT_IS_PATH_INT false
+#define AC_OPT_IS_PATH_COUNT false
+#define AC_OPT_IS_PATH_PATH true
+#define AC_OPT_IS_PATH_PATHS true
+#define AC_OPT_IS_PATH_CHOICE false
 
 const struct ac_option_info ac_option_table[] = {
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
-  {#Name, AC_SCOPE_##Scope, Default, Metavar, Desc, AC_OPT_IS_BOOL_##Type},
+  {#Name, AC_SCOPE_##Scope, Default, Metavar, Desc, AC_OPT_IS_BOOL_##Type, AC_OPT_IS_PATH_##Type},
 #include "options.inc"
 #undef AC_OPTION
 };
@@ -181,18 +188,41 @@ bool ac_option_set(struct ac_options *o, const char *name, const char *value, ch
   return set_index(o, (size_t)i, value, err, errlen);
 }
 
+/* Adds an option's variable to the list of those ignored. */
+static void note_ignored(char *list, size_t len, const char *env) {
+  size_t n = strlen(list);
+  snprintf(list + n, len - n, "%s%s", n ? ", " : "", env);
+}
+
 void ac_options_from_env(struct ac_options *o, void (*warn)(const char *line)) {
+  /* In a secure-exec process (set-user-ID or set-group-ID, or given
+   * capabilities by its file: AT_SECURE) the environment is the unprivileged
+   * caller's. A path from it would let that user choose where a privileged
+   * process writes, what it reads and which library it loads: those options
+   * keep their defaults, and one line says so. */
+  bool secure = getauxval(AT_SECURE) != 0;
+  char ignored[1024] = "", line[1200];
   for (size_t i = 0; i < ac_option_count; i++) {
-    char cli[64], env[96], err[256], line[400];
+    char cli[64], env[96], err[256];
     if (ac_option_table[i].scope != AC_SCOPE_SHIM) continue;
     ac_option_spell(i, cli, env, sizeof cli);
     const char *v = getenv(env);
+    if (v && secure && ac_option_table[i].is_path) {
+      note_ignored(ignored, sizeof ignored, env);
+      continue;
+    }
     if (!v || set_index(o, i, v, err, sizeof err)) continue;
     snprintf(line, sizeof line, "%s: %s; using the default '%s'", env, err,
              ac_option_table[i].default_value);
     warn(line);
     set_index(o, i, ac_option_table[i].default_value, err, sizeof err);
   }
+  if (!ignored[0]) return;
+  snprintf(line, sizeof line,
+           "a set-user-ID, set-group-ID or capability-raising program (AT_SECURE): %s ignored "
+           "(paths and the driver are not taken from the environment of such a program)",
+           ignored);
+  warn(line);
 }
 
 void ac_option_format(const struct ac_options *o, size_t index, char *buf, size_t len) {

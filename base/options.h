@@ -46,6 +46,8 @@ struct ac_option_info {
   enum ac_option_scope scope;
   const char *default_value, *metavar, *description;
   bool is_bool; /* may be given as a bare flag on the command line: --name means on */
+  bool
+      is_path; /* a file, folder or library: never taken from a secure-exec program's environment */
 };
 /* The option's index by name (underscores or dashes), or -1. */
 long ac_option_find(const char *name);
@@ -61,7 +63,10 @@ void ac_options_defaults(struct ac_options *o);
 bool ac_option_set(struct ac_options *o, const char *name, const char *value, char *err,
                    size_t errlen);
 /* Reads every shim option from ATTACHCHECK_*; a malformed value is reported
- * through warn (one line each) and the default is kept. */
+ * through warn (one line each) and the default is kept. In a secure-exec
+ * process (AT_SECURE: set-user-ID, set-group-ID, file capabilities) the path
+ * options (reports, log, suppressions, session, driver) are not read: one
+ * line through warn names those that were set. */
 void ac_options_from_env(struct ac_options *o, void (*warn)(const char *line));
 /* The option's current value as text, for passing on and for reports. */
 void ac_option_format(const struct ac_options *o, size_t index, char *buf, size_t len);

@@ -78,6 +78,39 @@ int ac_sys_dup_at_least(int fd, int min) {
   return (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, min);
 }
 
+int ac_sys_ftruncate(int fd, off_t length) {
+  return (int)syscall(SYS_ftruncate, fd, length);
+}
+
+int ac_sys_lstat(const char *path, struct stat *st) {
+  return (int)syscall(SYS_newfstatat, AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW);
+}
+
+int ac_sys_mkdir(const char *path, mode_t mode) {
+  return (int)syscall(SYS_mkdirat, AT_FDCWD, path, mode);
+}
+
+int ac_sys_rmdir(const char *path) {
+  return (int)syscall(SYS_unlinkat, AT_FDCWD, path, AT_REMOVEDIR);
+}
+
+/* renameat2 with no flags: the one rename every architecture has (aarch64
+ * has no plain renameat). */
+int ac_sys_rename(const char *from, const char *to) {
+  return (int)syscall(SYS_renameat2, AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+
+bool ac_sys_random(void *buf, size_t n) {
+  char *p = buf;
+  while (n > 0) {
+    long r = syscall(SYS_getrandom, p, n, 0);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r, n -= (size_t)r;
+  }
+  return true;
+}
+
 static char *read_fd(int fd, const char *path, size_t size, size_t *len, char *err, size_t errlen) {
   char *text = malloc(size + 1);
   if (!text) return snprintf(err, errlen, "%s: out of memory", path), NULL;

@@ -29,6 +29,14 @@ void ac_sys_sleep_ms(int ms);
 int ac_sys_unlink(const char *path);
 /* fcntl(fd, F_DUPFD_CLOEXEC, min). */
 int ac_sys_dup_at_least(int fd, int min);
+int ac_sys_ftruncate(int fd, off_t length);
+/* lstat: the link itself, never what it points to. */
+int ac_sys_lstat(const char *path, struct stat *st);
+int ac_sys_mkdir(const char *path, mode_t mode);
+int ac_sys_rmdir(const char *path);
+int ac_sys_rename(const char *from, const char *to);
+/* n random bytes (getrandom(2), not through the shim's own wrapper). */
+bool ac_sys_random(void *buf, size_t n);
 /* Reads the whole of a regular file of at most max bytes into a new buffer
  * (NUL-terminated; *len without the NUL). Never blocks on a FIFO and never
  * reads without bound: anything but a regular file, or a larger one, is

@@ -11,8 +11,9 @@
  * to the program; ASan's check that its runtime comes first is turned off.
  * Exit status: the program's own (128+N for a signal), --error-exitcode when
  * there were error findings, 2 when a report or the log could not be written,
- * 3 when the shim never loaded into any process, 4 when no process
- * initialised CUDA (unless --require-cuda-init=no).
+ * 3 when the shim never loaded into any process, 5 when records of a process
+ * did not all reach the report, 4 when no process initialised CUDA (unless
+ * --require-cuda-init=no).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -323,7 +324,19 @@ static int run(char **argv, bool *started) {
   return WEXITSTATUS(status);
 }
 
-/* The record streams in the session folder, one per process. */
+/* Streams in the order the processes came: by pid, then a program exec'd
+ * into a pid after the one before it (<pid>.jsonl, <pid>.1.jsonl, ...). */
+static int compare_streams(const void *a, const void *b) {
+  const char *x = strrchr(*(char *const *)a, '/'), *y = strrchr(*(char *const *)b, '/');
+  char *xe, *ye;
+  long xp = strtol(x + 1, &xe, 10), yp = strtol(y + 1, &ye, 10);
+  long xn = *xe == '.' ? strtol(xe + 1, NULL, 10) : 0,
+       yn = *ye == '.' ? strtol(ye + 1, NULL, 10) : 0;
+  return xp != yp ? (xp > yp) - (xp < yp) : (xn > yn) - (xn < yn);
+}
+
+/* The record streams in the session folder, one per process (and one per
+ * program a process exec'd). */
 static int list_streams(const char *session, char ***paths) {
   DIR *d = opendir(session);
   int n = 0, cap = 0;
@@ -336,6 +349,7 @@ static int list_streams(const char *session, char ***paths) {
     if (asprintf(&(*paths)[n], "%s/%s", session, e->d_name) >= 0) n++;
   }
   closedir(d);
+  if (n) qsort(*paths, (size_t)n, sizeof **paths, compare_streams);
   return n;
 }
 
@@ -423,9 +437,49 @@ static void say_shim_never_loaded(const char *program) {
           why);
 }
 
+/* How one process's records fell short, as the report says it. */
+static void describe_incomplete(const json_t *proc, char *buf, size_t len) {
+  const json_t *inc = json_object_get(proc, "incomplete");
+  json_int_t torn = json_integer_value(json_object_get(inc, "torn_records"));
+  json_int_t lost = json_integer_value(json_object_get(inc, "lost_records"));
+  const char *why = ac_json_str(inc, "why");
+  char lost_text[64] = "", torn_text[80] = "";
+  if (lost)
+    snprintf(lost_text, sizeof lost_text, ", %lld record%s lost", (long long)lost,
+             lost == 1 ? "" : "s");
+  if (torn)
+    snprintf(torn_text, sizeof torn_text, "%storn: %lld partial record%s",
+             json_is_true(json_object_get(inc, "cut")) ? ", " : "", (long long)torn,
+             torn == 1 ? "" : "s");
+  snprintf(buf, len, "%lld (%s%s%s%s%s)",
+           (long long)json_integer_value(json_object_get(proc, "pid")),
+           json_is_true(json_object_get(inc, "cut")) ? "cut" : "", *why ? ": " : "", why, lost_text,
+           torn_text);
+}
+
+/* The one line for a report that misses records: which processes, and how. */
+static void say_incomplete(const json_t *report) {
+  char line[1024], one[300];
+  size_t i, said = 0;
+  const json_t *proc;
+  int n = snprintf(line, sizeof line,
+                   AC_PREFIX "error: the report is incomplete: records of "
+                             "process");
+  json_array_foreach(json_object_get(report, "processes"), i, proc) {
+    if (!json_object_get(proc, "incomplete")) continue;
+    describe_incomplete(proc, one, sizeof one);
+    if (n > 0 && (size_t)n < sizeof line)
+      n += snprintf(line + n, sizeof line - (size_t)n, "%s %s", said++ ? "," : "", one);
+  }
+  fprintf(stderr,
+          "%s did not all reach it (its record stream was cut or torn): findings may be "
+          "missing\n",
+          line);
+}
+
 /* The exit status from what the run left: a lost report or log first (a run
- * must not pass whose findings went nowhere), then the shim's absence, CUDA's
- * absence, the findings, and the program's own status. */
+ * must not pass whose findings went nowhere), then the shim's absence, lost
+ * records, CUDA's absence, the findings, and the program's own status. */
 static int run_status(const struct ac_options *o, const struct ac_summary *sum, int status,
                       bool output_lost, const char *program) {
   if (output_lost) return EXIT_OUTPUT_LOST;
@@ -433,6 +487,7 @@ static int run_status(const struct ac_options *o, const struct ac_summary *sum, 
     say_shim_never_loaded(program);
     return EXIT_SHIM_NOT_LOADED;
   }
+  if (sum->incomplete_processes) return EXIT_RECORDS_LOST;
   if (o->require_cuda_init && sum->cuda_processes == 0) {
     fprintf(stderr, AC_PREFIX "error: the program never initialised CUDA: nothing was "
                               "checked (--require-cuda-init=no accepts this)\n");
@@ -488,13 +543,10 @@ int main(int argc, char **argv) {
             report ? why : "out of memory");
     output_lost = true;
   }
-  json_decref(report);
   remove_session(session, paths, n);
+  if (started && !print_summary(&o, &sum)) output_lost = true;
+  if (started && sum.incomplete_processes) say_incomplete(report);
+  json_decref(report);
   if (!started) return status;
-
-  if (!print_summary(&o, &sum)) output_lost = true;
-  if (sum.dropped_records)
-    fprintf(stderr, AC_PREFIX "%d incomplete record%s dropped (a process died mid-write)\n",
-            sum.dropped_records, sum.dropped_records == 1 ? "" : "s");
   return run_status(&o, &sum, status, output_lost, argv[prog]);
 }

@@ -1,9 +1,8 @@
-/* jsonl.c - the per-process record stream.
+/* jsonl.c - the records of the per-process stream, and where it goes.
  *
- * Every record is one line written with one write(2) on an O_APPEND file, so
- * records from several threads or processes never interleave, and each is on
- * disk (in the page cache) before the call that made it returns: a crash right
- * after a finding still leaves the finding.
+ * Every record is one line, written with one write(2) by stream.c, so each is
+ * on disk (in the page cache) before the call that made it returns: a crash
+ * right after a finding still leaves the finding.
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -13,40 +12,36 @@
 #include "report.h"
 #include "sys.h"
 
-bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len, char *err,
-                   size_t errlen) {
-  int n;
-  char base[4096];
+bool ac_jsonl_place(const struct ac_options *o, int pid, struct ac_records_place *place, char *err,
+                    size_t errlen) {
   err[0] = 0;
   if (o->session_dir && *o->session_dir) {
-    n = snprintf(buf, len, "%s/%d.jsonl", o->session_dir, pid);
-  } else {
-    const char *report = o->json && *o->json ? o->json : o->sarif && *o->sarif ? o->sarif : o->html;
-    if (!report || !*report) return false;
-    char suffix[32];
-    if (!ac_expand_path(report, pid, base, sizeof base, err, errlen)) return false;
-    snprintf(suffix, sizeof suffix, ".%d.jsonl", pid);
-    n = ac_sibling_name(base, suffix, buf, len) ? 0 : -1;
+    place->make_folder = false;
+    int n = snprintf(place->where, sizeof place->where, "%s", o->session_dir);
+    if (n < 0 || (size_t)n >= sizeof place->where)
+      return snprintf(err, errlen, "session folder path too long"), false;
+    return true;
   }
-  if (n < 0 || (size_t)n >= len) return snprintf(err, errlen, "report path too long"), false;
+  const char *report = o->json && *o->json ? o->json : o->sarif && *o->sarif ? o->sarif : o->html;
+  if (!report || !*report) return false;
+  char base[4096], suffix[32];
+  if (!ac_expand_path(report, pid, base, sizeof base, err, errlen)) return false;
+  /* The folder's name ends in six random characters: named with a stand-in
+   * tail here (so a long name takes its short form), which is then cut off. */
+  snprintf(suffix, sizeof suffix, ".%d.XXXXXX", pid);
+  if (!ac_sibling_name(base, suffix, place->where, sizeof place->where))
+    return snprintf(err, errlen, "report path too long"), false;
+  place->where[strlen(place->where) - 6] = 0;
+  place->make_folder = true;
   return true;
 }
 
-bool ac_jsonl_append(const char *path, json_t *record) {
+char *ac_jsonl_line(json_t *record, size_t *len) {
   char *line = json_dumps(record, JSON_COMPACT);
-  if (!line) return false;
-  size_t n = strlen(line);
-  line[n] = '\n'; /* json_dumps leaves room for its terminator; reuse it */
-  /* O_NONBLOCK: a FIFO planted at the path must not stop the program. */
-  int fd =
-      ac_sys_open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0644);
-  bool ok = false;
-  if (fd >= 0) {
-    ok = ac_sys_write_all(fd, line, n + 1);
-    ac_sys_close(fd);
-  }
-  free(line);
-  return ok;
+  if (!line) return NULL;
+  *len = strlen(line);
+  line[(*len)++] = '\n'; /* json_dumps leaves room for its terminator; reuse it */
+  return line;
 }
 
 static json_t *read_argv(void) {

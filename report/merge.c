@@ -1,22 +1,38 @@
 /* merge.c - the final JSON report, built from record streams.
  *
- * The same code serves the shim at exit (one stream) and the CLI after the
- * program ends (one stream per process, also when a process crashed). A line
- * that is not a complete record - a process killed mid-write - is counted in
- * summary.dropped_records and skipped; every complete record is kept.
+ * The same code serves the shim at exit (its own stream, and the records that
+ * still wait in its memory) and the CLI after the program ends (one stream per
+ * process, also when a process crashed). A line that is not a complete record
+ * - a process killed mid-write - is counted in summary.dropped_records and
+ * skipped; every complete record is kept. A process whose records did not all
+ * arrive is marked incomplete, so a report that misses findings never looks
+ * clean: its stream was torn (a partial line), or cut (a record could not be
+ * written - the CLI reads it from the stream's cut name, from a stream with
+ * no record at all, and from a "lost" record).
  */
+#define _GNU_SOURCE
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "report.h"
+#include "sys.h"
 
 struct merge {
   json_t *processes; /* pid (as text) -> process object */
   json_t *findings;  /* key -> finding object */
   json_t *order;     /* keys in first-seen order */
   struct ac_summary *sum;
+  bool judge_names; /* a stream's name and emptiness tell of lost records (the CLI's streams) */
+};
+
+/* What one stream held. */
+struct stream_facts {
+  int records, torn;
+  json_int_t pid; /* of its first record; else from its name */
 };
 
 static json_t *process_of(struct merge *m, json_int_t pid) {
@@ -38,6 +54,29 @@ static void note_process(json_t *finding, json_int_t pid) {
   json_t *p;
   json_array_foreach(pids, i, p) if (json_integer_value(p) == pid) return;
   json_array_append_new(pids, json_integer(pid));
+}
+
+/* The process's "incomplete" object, made on first use. */
+static json_t *incomplete_of(json_t *proc) {
+  json_t *inc = json_object_get(proc, "incomplete");
+  if (!inc) {
+    inc = json_pack("{s:b, s:i}", "cut", 0, "torn_records", 0);
+    json_object_set_new(proc, "incomplete", inc);
+  }
+  return inc;
+}
+
+static void add_count(json_t *object, const char *key, json_int_t n) {
+  json_object_set_new(object, key,
+                      json_integer(json_integer_value(json_object_get(object, key)) + n));
+}
+
+/* Records a process could not write: known from its lost record. */
+static void take_lost(json_t *proc, const json_t *r) {
+  json_t *inc = incomplete_of(proc);
+  json_object_set_new(inc, "cut", json_true());
+  add_count(inc, "lost_records", json_integer_value(json_object_get(r, "records")));
+  if (*ac_json_str(r, "why")) json_object_set_new(inc, "why", json_string(ac_json_str(r, "why")));
 }
 
 static void take_record(struct merge *m, json_t *r) {
@@ -63,6 +102,8 @@ static void take_record(struct merge *m, json_t *r) {
     if (!errors) json_object_set_new(proc, "output_errors", errors = json_array());
     json_array_append_new(errors, json_string(ac_json_str(r, "message")));
     m->sum->output_errors++;
+  } else if (strcmp(type, "lost") == 0) {
+    take_lost(proc, r);
   } else if (strcmp(type, "exit") == 0) {
     json_object_set_new(proc, "exited", json_true());
   } else if (strcmp(type, "finding") == 0 || strcmp(type, "repeat") == 0) {
@@ -85,23 +126,73 @@ static void take_record(struct merge *m, json_t *r) {
   }
 }
 
-static void read_stream(struct merge *m, const char *path) {
-  FILE *in = fopen(path, "re");
-  if (!in) return;
+static void read_lines(struct merge *m, FILE *in, struct stream_facts *facts) {
   char *line = NULL;
   size_t cap = 0;
   ssize_t n;
   while ((n = getline(&line, &cap, in)) > 0) {
     json_error_t error;
     json_t *r = line[n - 1] == '\n' ? json_loads(line, 0, &error) : NULL;
-    if (json_is_object(r))
+    if (json_is_object(r)) {
+      if (!facts->records++ && json_is_integer(json_object_get(r, "pid")))
+        facts->pid = json_integer_value(json_object_get(r, "pid"));
       take_record(m, r);
-    else
+    } else {
       m->sum->dropped_records++;
+      facts->torn++;
+    }
     json_decref(r);
   }
   free(line);
+}
+
+/* The pid a stream's name starts with (<pid>.jsonl, <pid>.<n>.jsonl). */
+static json_int_t pid_of_name(const char *path) {
+  const char *base = strrchr(path, '/');
+  return strtoll(base ? base + 1 : path, NULL, 10);
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* Marks the process whose stream this was, when records are missing. */
+static void judge_stream(struct merge *m, const char *path, const struct stream_facts *facts) {
+  bool cut = m->judge_names && path && (has_suffix(path, AC_RECORDS_CUT_SUFFIX) || !facts->records);
+  if (!cut && !facts->torn) return;
+  json_t *inc = incomplete_of(process_of(m, facts->records ? facts->pid : pid_of_name(path)));
+  if (cut) json_object_set_new(inc, "cut", json_true());
+  add_count(inc, "torn_records", facts->torn);
+}
+
+/* A stream file: a regular file, never reached through a link. */
+static FILE *open_stream(const char *path) {
+  int fd = ac_sys_open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0);
+  struct stat st;
+  FILE *in = fd >= 0 && ac_sys_fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? fdopen(fd, "r") : NULL;
+  if (!in && fd >= 0) ac_sys_close(fd);
+  return in;
+}
+
+static void read_stream(struct merge *m, const char *path) {
+  struct stream_facts facts = {0};
+  FILE *in = open_stream(path);
+  if (in) {
+    read_lines(m, in, &facts);
+    fclose(in);
+  }
+  judge_stream(m, path, &facts);
+}
+
+/* Records the shim still holds in memory: lines, as in a stream. */
+static void read_text(struct merge *m, const char *text, size_t len) {
+  struct stream_facts facts = {0};
+  FILE *in = len ? fmemopen((void *)text, len, "r") : NULL;
+  if (!in) return;
+  read_lines(m, in, &facts);
   fclose(in);
+  judge_stream(m, NULL, &facts);
 }
 
 static void count(struct merge *m, json_t *findings) {
@@ -124,35 +215,50 @@ static void count(struct merge *m, json_t *findings) {
   json_object_foreach(m->processes, pid, p) {
     m->sum->processes++;
     if (json_is_true(json_object_get(p, "cuda_initialized"))) m->sum->cuda_processes++;
+    if (json_object_get(p, "incomplete")) m->sum->incomplete_processes++;
   }
 }
 
-json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum) {
-  struct merge m = {json_object(), json_object(), json_array(), sum};
-  memset(sum, 0, sizeof *sum);
+static json_t *merge(struct merge *m, const char *const *paths, int n, const char *text,
+                     size_t len) {
+  memset(m->sum, 0, sizeof *m->sum);
   for (int i = 0; i < n; i++)
-    read_stream(&m, paths[i]);
+    read_stream(m, paths[i]);
+  read_text(m, text, len);
   json_t *findings = json_array(), *processes = json_array();
   size_t i;
   json_t *key;
-  json_array_foreach(m.order, i, key)
-      json_array_append(findings, json_object_get(m.findings, json_string_value(key)));
+  json_array_foreach(m->order, i, key)
+      json_array_append(findings, json_object_get(m->findings, json_string_value(key)));
   const char *pid;
   json_t *p;
-  json_object_foreach(m.processes, pid, p) json_array_append(processes, p);
-  count(&m, findings);
+  json_object_foreach(m->processes, pid, p) json_array_append(processes, p);
+  count(m, findings);
+  const struct ac_summary *sum = m->sum;
   json_t *first = json_array_size(processes) ? json_array_get(processes, 0) : json_null();
   json_t *report = json_pack(
-      "{s:i, s:{s:s, s:s}, s:O, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:o}",
+      "{s:i, s:{s:s, s:s}, s:O, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:o}",
       "schema_version", AC_SCHEMA_VERSION, "tool", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION,
       "process", first, "processes", processes, "summary", "errors", sum->errors, "warnings",
       sum->warnings, "notes", sum->notes, "suppressed", sum->suppressed, "processes",
       sum->processes, "cuda_processes", sum->cuda_processes, "dropped_records",
-      sum->dropped_records, "output_errors", sum->output_errors, "findings", findings);
-  json_decref(m.processes);
-  json_decref(m.findings);
-  json_decref(m.order);
+      sum->dropped_records, "output_errors", sum->output_errors, "incomplete_processes",
+      sum->incomplete_processes, "findings", findings);
+  json_decref(m->processes);
+  json_decref(m->findings);
+  json_decref(m->order);
   return report;
+}
+
+json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum) {
+  struct merge m = {json_object(), json_object(), json_array(), sum, true};
+  return merge(&m, paths, n, NULL, 0);
+}
+
+json_t *ac_merge_own_stream(const char *path, const char *unwritten, size_t len,
+                            struct ac_summary *sum) {
+  struct merge m = {json_object(), json_object(), json_array(), sum, false};
+  return merge(&m, path ? &path : NULL, path ? 1 : 0, unwritten, len);
 }
 
 /* One report made from the merged one (SARIF, HTML): text, or NULL when it

@@ -208,3 +208,43 @@ int ac_open_log_file(const char *path, char *err, size_t errlen) {
              errno == ELOOP ? "is a symbolic link (not followed)" : strerror(errno));
   return fd;
 }
+
+bool ac_folder_is_private(const char *path, char *why, size_t len) {
+  struct stat st;
+  if (ac_sys_lstat(path, &st) != 0)
+    return snprintf(why, len, "%s: %s", path, strerror(errno)), false;
+  if (!S_ISDIR(st.st_mode))
+    return snprintf(why, len, "%s is not a folder (a link or a file in its place)", path), false;
+  if (st.st_uid != geteuid())
+    return snprintf(why, len, "%s belongs to user %u, not to this one", path, (unsigned)st.st_uid),
+           false;
+  if (st.st_mode & 077)
+    return snprintf(why, len, "%s is open to other users (mode %04o)", path,
+                    (unsigned)(st.st_mode & 07777)),
+           false;
+  return true;
+}
+
+/* Six characters no other user can guess, for the name of a private folder. */
+static bool random_tail(char out[7]) {
+  static const char digits[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  unsigned char r[6];
+  if (!ac_sys_random(r, sizeof r)) return false;
+  for (int i = 0; i < 6; i++)
+    out[i] = digits[r[i] % (sizeof digits - 1)];
+  out[6] = 0;
+  return true;
+}
+
+bool ac_make_private_folder(const char *prefix, char *out, size_t len) {
+  for (int attempt = 0; attempt < 100; attempt++) {
+    char tail[7];
+    if (!random_tail(tail)) return false;
+    int n = snprintf(out, len, "%s%s", prefix, tail);
+    if (n < 0 || (size_t)n >= len) return errno = ENAMETOOLONG, false;
+    /* mkdir never takes a name that is there, a planted link included. */
+    if (ac_sys_mkdir(out, 0700) == 0) return true;
+    if (errno != EEXIST) return false;
+  }
+  return false;
+}

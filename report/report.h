@@ -5,7 +5,8 @@
  *   sink.c        de-duplication, locking, dispatch to the outputs below
  *   text.c        the human-readable block on stderr
  *   json_finding.c  a finding as a JSON object (the schema of docs/report-schema.md)
- *   jsonl.c       the per-process record stream
+ *   jsonl.c       the records of the per-process stream, and where it goes
+ *   stream.c      the stream itself: private, exclusive, nothing lost in silence
  *   merge.c       the final JSON report from one or more streams
  *   sarif.c       the final report as SARIF 2.1.0
  *   html.c        the final report as a self-contained HTML page with a timeline
@@ -13,7 +14,7 @@
  *   suppressions.c  RULE:PATTERN lines that silence findings
  *   paths.c       report file names (%p, %q{ENV}) and their safe creation
  *   symbolize.c   (module, offset, function, file, line) of a return address
- *   output.c      the log and stderr, safe from a program's reuse of descriptors
+ *   output.c      the log, stderr and the stream, safe from a program's descriptors
  * Their raw system calls and the options are the floor below, base/.
  */
 #ifndef AC_REPORT_H
@@ -31,7 +32,7 @@
 
 #define AC_TOOL_NAME "attachcheck"
 #define AC_TOOL_VERSION "0.1.0"
-#define AC_SCHEMA_VERSION 1
+#define AC_SCHEMA_VERSION 2
 
 /* ---- sink.c (used by the shim) ---- */
 /* Announces this process in the session (records it as loaded). Light enough
@@ -126,13 +127,18 @@ void ac_symbolize(const void *pc, struct ac_frame *out);
 void ac_symbolize_set_strip_prefix(const char *prefix);
 
 /* ---- jsonl.c ---- */
-/* Path of this process's stream: <session_dir>/<pid>.jsonl, or, without the
- * CLI, <json>.<pid>.jsonl (<sarif>.<pid>.jsonl when only SARIF is asked for,
- * <html>.<pid>.jsonl when only HTML). */
-bool ac_jsonl_path(const struct ac_options *o, int pid, char *buf, size_t len, char *err,
-                   size_t errlen);
-/* Appends one record (one line, one write) to the stream at path. */
-bool ac_jsonl_append(const char *path, json_t *record);
+/* Where this process's stream goes: the session folder (under the CLI), or a
+ * private folder to make beside the report, named after it: <json>.<pid>.
+ * and six random characters (<sarif>... when only SARIF is asked for,
+ * <html>... when only HTML). */
+struct ac_records_place {
+  char where[4096]; /* the folder, or the start of the folder's name */
+  bool make_folder;
+};
+bool ac_jsonl_place(const struct ac_options *o, int pid, struct ac_records_place *place, char *err,
+                    size_t errlen);
+/* A record as one line, newline included (malloc'd; NULL when out of memory). */
+char *ac_jsonl_line(json_t *record, size_t *len);
 json_t *ac_jsonl_process_record(const struct ac_options *o);
 
 /* ---- merge.c ---- */
@@ -143,9 +149,16 @@ struct ac_summary {
   int cuda_processes;          /* processes that initialised CUDA */
   int dropped_records;         /* unreadable (truncated) records */
   int output_errors;           /* text a process could not write (its log file) */
+  int incomplete_processes;    /* processes whose records did not all arrive (cut or torn) */
 };
-/* Reads the streams and builds the final report; *summary gets the counts. */
+/* Reads the streams (the CLI's: a stream's cut name, or a stream without a
+ * record, says records are missing) and builds the final report; *summary
+ * gets the counts. */
 json_t *ac_merge_streams(const char *const *paths, int count, struct ac_summary *summary);
+/* The same for the shim at exit: its own stream (NULL when none was made) and
+ * the records it could not write (lines, as ac_records_unwritten gives). */
+json_t *ac_merge_own_stream(const char *path, const char *unwritten, size_t len,
+                            struct ac_summary *summary);
 /* ---- sarif.c ---- */
 /* The merged report (ac_merge_streams) as a SARIF 2.1.0 log. */
 json_t *ac_sarif_from_report(const json_t *report);
@@ -173,20 +186,62 @@ void ac_manual_print_help(FILE *out);
 void ac_manual_print_man(FILE *out);
 
 /* ---- output.c ---- */
-/* A text output the program cannot take over by reusing its descriptor. */
+/* An output the program cannot take over by reusing its descriptor, kept out
+ * of the program's range of descriptors where it can be. */
 struct ac_output {
-  int fd;    /* at a high number; -1 when none */
-  dev_t dev; /* the file it was opened as */
+  int fd;         /* held out of the program's range; -1 when none is */
+  bool known;     /* dev and ino are the file it was opened as */
+  bool exclusive; /* a file this process made: reopened only while its name holds it */
+  dev_t dev;
   ino_t ino;
   char path[4096]; /* opened again by this when fd is no longer that file; "" for stderr */
 };
 /* Opens path (absolute) for appending, never through a symbolic link. */
 bool ac_output_open(struct ac_output *out, const char *path, char *err, size_t errlen);
+/* Makes a new file at path (O_EXCL, O_NOFOLLOW, mode 0600); false, errno set. */
+bool ac_output_create(struct ac_output *out, const char *path);
+/* Renames the output's file (it keeps being written). */
+bool ac_output_rename(struct ac_output *out, const char *to);
 /* Takes the current fd 2 as stderr (a copy of it, for when fd 2 changes). */
 void ac_output_adopt_stderr(struct ac_output *out);
-/* Writes all of text; false (errno set) when it could not. */
+/* Writes all of text; false (errno set) when it could not. A file of the
+ * process's own gets all of it or nothing. */
 bool ac_output_write(struct ac_output *out, const char *text, size_t len);
 void ac_output_close(struct ac_output *out);
+
+/* ---- stream.c ---- */
+/* The name a stream takes while records are missing from it. */
+#define AC_RECORDS_CUT_SUFFIX ".cut.jsonl"
+struct ac_records_wait;
+struct ac_records {
+  struct ac_output out;
+  struct ac_records_place place;
+  int pid;
+  char folder[4096]; /* the private folder it is in */
+  dev_t folder_dev;  /* that folder, when this process made it */
+  ino_t folder_ino;
+  char path[4096];                      /* its name while whole */
+  bool created, cut;                    /* the file is made; it has its cut name */
+  struct ac_records_wait *first, *last; /* records not written yet, in order */
+  size_t waiting_bytes;
+  unsigned long waiting, written;
+  unsigned long lost, lost_said; /* records dropped; how many a lost record says */
+  int error;                     /* why the last write failed */
+};
+enum ac_records_result { AC_RECORDS_WRITTEN, AC_RECORDS_WAITING, AC_RECORDS_LOST };
+/* Nothing is made until the first record. */
+void ac_records_init(struct ac_records *s, const struct ac_records_place *place, int pid);
+/* One record (a line): written, waiting in memory, or dropped (counted). */
+enum ac_records_result ac_records_append(struct ac_records *s, const char *text, size_t len);
+/* Writes what waits; true when nothing does any more. */
+bool ac_records_flush(struct ac_records *s);
+/* The records that could not be written, as lines, and a lost record when
+ * some were dropped (malloc'd; NULL when out of memory). */
+char *ac_records_unwritten(const struct ac_records *s, size_t *len);
+/* Deletes the stream and the folder it made; the waiting records go too. */
+void ac_records_remove(struct ac_records *s);
+/* In a forked child: the parent's stream is not the child's to write. */
+void ac_records_forget(struct ac_records *s);
 
 /* ---- paths.c ---- */
 /* pattern with %p (pid), %q{NAME} (environment) and %% expanded. */
@@ -210,5 +265,10 @@ bool ac_sibling_name(const char *path, const char *suffix, char *out, size_t len
 bool ac_absolute_pattern(const char *pattern, char *out, size_t len);
 /* Opens a text log for appending, never through a symbolic link; -1 with err. */
 int ac_open_log_file(const char *path, char *err, size_t errlen);
+/* Whether path is a folder only this user may use: not a link, this user's,
+ * no permission for anyone else (why says which, when not). */
+bool ac_folder_is_private(const char *path, char *why, size_t len);
+/* Makes a new private folder: prefix and six random characters, mode 0700. */
+bool ac_make_private_folder(const char *prefix, char *out, size_t len);
 
 #endif

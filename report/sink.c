@@ -11,6 +11,9 @@
  * off - through outputs the program cannot take over (output.c) and raw
  * system calls (sys.h). Report paths are made absolute when the process
  * starts, so a chdir of the program cannot split its reports.
+ *
+ * A record the stream cannot take waits in memory (stream.c) and is said once;
+ * at exit the report says what never reached it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -40,10 +43,11 @@ static char abs_json[PATH_MAX], abs_sarif[PATH_MAX], abs_html[PATH_MAX], abs_log
  * the report's name with an empty report first. */
 static bool cuda_seen, finding_streamed;
 static struct seen *seen;
-static char stream_path[4096];
-static bool have_stream;    /* the stream is named */
+static struct ac_records stream;
+static bool have_stream;    /* the stream has a place */
 static bool stream_started; /* and holds this process's record */
-static int stream_pid;
+static bool wait_said, drop_said, caught_up_said, late_said;
+static bool finish_registered, finished;
 static struct ac_suppressions suppressions;
 
 static uint64_t finding_key(const struct ac_finding *f) {
@@ -146,15 +150,27 @@ static void open_text_output(void) {
   output_lost(text);
 }
 
+/* A session folder others could write is not used: their records could get
+ * into the report, and they could read these. */
+static bool place_usable(const struct ac_records_place *place, char *text, size_t len) {
+  char why[600];
+  if (place->make_folder || ac_folder_is_private(place->where, why, sizeof why)) return true;
+  snprintf(text, len, "error: the session folder is not private: %s; findings are only printed",
+           why);
+  return false;
+}
+
 static void open_stream(void) {
-  char err[512], text[1200];
-  stream_pid = (int)getpid();
-  have_stream = ac_jsonl_path(opts, stream_pid, stream_path, sizeof stream_path, err, sizeof err);
-  if (!have_stream && err[0]) {
+  char err[512], text[1200] = "";
+  struct ac_records_place place;
+  ac_records_forget(&stream); /* a forked child's: the parent's */
+  have_stream = ac_jsonl_place(opts, (int)getpid(), &place, err, sizeof err);
+  if (!have_stream && err[0])
     snprintf(text, sizeof text, "error: cannot name the report: %s; findings are only printed",
              err);
-    say_on_stderr(text);
-  }
+  have_stream = have_stream && place_usable(&place, text, sizeof text);
+  if (have_stream) ac_records_init(&stream, &place, (int)getpid());
+  if (text[0]) say_on_stderr(text);
 }
 
 /* Under the CLI the stream starts as the process loads (the CLI counts the
@@ -166,16 +182,57 @@ static void start_stream(void) {
   append(ac_jsonl_process_record(opts));
 }
 
+static const char *stream_name(void) {
+  return stream.created ? stream.path : stream.place.where;
+}
+
+/* Whether this process writes its own report at exit (plain LD_PRELOAD). */
+static bool standalone(void) {
+  return opts && !(opts->session_dir && *opts->session_dir) &&
+         ((opts->json && *opts->json) || (opts->sarif && *opts->sarif) ||
+          (opts->html && *opts->html));
+}
+
+/* What the stream did with a record, each said once: that records wait, that
+ * some were dropped, that those that waited were written after all; and,
+ * after the report was written, that a record is not in it. */
+static void say_append(enum ac_records_result result) {
+  char text[sizeof stream.path + 300];
+  if (result == AC_RECORDS_WRITTEN && wait_said && !caught_up_said && !stream.lost) {
+    caught_up_said = true;
+    say_on_stderr("the records that waited were written to the record stream after all: none "
+                  "is lost");
+  }
+  if (result != AC_RECORDS_WRITTEN && !wait_said) {
+    wait_said = true;
+    snprintf(text, sizeof text,
+             "error: cannot write the record stream %s: %s; its records wait in memory until it "
+             "can be written (a crash now would lose them)",
+             stream_name(), strerror(stream.error));
+    say_on_stderr(text);
+  }
+  if (result == AC_RECORDS_LOST && !drop_said) {
+    drop_said = true;
+    say_on_stderr("error: too many records wait for the record stream: the next ones are "
+                  "dropped, counted, and the report will say so");
+  }
+  if (finished && standalone() && !late_said) {
+    late_said = true;
+    snprintf(text, sizeof text,
+             "error: a record came after the report was written (from an exit handler that ran "
+             "after attachcheck's): it is in %s, not in the report",
+             stream_name());
+    say_on_stderr(text);
+  }
+}
+
 static void append(json_t *record) {
   if (!record) return;
   if (have_stream && !stream_started) start_stream();
-  if (have_stream && !ac_jsonl_append(stream_path, record)) {
-    char text[sizeof stream_path + 100];
-    snprintf(text, sizeof text, "error: cannot write %s: %s; findings are only printed",
-             stream_path, strerror(errno));
-    have_stream = false;
-    say_on_stderr(text);
-  }
+  size_t len;
+  char *line = have_stream ? ac_jsonl_line(record, &len) : NULL;
+  if (line) say_append(ac_records_append(&stream, line, len));
+  free(line);
   json_decref(record);
 }
 
@@ -292,6 +349,7 @@ static bool text_wanted(void) {
  * own stream, its own %p log). */
 static void start_outputs(void) {
   cuda_seen = finding_streamed = stream_started = false;
+  wait_said = drop_said = caught_up_said = late_said = finished = false;
   open_stream();
   if (have_stream && opts->session_dir && *opts->session_dir) start_stream();
   open_text_output();
@@ -370,37 +428,95 @@ void ac_report_finding(const struct ac_finding *f) {
   unlock_sink();
 }
 
-/* Under plain LD_PRELOAD: the final report of this process, from its stream.
+/* Under plain LD_PRELOAD, with the report written: what did not reach it,
+ * as the report says it. */
+static void say_incomplete(const json_t *report) {
+  const json_t *inc = json_object_get(json_object_get(report, "process"), "incomplete");
+  if (!inc) return;
+  json_int_t lost = json_integer_value(json_object_get(inc, "lost_records"));
+  char text[300];
+  snprintf(text, sizeof text,
+           "error: the report is incomplete: %lld record%s of this process could not be written "
+           "(%s); findings may be missing from it",
+           (long long)lost, lost == 1 ? "" : "s", ac_json_str(inc, "why"));
+  say_on_stderr(text);
+}
+
+/* Under plain LD_PRELOAD: the final report of this process, from its stream
+ * and the records that still wait in memory.
  * A process that neither used CUDA nor had a finding (the shell of a wrapper
  * script, an `ls` it runs) writes none: it would take the report's name with
  * an empty report before the program that uses CUDA could write its own. */
 static void write_standalone_report(void) {
   if (!cuda_seen && !finding_streamed) {
-    if (stream_started) ac_sys_unlink(stream_path);
+    ac_records_remove(&stream);
     return;
   }
-  const char *paths[1] = {stream_path};
+  if (ac_records_flush(&stream)) say_append(AC_RECORDS_WRITTEN);
+  size_t len = 0;
+  char *unwritten = ac_records_unwritten(&stream, &len);
   struct ac_summary sum;
-  char err[PATH_MAX + 200], text[sizeof err + sizeof stream_path + 100];
-  json_t *report = ac_merge_streams(paths, 1, &sum);
+  char err[PATH_MAX + 200], text[sizeof err + sizeof stream.path + 200];
+  json_t *report =
+      ac_merge_own_stream(stream.created ? stream.out.path : NULL, unwritten, len, &sum);
+  free(unwritten);
   if (report && ac_write_final_reports(report, opts, (int)getpid(), err, sizeof err)) {
-    ac_sys_unlink(stream_path); /* everything it held is in the reports now */
+    ac_records_remove(&stream); /* everything it held is in the reports now */
+    say_incomplete(report);
   } else {
-    snprintf(text, sizeof text, "error: cannot write the report: %s (the records are in %s)",
-             report ? err : "out of memory", stream_path);
+    snprintf(text, sizeof text, "error: cannot write the report: %s (the records are in %s%s)",
+             report ? err : "out of memory", stream_name(),
+             stream.waiting ? "; those that waited in memory are lost" : "");
     say_on_stderr(text);
   }
   json_decref(report);
 }
 
+/* Under the CLI: records that never reached the stream (the CLI reads the
+ * stream's cut name and fails the run; this line says why). */
+static void say_unwritten(void) {
+  char text[sizeof stream.path + 300];
+  if (ac_records_flush(&stream)) {
+    say_append(AC_RECORDS_WRITTEN);
+    return;
+  }
+  snprintf(text, sizeof text,
+           "error: %lu record%s of this process could not be written to %s (%s): findings are "
+           "missing from the report",
+           stream.waiting + stream.lost, stream.waiting + stream.lost == 1 ? "" : "s",
+           stream_name(), strerror(stream.error));
+  say_on_stderr(text);
+}
+
+/* The exit record and, without the CLI, the final report. */
+static void finish_now(void) {
+  if (!opts || finished || !have_stream) return;
+  if (stream_started) append(json_pack("{s:s, s:i}", "type", "exit", "pid", (int)getpid()));
+  if (standalone())
+    write_standalone_report();
+  else if (stream_started)
+    say_unwritten();
+  finished = true;
+}
+
+static void finish_at_last(void *unused) {
+  (void)unused;
+  lock_sink();
+  finish_now();
+  unlock_sink();
+}
+
+int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
+
+/* Called from the shim's destructor. Libraries whose destructors run after
+ * the shim's may still make findings, so the exit record and the report wait
+ * for them: in an exit handler registered now and owned by no library (no
+ * dso handle), which glibc runs after every destructor. Where it cannot be
+ * registered (exit handlers already done) they are written now. */
 void ac_report_finish(void) {
   lock_sink();
-  if (opts && have_stream && stream_started) {
-    append(json_pack("{s:s, s:i}", "type", "exit", "pid", (int)getpid()));
-    bool standalone = !(opts->session_dir && *opts->session_dir) &&
-                      ((opts->json && *opts->json) || (opts->sarif && *opts->sarif) ||
-                       (opts->html && *opts->html));
-    if (standalone && have_stream) write_standalone_report();
-  }
+  bool later = finish_registered || __cxa_atexit(finish_at_last, NULL, NULL) == 0;
+  finish_registered = true;
   unlock_sink();
+  if (!later) finish_at_last(NULL);
 }
