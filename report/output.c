@@ -92,6 +92,14 @@ static int copy_out_of_range(int fd) {
   }
 }
 
+int ac_output_move_out_of_range(int fd) {
+  if (fd < 0) return fd;
+  int copy = copy_out_of_range(fd);
+  if (copy < 0) return fd;
+  ac_sys_close(fd);
+  return copy;
+}
+
 static bool is_same_file(int fd, dev_t dev, ino_t ino) {
   struct stat st;
   return fd >= 0 && ac_sys_fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;

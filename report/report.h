@@ -208,6 +208,10 @@ void ac_output_adopt_stderr(struct ac_output *out);
  * process's own gets all of it or nothing. */
 bool ac_output_write(struct ac_output *out, const char *text, size_t len);
 void ac_output_close(struct ac_output *out);
+/* fd itself moved where the program's descriptors never come (the copy is
+ * returned and fd closed), or fd where there is no such place: for the
+ * descriptors libdw keeps open (symbolize.c, the shim's open wrapper). */
+int ac_output_move_out_of_range(int fd);
 
 /* ---- stream.c ---- */
 /* The name a stream takes while records are missing from it. */

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "own_code.h"
 #include "report.h"
 #include "sys.h"
 
@@ -117,7 +118,7 @@ static int find_debuginfo_locally(Dwfl_Module *mod, void **userdata, const char 
     fd = ac_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd >= 0) {
       *debuginfo_file_name = strdup(path);
-      return fd;
+      return ac_output_move_out_of_range(fd); /* libdw keeps it open */
     }
   }
   errno = 0;
@@ -129,6 +130,11 @@ static void load_libdw(void) {
   open_beside_report("libelf.so.1"); /* libdw's own dependency, from the same folder */
   void *h = open_beside_report("libdw.so.1");
   if (!h) return;
+  /* The files libdw opens and keeps open (each module's ELF and debug file)
+   * are moved out of the program's range by the shim's open wrapper, which
+   * knows libdw's calls from the program's by their address. */
+  ac_own_code_add(dlsym(h, "dwfl_begin"));
+  ac_own_code_add(dlsym(h, "elf_version"));
   bool ok = LOAD(begin, "dwfl_begin") && LOAD(end, "dwfl_end") &&
             LOAD(proc_report, "dwfl_linux_proc_report") && LOAD(report_end, "dwfl_report_end") &&
             LOAD(addrmodule, "dwfl_addrmodule") && LOAD(addrinfo, "dwfl_module_addrinfo") &&

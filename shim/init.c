@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "libc_real.h"
 #include "report.h"
 #include "sys.h"
 #include "shim.h"
@@ -113,8 +114,16 @@ static bool resolve_driver(char *why, size_t len) {
   return true;
 }
 
+int ac_foreign_child;
+
+void ac_become_foreign_child(void) {
+  __atomic_store_n(&ac_foreign_child, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&ac_ready, 0, __ATOMIC_RELAXED);
+}
+
 bool ac_start_slow(void) {
   if (starting) return false; /* re-entered from inside start-up */
+  if (__atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED)) return false;
   /* A library's constructor may reach the driver before the shim's own
    * constructor has run (glibc runs the preloaded library's last): read the
    * options first, whoever comes first. */
@@ -205,6 +214,7 @@ static void keep_shim_from_programs_run(void) {
 }
 
 static void on_load_once(void) {
+  ac_libc_resolve(); /* now, not in a forked child or a signal handler */
   ac_options_defaults(&ac_opts);
   ac_options_from_env(&ac_opts, warn_line);
   if (ac_opts.target_processes == AC_TARGET_APPLICATION_ONLY) keep_shim_from_programs_run();

@@ -8,10 +8,11 @@
  * sleeping logger or a poll loop then costs the keys nothing. Each wrapper is
  * only that: two stores and, on the way out, a read of the register.
  *
- * The condition-variable waits are forwarded to their GLIBC_2.3.2 version,
- * the one every program built against a glibc since 2003 calls (as the
- * sanitizers' interceptors do); a program still calling the 2.2.5 version,
- * whose condition variables have another layout, is not supported.
+ * The condition-variable waits are forwarded to their GLIBC_2.3.2 version
+ * (libc_real.c), the one every program built against a glibc since 2003
+ * calls, as the sanitizers' interceptors do; a program still calling the
+ * 2.2.5 version, whose condition variables have another layout, is not
+ * supported.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -25,22 +26,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libc_real.h"
 #include "shim.h"
 
-#define PARKED_AS(Ret, Name, Params, Args, Lookup)                                                 \
+#define PARKED(Ret, Name, Params, Args)                                                            \
   AC_EXPORT Ret Name Params {                                                                      \
-    static __typeof__(&Name) real;                                                                 \
-    if (AC_UNLIKELY(!real)) real = (__typeof__(&Name))(Lookup);                                    \
+    __typeof__(&Name) real = AC_LIBC_REAL(Name);                                                   \
     ac_guard_park();                                                                               \
     Ret result = real Args;                                                                        \
     ac_guard_unpark();                                                                             \
     return result;                                                                                 \
   }
-#define PARKED(Ret, Name, Params, Args)                                                            \
-  PARKED_AS(Ret, Name, Params, Args, ac_real_dlsym(RTLD_NEXT, #Name))
-/* The version of a condition-variable wait every current program calls. */
-#define CONDVAR_WAIT(Ret, Name, Params, Args)                                                      \
-  PARKED_AS(Ret, Name, Params, Args, dlvsym(RTLD_NEXT, #Name, "GLIBC_2.3.2"))
 
 PARKED(int, nanosleep, (const struct timespec *req, struct timespec *rem), (req, rem))
 PARKED(int, clock_nanosleep,
@@ -69,9 +65,9 @@ PARKED(int, sigwaitinfo, (const sigset_t *set, siginfo_t *info), (set, info))
 PARKED(int, sigtimedwait, (const sigset_t *set, siginfo_t *info, const struct timespec *timeout),
        (set, info, timeout))
 PARKED(int, sigwait, (const sigset_t *set, int *sig), (set, sig))
-CONDVAR_WAIT(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m), (c, m))
-CONDVAR_WAIT(int, pthread_cond_timedwait,
-             (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *at), (c, m, at))
+PARKED(int, pthread_cond_wait, (pthread_cond_t * c, pthread_mutex_t *m), (c, m))
+PARKED(int, pthread_cond_timedwait,
+       (pthread_cond_t * c, pthread_mutex_t *m, const struct timespec *at), (c, m, at))
 PARKED(int, pthread_cond_clockwait,
        (pthread_cond_t * c, pthread_mutex_t *m, clockid_t clock, const struct timespec *at),
        (c, m, clock, at))

@@ -18,11 +18,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "libc_real.h"
 #include "shim.h"
 
-#define REAL(Name)                                                                                 \
-  static __typeof__(&Name) real_##Name;                                                            \
-  if (AC_UNLIKELY(!real_##Name)) real_##Name = (__typeof__(&Name))ac_real_dlsym(RTLD_NEXT, #Name);
+#define REAL(Name) __typeof__(&Name) real_##Name = AC_LIBC_REAL(Name);
 
 static void check_iov(const char *via, const struct iovec *iov, int n, bool cpu_writes) {
   for (int i = 0; iov && i < n; i++)
@@ -34,7 +33,7 @@ AC_EXPORT ssize_t read(int fd, void *buf, size_t n) {
   ssize_t unwinder;
   if (AC_UNLIKELY(ac_pc_in_unwinder((uintptr_t)__builtin_return_address(0))) &&
       ac_unwinder_read(fd, &unwinder))
-    return unwinder; /* libunwind's check of its own pipe (interceptors_unwinder.c) */
+    return unwinder; /* libunwind's check of its own pipe (interceptors_own.c) */
   ac_guard_check_buffer("read(2)", buf, n, true);
   return real_read(fd, buf, n);
 }

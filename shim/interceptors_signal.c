@@ -29,25 +29,15 @@
 
 #include "fault_esr.h"
 #include "fault_retry.h"
+#include "libc_real.h"
 #include "shim.h"
 
-static __typeof__(&sigaction) real_sigaction;
-static __typeof__(&signal) real_signal;
-static __typeof__(&pthread_sigmask) real_pthread_sigmask;
-static __typeof__(&sigprocmask) real_sigprocmask;
+#define real_sigaction AC_LIBC_REAL(sigaction)
+#define real_signal AC_LIBC_REAL(signal)
+#define real_pthread_sigmask AC_LIBC_REAL(pthread_sigmask)
+#define real_sigprocmask AC_LIBC_REAL(sigprocmask)
 static struct sigaction program_segv; /* the program's own disposition */
 static int installed;
-
-static void resolve_real(void) {
-  if (AC_LIKELY(real_sigprocmask)) return;
-  real_sigaction = (__typeof__(real_sigaction))ac_real_dlsym(RTLD_NEXT, "sigaction");
-  real_signal = (__typeof__(real_signal))ac_real_dlsym(RTLD_NEXT, "signal");
-  real_pthread_sigmask =
-      (__typeof__(real_pthread_sigmask))ac_real_dlsym(RTLD_NEXT, "pthread_sigmask");
-  __atomic_store_n(&real_sigprocmask,
-                   (__typeof__(real_sigprocmask))ac_real_dlsym(RTLD_NEXT, "sigprocmask"),
-                   __ATOMIC_RELEASE);
-}
 
 /* ---- the guard's handler ---- */
 
@@ -209,8 +199,6 @@ static int install_ours_locked(void) {
 }
 
 void ac_signal_install_guard_handler(void) {
-  resolve_real();
-  if (!real_sigaction) return;
   ac_lock(AC_LOCK_disposition);
   if (real_sigaction(SIGSEGV, NULL, &program_segv) == 0 && install_ours_locked() == 0)
     __atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
@@ -248,17 +236,14 @@ static int masked_call(__typeof__(&sigprocmask) real, int how, const sigset_t *s
 }
 
 AC_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
-  resolve_real();
   return masked_call(real_pthread_sigmask, how, set, old);
 }
 
 AC_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
-  resolve_real();
   return masked_call(real_sigprocmask, how, set, old);
 }
 
 AC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-  resolve_real();
   if (sig != SIGSEGV || !__atomic_load_n(&installed, __ATOMIC_ACQUIRE)) {
     if (!act || !sigismember(&act->sa_mask, SIGSEGV)) return real_sigaction(sig, act, old);
     struct sigaction copy = *act; /* a handler that touches managed memory stays guarded */
@@ -277,7 +262,6 @@ AC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *
 }
 
 AC_EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
-  resolve_real();
   if (sig != SIGSEGV || !__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
     return real_signal(sig, handler);
   struct sigaction act, old;

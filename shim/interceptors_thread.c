@@ -9,12 +9,19 @@
  * routine. A thread the driver makes for itself (its caller is libcuda) is
  * marked so: the driver's own accesses are never judged; so is one the shim
  * makes (the page guard's reporter), whose wait is no program's.
+ *
+ * A process made without the fork handlers - _Fork(), clone() without
+ * CLONE_VM, a raw clone system call (interceptors_own.c's syscall) -
+ * is marked a foreign child from its first step: the shim stays out of it.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
 #include <stdlib.h>
 
+#include "libc_real.h"
 #include "shim.h"
 
 struct thread_start {
@@ -33,9 +40,7 @@ static void *start_thread(void *p) {
 
 AC_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                              void *(*routine)(void *), void *arg) {
-  static __typeof__(&pthread_create) real;
-  if (AC_UNLIKELY(!real))
-    real = (__typeof__(&pthread_create))ac_real_dlsym(RTLD_NEXT, "pthread_create");
+  __typeof__(&pthread_create) real = AC_LIBC_REAL(pthread_create);
   struct thread_start *s = malloc(sizeof *s);
   if (!s) return real(thread, attr, routine, arg); /* unknown to the guard, but made */
   /* The driver's threads, and the shim's own (the guard's reporter), run
@@ -49,4 +54,39 @@ AC_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
     free(s);
   }
   return r;
+}
+
+/* ---- processes made without the fork handlers ---- */
+
+AC_EXPORT pid_t _Fork(void) {
+  __typeof__(&_Fork) real = AC_LIBC_REAL(_Fork);
+  pid_t pid = real();
+  if (pid == 0) ac_become_foreign_child();
+  return pid;
+}
+
+struct clone_start {
+  int (*fn)(void *);
+  void *arg;
+};
+
+static int start_foreign_child(void *p) {
+  struct clone_start s = *(struct clone_start *)p;
+  ac_become_foreign_child();
+  return s.fn(s.arg);
+}
+
+/* clone() of a process (no CLONE_VM: a thread made this way shares the
+ * parent's memory, and the parent's state is its own). */
+AC_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...) {
+  __typeof__(&clone) real = AC_LIBC_REAL(clone);
+  va_list ap;
+  va_start(ap, arg);
+  pid_t *parent_tid = va_arg(ap, pid_t *);
+  void *tls = va_arg(ap, void *);
+  pid_t *child_tid = va_arg(ap, pid_t *);
+  va_end(ap);
+  struct clone_start s = {fn, arg}; /* the child has a copy of this frame */
+  if (flags & CLONE_VM) return real(fn, stack, flags, arg, parent_tid, tls, child_tid);
+  return real(start_foreign_child, stack, flags, &s, parent_tid, tls, child_tid);
 }

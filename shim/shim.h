@@ -97,6 +97,14 @@ extern void *ac_driver_entry[AC_ENTRY_COUNT];
 extern struct ac_options ac_opts;
 extern int ac_ready; /* set (release) once start-up has succeeded */
 
+/* Set in a child made without the fork handlers (_Fork, a raw clone of a
+ * process): it finds the shim's locks and state as the parent's other
+ * threads left them, mid-change perhaps, so the shim takes no part in it -
+ * every interceptor passes straight through, the driver's calls answer
+ * CUDA_ERROR_NOT_INITIALIZED as CUDA does in a forked child. */
+extern int ac_foreign_child;
+void ac_become_foreign_child(void);
+
 /* Starts the shim if it has not started; false if it cannot (the reason has
  * been printed once). Cheap after the first success. */
 bool ac_start_slow(void);
@@ -165,7 +173,7 @@ void ac_stack_capture(struct ac_stack *out);
 bool ac_pc_in_shim(const void *pc);
 /* Whether pc is in libunwind's code (the shim's own copy). */
 bool ac_pc_in_unwinder(uintptr_t pc);
-/* interceptors_unwinder.c: libunwind's read of the pipe it does not have. */
+/* interceptors_own.c: libunwind's read of the pipe it does not have. */
 bool ac_unwinder_read(int fd, ssize_t *result);
 /* With --verbose: how many stacks were taken and what they cost. */
 void ac_stack_print_stats(void);

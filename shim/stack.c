@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "own_code.h"
 #include "shim.h"
 
 typedef int (*unw_backtrace_fn)(void **buffer, int size);
@@ -51,35 +52,13 @@ static void *open_beside_shim(const char *dir, const char *name) {
 
 /* The shim's own mapped segments, so that telling its frames apart costs two
  * comparisons per frame rather than a dladdr; and libunwind's, whose own
- * system calls the shim answers (interceptors_unwinder.c). */
+ * system calls the shim answers (interceptors_own.c). */
 static uintptr_t shim_lo = UINTPTR_MAX, shim_hi;
 static uintptr_t unwinder_lo = UINTPTR_MAX, unwinder_hi;
 
-struct segments {
-  const void *base;
-  uintptr_t *lo, *hi;
-};
-
-static int find_segments(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  struct segments *s = arg;
-  if ((const void *)info->dlpi_addr != s->base) return 0;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    if (info->dlpi_phdr[i].p_type != PT_LOAD) continue;
-    uintptr_t lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
-    uintptr_t hi = lo + info->dlpi_phdr[i].p_memsz;
-    if (lo < *s->lo) *s->lo = lo;
-    if (hi > *s->hi) *s->hi = hi;
-  }
-  return 1;
-}
-
 /* The segments of the object that holds code, into [*lo, *hi). */
 static void locate(const void *code, uintptr_t *lo, uintptr_t *hi) {
-  Dl_info info;
-  if (!code || !dladdr(code, &info)) return;
-  struct segments s = {info.dli_fbase, lo, hi};
-  dl_iterate_phdr(find_segments, &s);
+  ac_code_range_of(code, lo, hi);
 }
 
 void ac_stack_locate_shim(void) {

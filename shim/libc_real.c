@@ -1,0 +1,26 @@
+/* libc_real.c - the C library's definitions behind the shim's exports,
+ * resolved once at load (libc_real.h says why). */
+#include "libc_real.h"
+
+#include <string.h>
+
+#include "shim.h"
+
+struct ac_libc_table ac_libc;
+
+/* The condition-variable waits every program built since glibc 2.3.2 calls;
+ * the exported dlsym is the shim's own stub (doors.c), never forwarded here. */
+static void *lookup(const char *name) {
+  if (strcmp(name, "dlsym") == 0) return NULL;
+  if (strcmp(name, "pthread_cond_wait") == 0 || strcmp(name, "pthread_cond_timedwait") == 0)
+    return dlvsym(RTLD_NEXT, name, "GLIBC_2.3.2");
+  return ac_real_dlsym(RTLD_NEXT, name);
+}
+
+void ac_libc_resolve(void) {
+#define AC_LIBC(Name)                                                                              \
+  if (!__atomic_load_n(&ac_libc.Name, __ATOMIC_ACQUIRE))                                           \
+    __atomic_store_n(&ac_libc.Name, (__typeof__(ac_libc.Name))lookup(#Name), __ATOMIC_RELEASE);
+#include "libc_interceptors.inc"
+#undef AC_LIBC
+}
