@@ -33,7 +33,6 @@
 #include "shim.h"
 
 #define real_sigaction AC_LIBC_REAL(sigaction)
-#define real_signal AC_LIBC_REAL(signal)
 #define real_pthread_sigmask AC_LIBC_REAL(pthread_sigmask)
 #define real_sigprocmask AC_LIBC_REAL(sigprocmask)
 static struct sigaction program_segv; /* the program's own disposition */
@@ -243,32 +242,119 @@ AC_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
   return masked_call(real_sigprocmask, how, set, old);
 }
 
-AC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-  if (sig != SIGSEGV || !__atomic_load_n(&installed, __ATOMIC_ACQUIRE)) {
-    if (!act || !sigismember(&act->sa_mask, SIGSEGV)) return real_sigaction(sig, act, old);
-    struct sigaction copy = *act; /* a handler that touches managed memory stays guarded */
+/* ---- other signals' handlers, whose sa_mask may hold SIGSEGV ----
+ *
+ * The kernel gets such a handler's mask without SIGSEGV (a handler that
+ * touches managed memory stays guarded), so what the program reads back is
+ * put right here: its mask with SIGSEGV, and - for a handler, which the
+ * shim installs behind a trampoline that makes SIGSEGV read as blocked
+ * while it runs, as the program asked - its own handler and flags. The
+ * table is read in the trampoline, in signal context: each field alone, no
+ * lock (the disposition lock guards its writers). */
+struct program_action {
+  void *handler; /* atomic: the program's handler (sa_handler or sa_sigaction) */
+  int flags;     /* atomic: the program's sa_flags */
+  int mask_segv; /* atomic: its sa_mask held SIGSEGV */
+  int behind;    /* atomic: the kernel has the trampoline in its place */
+};
+static struct program_action actions[_NSIG];
+
+static void trampoline(int sig, siginfo_t *info, void *uc) {
+  struct program_action *a = &actions[sig];
+  void *handler = __atomic_load_n(&a->handler, __ATOMIC_ACQUIRE);
+  int flags = __atomic_load_n(&a->flags, __ATOMIC_ACQUIRE);
+  /* SA_RESETHAND: the kernel put SIG_DFL in place of the trampoline. */
+  if (flags & SA_RESETHAND) __atomic_store_n(&a->handler, (void *)SIG_DFL, __ATOMIC_RELEASE);
+  bool blocked_before = program_blocks_segv;
+  program_blocks_segv = true; /* as its sa_mask asked, though the kernel's mask lacks it */
+  if (flags & SA_SIGINFO)
+    ((void (*)(int, siginfo_t *, void *))handler)(sig, info, uc);
+  else if (handler != (void *)SIG_DFL && handler != (void *)SIG_IGN)
+    ((void (*)(int))handler)(sig);
+  program_blocks_segv = blocked_before;
+}
+
+/* The flags a program sets; the kernel's action has others beside them that
+ * the C library sets (SA_RESTORER, on x86-64, with its restorer). */
+#define PROGRAM_FLAGS                                                                              \
+  (SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART | SA_ONSTACK | SA_NOCLDSTOP | SA_NOCLDWAIT)
+
+/* The kernel's action for sig as the program set it (disposition lock). */
+static void as_program_set(int sig, struct sigaction *k) {
+  struct program_action *a = &actions[sig];
+  if (__atomic_load_n(&a->mask_segv, __ATOMIC_ACQUIRE)) sigaddset(&k->sa_mask, SIGSEGV);
+  if (k->sa_sigaction != trampoline) return;
+  int kernel_only = k->sa_flags & ~PROGRAM_FLAGS;
+  k->sa_sigaction =
+      (void (*)(int, siginfo_t *, void *))__atomic_load_n(&a->handler, __ATOMIC_ACQUIRE);
+  k->sa_flags = __atomic_load_n(&a->flags, __ATOMIC_ACQUIRE) | kernel_only;
+}
+
+static int other_sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (sig <= 0 || sig >= _NSIG) return real_sigaction(sig, act, old);
+  ac_lock(AC_LOCK_disposition);
+  struct program_action before = actions[sig];
+  struct sigaction copy;
+  if (act) {
+    copy = *act;
+    bool segv = sigismember(&act->sa_mask, SIGSEGV) == 1;
     sigdelset(&copy.sa_mask, SIGSEGV);
-    int r = real_sigaction(sig, &copy, old);
-    return r;
+    bool behind = segv && act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
+    if (behind) { /* filled before the kernel can call the trampoline */
+      __atomic_store_n(&actions[sig].handler, (void *)act->sa_sigaction, __ATOMIC_RELEASE);
+      __atomic_store_n(&actions[sig].flags, act->sa_flags, __ATOMIC_RELEASE);
+      copy.sa_sigaction = trampoline;
+      copy.sa_flags |= SA_SIGINFO;
+    }
+    __atomic_store_n(&actions[sig].mask_segv, segv, __ATOMIC_RELEASE);
+    __atomic_store_n(&actions[sig].behind, behind, __ATOMIC_RELEASE);
   }
+  int r = real_sigaction(sig, act ? &copy : NULL, old);
+  if (r != 0 && act) actions[sig] = before;
+  if (r == 0 && old) {
+    struct program_action now = actions[sig];
+    actions[sig] = before; /* old is the action before this call */
+    as_program_set(sig, old);
+    actions[sig] = now;
+  }
+  ac_unlock(AC_LOCK_disposition);
+  return r;
+}
+
+/* SIGSEGV's action as the program set it, with what glibc gives the kernel
+ * beside it (SA_RESTORER and its restorer, on x86-64): the same as those of
+ * the action installed in its place (disposition lock). */
+static void with_kernel_fields(struct sigaction *a) {
+  struct sigaction k;
+  if (real_sigaction(SIGSEGV, NULL, &k) != 0) return;
+  a->sa_flags = (a->sa_flags & PROGRAM_FLAGS) | (k.sa_flags & ~PROGRAM_FLAGS);
+  a->sa_restorer = k.sa_restorer;
+}
+
+AC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (sig != SIGSEGV || !__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
+    return other_sigaction(sig, act, old);
   ac_lock(AC_LOCK_disposition);
   if (old) *old = program_segv;
   if (act) {
     program_segv = *act;
     install_ours_locked();
+    with_kernel_fields(&program_segv);
   }
   ac_unlock(AC_LOCK_disposition);
   return 0;
 }
 
+/* glibc's signal(): BSD semantics - SA_RESTART, and the signal blocked in
+ * its own handler - through sigaction, so that its action reads back alike. */
 AC_EXPORT __sighandler_t signal(int sig, __sighandler_t handler) {
-  if (sig != SIGSEGV || !__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
-    return real_signal(sig, handler);
   struct sigaction act, old;
   memset(&act, 0, sizeof act);
   act.sa_handler = handler;
-  act.sa_flags = SA_RESTART; /* glibc's signal() has BSD semantics */
-  sigaction(sig, &act, &old);
+  act.sa_flags = SA_RESTART;
+  sigemptyset(&act.sa_mask);
+  if (sig > 0 && sig < _NSIG) sigaddset(&act.sa_mask, sig);
+  if (sigaction(sig, &act, &old) != 0) return SIG_ERR;
   /* A three-argument handler read back through signal() comes back as the
    * union member it shares storage with, as glibc does. */
   return old.sa_handler;
