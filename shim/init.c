@@ -121,6 +121,19 @@ void ac_become_foreign_child(void) {
   __atomic_store_n(&ac_ready, 0, __ATOMIC_RELAXED);
 }
 
+void ac_before_foreign_clone(void) {
+  ac_locks_fork_prepare();
+}
+
+void ac_after_foreign_clone(bool in_child) {
+  if (in_child) {
+    ac_locks_fork_child();
+    ac_become_foreign_child();
+  } else {
+    ac_locks_fork_parent();
+  }
+}
+
 bool ac_start_slow(void) {
   if (starting) return false; /* re-entered from inside start-up */
   if (__atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED)) return false;

@@ -117,7 +117,9 @@ __attribute__((no_sanitize("address"))) AC_EXPORT long syscall(long number, ...)
     errno = EFAULT;
     return -1;
   }
+  bool forks = forks_a_process(number, a);
+  if (forks) ac_before_foreign_clone();
   long r = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
-  if (r == 0 && forks_a_process(number, a)) ac_become_foreign_child();
+  if (forks) ac_after_foreign_clone(r == 0);
   return r;
 }

@@ -60,8 +60,9 @@ AC_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 
 AC_EXPORT pid_t _Fork(void) {
   __typeof__(&_Fork) real = AC_LIBC_REAL(_Fork);
+  ac_before_foreign_clone();
   pid_t pid = real();
-  if (pid == 0) ac_become_foreign_child();
+  ac_after_foreign_clone(pid == 0);
   return pid;
 }
 
@@ -72,7 +73,7 @@ struct clone_start {
 
 static int start_foreign_child(void *p) {
   struct clone_start s = *(struct clone_start *)p;
-  ac_become_foreign_child();
+  ac_after_foreign_clone(true);
   return s.fn(s.arg);
 }
 
@@ -88,5 +89,8 @@ AC_EXPORT int clone(int (*fn)(void *), void *stack, int flags, void *arg, ...) {
   va_end(ap);
   struct clone_start s = {fn, arg}; /* the child has a copy of this frame */
   if (flags & CLONE_VM) return real(fn, stack, flags, arg, parent_tid, tls, child_tid);
-  return real(start_foreign_child, stack, flags, &s, parent_tid, tls, child_tid);
+  ac_before_foreign_clone();
+  int pid = real(start_foreign_child, stack, flags, &s, parent_tid, tls, child_tid);
+  ac_after_foreign_clone(false);
+  return pid;
 }

@@ -104,6 +104,12 @@ extern int ac_ready; /* set (release) once start-up has succeeded */
  * CUDA_ERROR_NOT_INITIALIZED as CUDA does in a forked child. */
 extern int ac_foreign_child;
 void ac_become_foreign_child(void);
+/* Around such a clone: every lock of the shim's is taken, as for fork, so
+ * that none is held by another thread when the process is copied - the
+ * symboliser's among them, which holds the loader's lock in dladdr, and a
+ * child that found that one held hung in exit() - and given back in both. */
+void ac_before_foreign_clone(void);
+void ac_after_foreign_clone(bool in_child);
 
 /* Starts the shim if it has not started; false if it cannot (the reason has
  * been printed once). Cheap after the first success. */
