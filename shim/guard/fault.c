@@ -26,16 +26,8 @@ static __thread bool in_guard;
 /* Whether [start, end) meets a published protected range, without the lock
  * (async-signal-safe). With more ranges than were published, maybe. */
 static bool published_overlaps(uintptr_t start, uintptr_t end, bool *overflow) {
-  unsigned seq;
-  bool hit;
-  do {
-    seq = __atomic_load_n(&ac_guard.published_seq, __ATOMIC_ACQUIRE);
-    *overflow = ac_guard.published_overflow;
-    const struct range_list view = {ac_guard.published_count, 0, ac_guard.published};
-    size_t i = range_first_ending_after(&view, start);
-    hit = i < view.n && view.r[i].start < end;
-  } while ((seq & 1) || seq != __atomic_load_n(&ac_guard.published_seq, __ATOMIC_ACQUIRE));
-  return hit;
+  uintptr_t at;
+  return ac_published_find(&ac_guard.closed, start, end, NULL, NULL, &at, overflow) >= 0;
 }
 
 static bool page_lifted(uintptr_t page) {
@@ -59,16 +51,18 @@ bool ac_pc_in_driver(uintptr_t pc) {
 
 /* The fault of a thread interrupted inside the shim with the model lock held
  * (a signal handler of the program touched guarded memory): the lock cannot
- * be taken and the model may be half-changed, so the page is lifted unjudged
- * and the next transition protects again from scratch. */
+ * be taken and the model may be half-changed. The page is the guard's when
+ * the published pages - which, during a refresh, cover what was closed and
+ * what will be, and which are read without waiting for the interrupted
+ * writer (published.h) - hold it: it is lifted unjudged, and the next
+ * transition protects again from scratch. It may be closed again before
+ * the handler runs once more: each time it faults it is lifted again. A
+ * page the guard never closed is the program's own fault. */
 static enum ac_guard_claim lift_without_lock(uintptr_t a) {
-  static __thread uintptr_t last;
   uintptr_t page = ac_guard_page_floor(a);
-  if (last == page) { /* lifted already and faulted again: not ours */
-    last = 0;
+  bool overflow;
+  if (!published_overlaps(page, page + (uintptr_t)ac_guard.page_size, &overflow) && !overflow)
     return AC_GUARD_NOT_OURS;
-  }
-  last = page;
   ac_guard_open_pages(page, page + (uintptr_t)ac_guard.page_size);
   __atomic_store_n(&ac_guard.lifted_unlocked, 1, __ATOMIC_RELEASE);
   __atomic_add_fetch(&ac_guard.stats.unjudged, 1, __ATOMIC_RELAXED);
@@ -142,6 +136,13 @@ static bool key_report_is_stale(int pkey, bool is_write, void *ucontext) {
   return pkru && !ac_pkru_forbids(*pkru, pkey, is_write);
 }
 
+/* Whether the protection the program itself set at a forbids the access:
+ * then the fault is its own (lock held). */
+static bool program_protection_forbids(uintptr_t a, bool is_write) {
+  int prot = ac_guard_program_prot_at(a);
+  return is_write ? !(prot & PROT_WRITE) : !(prot & (PROT_READ | PROT_WRITE));
+}
+
 enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
                                       void *ucontext, unsigned *epoch) {
   if (!ac_guard.enabled || __atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED))
@@ -178,11 +179,12 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
      * thread lifted it between the fault and now, or a protection made for
      * memory freed since outlived it. Managed memory is always the CPU's to
      * map: make sure the page is, and let the access run again. */
-    if (managed)
+    bool program_forbids = managed && program_protection_forbids(a, is_write);
+    if (managed && !program_forbids)
       ac_guard_open_pages(ac_guard_page_floor(a),
                           ac_guard_page_floor(a) + (uintptr_t)ac_guard.page_size);
-    claim = managed ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
-    *epoch = __atomic_load_n(&ac_guard.published_seq, __ATOMIC_ACQUIRE);
+    claim = managed && !program_forbids ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
+    *epoch = ac_published_epoch(&ac_guard.closed);
   } else {
     in_guard = true;
     judge_counted(a, alloc, is_write, pc, ucontext);

@@ -95,6 +95,10 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
 /* A system call is about to read (cpu_writes false) or fill a buffer (no
  * lock): judged, and let through, so the call succeeds. */
 void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes);
+/* The program set prot (and key; -1 for mprotect, which keeps each page's)
+ * on [start, start + len): kept where it is managed memory, and what the
+ * guard closes there closed again (no lock; program_prot.c). */
+void ac_guard_program_protects(uintptr_t start, size_t len, int prot, int key);
 /* Whether pc is in the driver's code (async-signal-safe). */
 bool ac_pc_in_driver(uintptr_t pc);
 

@@ -10,12 +10,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "published.h"
 #include "ranges.h"
 
 /* Pages the handler lifted inside protected_now, until the next transition. */
 #define AC_GUARD_LIFTED_MAX 1024
-/* The protected ranges as the signal handler sees them, at most. */
-#define AC_GUARD_PUBLISHED_MAX 8192
 
 struct ac_guard_shared {
   long page_size;
@@ -30,11 +29,9 @@ struct ac_guard_shared {
   int lifted_unlocked; /* atomic: set by a handler without the lock */
   /* Where libcuda's code is: faults there are the driver's own accesses. */
   uintptr_t driver_lo, driver_hi;
-  /* protected_now as the handler reads it without the lock: a seqlock'd copy. */
-  struct range published[AC_GUARD_PUBLISHED_MAX];
-  size_t published_count;
-  unsigned published_seq;
-  bool published_overflow; /* more ranges than fit: the handler trusts the model */
+  /* protected_now as the handler reads it without the lock (published.h);
+   * during a refresh, a cover of what is closed before and after it. */
+  struct ac_published closed;
   /* What the guard cost, for --verbose. */
   struct {
     unsigned long refreshes, rebuilds, mprotects, faults, driver_faults, unjudged, largest;
@@ -149,7 +146,27 @@ void ac_guard_threads_keys_made(void);
 void ac_guard_threads_after_fork_child(void);
 
 /* ---- pages.c: closing pages to every thread, and opening them ---- */
-/* Async-signal-safe; 0, or -1 with errno. */
+/* Async-signal-safe; 0, or -1 with errno. Opening gives the program's own
+ * protection and key back (program_prot.c). */
 int ac_guard_close_pages(uintptr_t start, uintptr_t end);
 int ac_guard_open_pages(uintptr_t start, uintptr_t end);
+/* Tags pages with a class key of the guard's (0: opens them), keeping the
+ * program's protection; pages with a key of the program's are left alone. */
+int ac_guard_tag_pages(uintptr_t start, uintptr_t end, int key);
+
+/* ---- program_prot.c: the program's own protection of managed memory ---- */
+/* fn for each piece of [start, end), with the protection and key the
+ * program set there (PROT_READ | PROT_WRITE and key 0 where it set none). */
+void ac_guard_program_pieces(uintptr_t start, uintptr_t end,
+                             void (*fn)(uintptr_t start, uintptr_t end, int prot, int key,
+                                        void *ctx),
+                             void *ctx);
+bool ac_guard_program_set_any(void);
+/* The protection the program set at addr (PROT_READ | PROT_WRITE if none). */
+int ac_guard_program_prot_at(uintptr_t addr);
+void ac_guard_program_prot_after_fork_child(void);
+/* keys.c: the program put a key of its own (key > 0), or key 0, on pages
+ * between start and end: any of them the guard's keys had are theirs no
+ * more, and the keys stand aside until laid out again. */
+void ac_guard_keys_program_keyed(uintptr_t start, uintptr_t end, int key);
 #endif

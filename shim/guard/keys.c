@@ -116,15 +116,12 @@ static struct lifted_page key_lifted[KEY_LIFTED_MAX];
 static size_t key_lifted_count;
 
 /* The tagged pages as the handler and the system-call check read them
- * without the lock: sorted, with their slot; a seqlock'd copy. */
+ * without the lock: sorted, each with its slot (published.h). */
 struct keyed_range {
   uintptr_t start, end;
   int slot;
 };
-static struct keyed_range published[AC_GUARD_PUBLISHED_MAX];
-static size_t published_count;
-static unsigned published_seq;
-static bool published_overflow;
+static struct ac_published published;
 
 bool ac_guard_keys_active(void) {
   return key_count > 0 && !keys_broken;
@@ -220,20 +217,25 @@ static void mixed_pages(struct range_list *mixed, const struct range_list *all_m
 }
 
 static void publish_tags(void) {
-  __atomic_add_fetch(&published_seq, 1, __ATOMIC_RELEASE);
+  static struct keyed_range all[AC_PUBLISHED_MAX];
+  static struct range ranges[AC_PUBLISHED_MAX];
+  static int slots[AC_PUBLISHED_MAX];
   size_t n = 0;
-  published_overflow = false;
-  for (int s = 0; s < key_count; s++)
+  bool overflow = false;
+  for (int s = 0; s < key_count && !overflow; s++)
     for (size_t j = 0; j < tagged[s].n; j++) {
-      if (n == AC_GUARD_PUBLISHED_MAX) {
-        published_overflow = true;
+      if (n == AC_PUBLISHED_MAX) {
+        overflow = true;
         break;
       }
-      published[n++] = (struct keyed_range){tagged[s].r[j].start, tagged[s].r[j].end, s};
+      all[n++] = (struct keyed_range){tagged[s].r[j].start, tagged[s].r[j].end, s};
     }
-  ac_sort_unless_sorted(published, n, sizeof published[0], by_start);
-  published_count = n;
-  __atomic_add_fetch(&published_seq, 1, __ATOMIC_RELEASE);
+  ac_sort_unless_sorted(all, n, sizeof all[0], by_start);
+  for (size_t i = 0; i < n; i++) {
+    ranges[i] = (struct range){all[i].start, all[i].end};
+    slots[i] = all[i].slot;
+  }
+  ac_published_set(&published, ranges, slots, overflow ? AC_PUBLISHED_MAX + 1 : n);
 }
 
 /* Tagging a page makes it readable and writable again (pkey_mprotect sets
@@ -241,7 +243,7 @@ static void publish_tags(void) {
  * that what is still wanted is protected again. */
 static void tag_ranges(const struct range_list *l, int key, struct range_list *made_accessible) {
   for (size_t i = 0; i < l->n; i++) {
-    ac_pkeys_tag(l->r[i].start, l->r[i].end, key);
+    ac_guard_tag_pages(l->r[i].start, l->r[i].end, key);
     range_push(made_accessible, l->r[i].start, l->r[i].end);
   }
 }
@@ -563,7 +565,7 @@ void ac_guard_keys_restore_lifted(void) {
   uintptr_t size = (uintptr_t)ac_guard.page_size;
   for (size_t i = 0; i < key_lifted_count; i++) {
     const struct lifted_page *l = &key_lifted[i];
-    ac_pkeys_tag(l->page, l->page + size, keys[l->slot]);
+    ac_guard_tag_pages(l->page, l->page + size, keys[l->slot]);
     range_push(&touched, l->page, l->page + size);
   }
   key_lifted_count = 0;
@@ -575,7 +577,7 @@ void ac_guard_keys_restore_lifted(void) {
 static bool lift_keyed_page(int slot, uintptr_t addr) {
   uintptr_t page = ac_guard_page_floor(addr);
   if (key_lifted_count == KEY_LIFTED_MAX ||
-      ac_pkeys_tag(page, page + (uintptr_t)ac_guard.page_size, 0) != 0)
+      ac_guard_tag_pages(page, page + (uintptr_t)ac_guard.page_size, 0) != 0)
     return false;
   key_lifted[key_lifted_count++] = (struct lifted_page){page, slot};
   return true;
@@ -675,7 +677,7 @@ bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr
     /* No PKRU in the frame: the access cannot be let through by key. */
     keys_broken = true;
     uintptr_t page = ac_guard_page_floor(addr);
-    ac_pkeys_tag(page, page + (uintptr_t)ac_guard.page_size, 0);
+    ac_guard_tag_pages(page, page + (uintptr_t)ac_guard.page_size, 0);
     return false;
   }
   /* Allowed: the thread's PKRU was behind the model, and catches up. A
@@ -704,6 +706,10 @@ static int disabled_in_tagged(uint32_t pkru, uintptr_t start, uintptr_t end, uin
   return found;
 }
 
+static bool slot_disabled_in(int slot, void *pkru) {
+  return *(uint32_t *)pkru & ac_pkru_disable_bits(keys[slot]);
+}
+
 /* The first keyed page of [start, end) whose key the calling thread has
  * disabled, and its slot; -1 if none. Without the lock it reads the
  * published copy, and when more ranges were tagged than published *maybe
@@ -714,30 +720,7 @@ int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, b
   uint32_t pkru = ac_pkru_read();
   if (!(pkru & our_bits)) return -1; /* every key of ours enabled here */
   if (ac_model_held()) return disabled_in_tagged(pkru, start, end, page);
-  unsigned seq;
-  int found;
-  do {
-    seq = __atomic_load_n(&published_seq, __ATOMIC_ACQUIRE);
-    found = -1;
-    *maybe = published_overflow;
-    size_t lo = 0, hi = published_count;
-    while (lo < hi) {
-      size_t mid = (lo + hi) / 2;
-      if (published[mid].end <= start)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    for (size_t i = lo; i < published_count && published[i].start < end; i++) {
-      int s = published[i].slot;
-      if (pkru & ac_pkru_disable_bits(keys[s])) {
-        found = s;
-        *page = published[i].start > start ? published[i].start : ac_guard_page_floor(start);
-        break;
-      }
-    }
-  } while ((seq & 1) || seq != __atomic_load_n(&published_seq, __ATOMIC_ACQUIRE));
-  return found;
+  return ac_published_find(&published, start, end, slot_disabled_in, &pkru, page, maybe);
 }
 
 /* ---- start-up and fork ---- */
@@ -769,11 +752,23 @@ void ac_guard_keys_after_fork_child(void) {
   for (int s = 0; s < key_count; s++)
     tagged[s].n = 0;
   key_lifted_count = 0;
-  published_count = 0;
+  ac_published_set(&published, NULL, NULL, 0);
   offered_count = 0;
   for (int s = 0; s < key_count; s++)
     slot_owner[s] = NULL;
   if (key_count) ac_pkru_write(ac_pkru_read() & ~our_bits);
   keys_broken = true;
   ac_guard_threads_after_fork_child();
+}
+
+void ac_guard_keys_program_keyed(uintptr_t start, uintptr_t end, int key) {
+  AC_ASSERT_MODEL_HELD();
+  if (key < 0 || !ac_guard_keys_active() || standing_aside) return;
+  for (int s = 0; s < key_count; s++) {
+    size_t i = range_first_ending_after(&tagged[s], start);
+    if (i < tagged[s].n && tagged[s].r[i].start < end) {
+      ac_guard_keys_stand_aside(); /* opening keeps the program's new key (pages.c) */
+      return;
+    }
+  }
 }

@@ -230,14 +230,8 @@ static void desired_pages(bool any_busy) {
 
 /* ---- transitions ---- */
 
-static void publish(void) {
-  __atomic_add_fetch(&ac_guard.published_seq, 1, __ATOMIC_RELEASE); /* odd: being written */
-  ac_guard.published_overflow = ac_guard.protected_now.n > AC_GUARD_PUBLISHED_MAX;
-  ac_guard.published_count = ac_guard.published_overflow ? 0 : ac_guard.protected_now.n;
-  if (ac_guard.published_count)
-    memcpy(ac_guard.published, ac_guard.protected_now.r,
-           ac_guard.published_count * sizeof ac_guard.published[0]);
-  __atomic_add_fetch(&ac_guard.published_seq, 1, __ATOMIC_RELEASE);
+static void publish(const struct range_list *closed) {
+  ac_published_set(&ac_guard.closed, closed->r, NULL, closed->n);
 }
 
 /* What is really protected now: protected_now less the pages the handler
@@ -261,9 +255,13 @@ static void settle_actual_protection(void) {
   ac_guard.protection_uncertain = false;
 }
 
-/* Makes the protected pages exactly wanted_now. */
+/* Makes the protected pages exactly wanted_now. While it changes them, what
+ * is published covers both what was closed and what will be: a fault on a
+ * page closed a moment ago is the guard's, also for a signal handler that
+ * interrupted this very refresh (fault.c's lift_without_lock). */
 static void apply_wanted(void) {
-  static struct range_list change;
+  static struct range_list change, cover;
+  if (range_union(&cover, &ac_guard.protected_now, &wanted_now)) publish(&cover);
   range_subtract(&change, &ac_guard.protected_now, &wanted_now);
   for (size_t i = 0; i < change.n; i++)
     guard_protect(change.r[i].start, change.r[i].end, false);
@@ -272,7 +270,7 @@ static void apply_wanted(void) {
     guard_protect(change.r[i].start, change.r[i].end, true);
   ac_guard.protected_now.n = 0;
   range_append_list(&ac_guard.protected_now, &wanted_now);
-  publish();
+  publish(&ac_guard.protected_now);
   if (ac_guard.protected_now.n > ac_guard.stats.largest)
     ac_guard.stats.largest = ac_guard.protected_now.n;
 }
@@ -487,7 +485,8 @@ void ac_guard_after_fork_child(void) {
   seen_generation = seen_layout = right_generation = right_layout = UINT64_MAX;
   ac_guard_classes_reset();
   ac_guard_wanted_reset();
-  ac_guard.published_count = 0;
+  ac_published_set(&ac_guard.closed, NULL, NULL, 0);
   ac_guard_keys_after_fork_child();
+  ac_guard_program_prot_after_fork_child();
   ac_guard_reporter_after_fork_child();
 }

@@ -1,0 +1,29 @@
+/* interceptors_protect.c - the program's own protection of its memory.
+ *
+ * mprotect and pkey_mprotect are forwarded, then told to the page guard
+ * (guard/program_prot.c): on managed memory the protection the program set
+ * is the one the guard's opening gives back, and what the guard holds
+ * closed stays closed. Nothing else changes: the call's answer is the C
+ * library's.
+ */
+#define _GNU_SOURCE
+#include <sys/mman.h>
+
+#include "libc_real.h"
+#include "shim.h"
+
+/* The program's call, not one the driver makes on its own memory (a
+ * driver that protects managed memory itself while the GPU owns it). */
+#define PROGRAMS_CALL() (!ac_pc_in_driver((uintptr_t)__builtin_return_address(0)))
+
+AC_EXPORT int mprotect(void *addr, size_t len, int prot) {
+  int r = AC_LIBC_REAL(mprotect)(addr, len, prot);
+  if (r == 0 && PROGRAMS_CALL()) ac_guard_program_protects((uintptr_t)addr, len, prot, -1);
+  return r;
+}
+
+AC_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int key) {
+  int r = AC_LIBC_REAL(pkey_mprotect)(addr, len, prot, key);
+  if (r == 0 && PROGRAMS_CALL()) ac_guard_program_protects((uintptr_t)addr, len, prot, key);
+  return r;
+}
