@@ -259,55 +259,192 @@ static void other_side(struct page *p, const json_t *f) {
   }
 }
 
-static void facts(struct page *p, const json_t *f) {
-  const json_t *alloc = json_object_get(f, "allocation"), *busy = json_object_get(f, "busy");
-  const json_t *access = json_object_get(f, "access"), *call = json_object_get(f, "call");
-  put(p, "<dl class=\"facts\">");
-  if (json_is_object(access)) {
-    put(p, "<dt>access</dt><dd>");
-    esc(p, str(access, "kind"));
-    put(p, " of <code>");
-    esc(p, str(access, "address"));
-    put(p, "</code> by the CPU (");
-    esc(p, str(access, "via"));
-    putf(p, ") on thread %lld</dd>", num(f, "thread"));
-  } else {
-    const json_t *stream = json_object_get(f, "stream");
-    put(p, "<dt>call</dt><dd><code>");
-    esc(p, str(f, "api"));
-    put(p, "</code> on ");
-    if (strncmp(str(f, "api"), "cuStreamAttachMemAsync", 22) == 0) { /* the handle passed */
-      put(p, "<code>");
-      esc(p, str(call, "stream"));
-      put(p, "</code>, ");
-    }
-    if (json_object_get(stream, "serial")) putf(p, "stream #%lld, ", num(stream, "serial"));
-    esc(p, str(stream, "kind"));
-    putf(p, ", by thread %lld</dd>", num(f, "thread"));
-  }
-  if (json_is_object(alloc)) {
-    put(p, "<dt>memory</dt><dd><code>");
-    esc(p, str(alloc, "base"));
-    putf(p, "</code>, %lld bytes, ", num(alloc, "size"));
-    esc(p, str(alloc, "kind"));
+/* Text in <code>. */
+static void code(struct page *p, const char *text) {
+  put(p, "<code>");
+  esc(p, text);
+  put(p, "</code>");
+}
+
+/* One row of a finding's facts: its term, then what the caller puts. */
+static void term(struct page *p, const char *name) {
+  put(p, "<dt>");
+  esc(p, name);
+  put(p, "</dt><dd>");
+}
+
+/* "stream #3 (handle 0x...)" or "CU_STREAM_LEGACY (#1)": serial under key. */
+static void stream_fact(struct page *p, const json_t *s, const char *key) {
+  const char *kind = str(s, "kind");
+  if (json_object_get(s, key)) putf(p, "stream #%lld ", num(s, key));
+  put(p, "(");
+  if (strcmp(kind, "stream made by cuStreamCreate") != 0) {
+    esc(p, kind);
     put(p, ", ");
-    esc(p, str(alloc, "association"));
-    if (json_object_get(alloc, "attached_stream"))
-      putf(p, " to stream #%lld", num(alloc, "attached_stream"));
+  }
+  put(p, "handle ");
+  code(p, str(s, "handle"));
+  put(p, ")");
+}
+
+static void busy_fact(struct page *p, const json_t *busy) {
+  if (!json_is_object(busy)) return;
+  term(p, "busy");
+  stream_fact(p, busy, "stream");
+  putf(p, ": %lld operation%s not known complete</dd>", num(busy, "outstanding"),
+       num(busy, "outstanding") == 1 ? "" : "s");
+}
+
+static void owner_fact(struct page *p, const json_t *owner) {
+  if (!json_is_object(owner)) return;
+  term(p, "owner");
+  put(p, "the memory belongs to ");
+  stream_fact(p, owner, "stream");
+  put(p, "; only its work may use it</dd>");
+}
+
+static void memory_fact(struct page *p, const json_t *f) {
+  const json_t *alloc = json_object_get(f, "allocation");
+  if (!json_is_object(alloc)) {
+    if (json_object_get(f, "memory_kind")) {
+      term(p, "memory");
+      esc(p, str(f, "memory_kind"));
+      put(p, " memory, no allocation</dd>");
+    }
+    return;
+  }
+  term(p, "memory");
+  if (json_object_get(alloc, "offset")) putf(p, "offset %lld of ", num(alloc, "offset"));
+  put(p, "<code>");
+  esc(p, str(alloc, "base"));
+  putf(p, "</code>, %lld bytes, ", num(alloc, "size"));
+  esc(p, str(alloc, "kind"));
+  if (*str(alloc, "name")) {
+    put(p, " <code>");
+    esc(p, str(alloc, "name"));
+    put(p, "</code>");
+  }
+  put(p, ", ");
+  esc(p, str(alloc, "association"));
+  if (json_object_get(alloc, "attached_stream"))
+    putf(p, " to stream #%lld", num(alloc, "attached_stream"));
+  put(p, "</dd>");
+}
+
+static void on_stream(struct page *p, const json_t *f) {
+  put(p, " on ");
+  stream_fact(p, json_object_get(f, "stream"), "serial");
+  putf(p, ", thread %lld</dd>", num(f, "thread"));
+}
+
+static void attach_facts(struct page *p, const json_t *f) {
+  const json_t *call = json_object_get(f, "call"), *driver = json_object_get(f, "driver");
+  char text[400];
+  snprintf(text, sizeof text, "%s(hStream=%s, dptr=%s, length=%lld, flags=%s)", str(f, "api"),
+           str(call, "stream"), str(call, "dptr"), num(call, "length"),
+           ac_assoc_name((unsigned)num(call, "flags")));
+  term(p, "call");
+  code(p, text);
+  on_stream(p, f);
+  term(p, "driver");
+  if (strcmp(str(driver, "outcome"), "crashes") == 0) {
+    put(p, "forwarded with --guard off: the driver crashes the process on this call</dd>");
+  } else {
+    put(p, strcmp(str(driver, "outcome"), "guarded") == 0 ? "not called; the guard returned "
+                                                          : "returned ");
+    esc(p, str(driver, "name"));
     put(p, "</dd>");
   }
-  if (json_is_object(busy)) {
-    putf(p, "<dt>busy</dt><dd>stream #%lld (", num(busy, "stream"));
-    esc(p, str(busy, "kind"));
-    putf(p, "), %lld operation%s not known complete</dd>", num(busy, "outstanding"),
-         num(busy, "outstanding") == 1 ? "" : "s");
+  busy_fact(p, json_object_get(f, "busy"));
+  memory_fact(p, f);
+}
+
+static void launch_facts(struct page *p, const json_t *f) {
+  const json_t *k = json_object_get(f, "kernel"), *arg = json_object_get(f, "argument");
+  char shape[96];
+  ac_launch_shape(k, shape, sizeof shape);
+  term(p, "launch");
+  put(p, "<code>");
+  esc(p, json_object_get(k, "name") ? str(k, "name") : "a kernel");
+  esc(p, shape);
+  put(p, "</code> by ");
+  code(p, str(f, "api"));
+  if (json_is_true(json_object_get(k, "graph_node"))) put(p, " (a kernel node of the graph)");
+  on_stream(p, f);
+  term(p, "argument");
+  if (strcmp(str(arg, "kind"), "parameter") == 0)
+    putf(p, "parameter %lld, byte %lld: <code>", num(arg, "index"), num(arg, "offset"));
+  else
+    put(p, "the module's __managed__ variable <code>");
+  esc(p, str(arg, "value"));
+  put(p, "</code></dd>");
+  memory_fact(p, f);
+  owner_fact(p, json_object_get(f, "owner"));
+}
+
+static void copy_facts(struct page *p, const json_t *f) {
+  term(p, str(f, "operation"));
+  code(p, str(f, "api"));
+  if (json_is_true(json_object_get(f, "graph_node"))) put(p, " (a node of the graph)");
+  on_stream(p, f);
+  size_t i;
+  const json_t *x;
+  json_array_foreach(json_object_get(f, "operands"), i, x) {
+    term(p, str(x, "role"));
+    code(p, str(x, "address"));
+    put(p, ", ");
+    esc(p, str(x, "memory"));
+    put(p,
+        json_is_true(json_object_get(x, "at_fault")) ? " memory, at fault</dd>" : " memory</dd>");
   }
-  const json_t *driver = json_object_get(f, "driver");
-  put(p, "<dt>driver</dt><dd>");
-  esc(p, str(driver, "outcome"));
-  put(p, ": ");
-  esc(p, str(driver, "name"));
-  put(p, "</dd></dl>");
+  memory_fact(p, f);
+  owner_fact(p, json_object_get(f, "owner"));
+}
+
+static void destroy_facts(struct page *p, const json_t *f) {
+  term(p, "destroy");
+  code(p, str(f, "api"));
+  on_stream(p, f);
+  busy_fact(p, json_object_get(f, "busy"));
+  memory_fact(p, f);
+}
+
+static void host_access_facts(struct page *p, const json_t *f) {
+  const json_t *access = json_object_get(f, "access");
+  term(p, "access");
+  esc(p, str(access, "kind"));
+  put(p, " of ");
+  code(p, str(access, "address"));
+  put(p, " by the CPU (seen by ");
+  esc(p, str(access, "via"));
+  putf(p, ") on thread %lld</dd>", num(f, "thread"));
+  busy_fact(p, json_object_get(f, "busy"));
+  memory_fact(p, f);
+}
+
+static const struct {
+  const char *kind, *this_side;
+  void (*facts)(struct page *, const json_t *);
+} kinds[] = {
+    {"attach", "This side: the call at", attach_facts},
+    {"launch", "This side: the launch at", launch_facts},
+    {"copy", "This side: the call at", copy_facts},
+    {"stream_destroy", "This side: the stream destroyed at", destroy_facts},
+    {"host_access", "This side: the CPU access at", host_access_facts},
+};
+
+/* The kind's row of the table above, or NULL. */
+static int kind_of(const json_t *f) {
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (strcmp(kinds[i].kind, str(f, "kind")) == 0) return (int)i;
+  return -1;
+}
+
+static void facts(struct page *p, const json_t *f) {
+  int k = kind_of(f);
+  put(p, "<dl class=\"facts\">");
+  if (k >= 0) kinds[k].facts(p, f);
+  put(p, "</dl>");
 }
 
 /* The operations before the finding, as a plain list (the timeline draws them). */
@@ -382,10 +519,8 @@ static void finding(struct page *p, const json_t *f, size_t index) {
   }
   facts(p, f);
   put(p, "<div class=\"stacks\">");
-  stack(p,
-        json_is_object(json_object_get(f, "access")) ? "This side: the CPU access at"
-                                                     : "This side: the call at",
-        json_object_get(f, "stack"));
+  int k = kind_of(f);
+  stack(p, k >= 0 ? kinds[k].this_side : "This side", json_object_get(f, "stack"));
   other_side(p, f);
   put(p, "</div>");
   operations_list(p, json_object_get(f, "timeline"));
@@ -406,9 +541,12 @@ static json_t *timeline_entry(const json_t *f, size_t index) {
   json_object_set_new(e, "access", json_boolean(json_is_object(json_object_get(f, "access"))));
   json_object_set(e, "pids", json_object_get(f, "processes"));
   const json_t *driver = json_object_get(f, "driver");
-  json_object_set_new(e, "outcome", json_string(str(driver, "outcome")));
-  json_object_set_new(e, "result", json_integer(num(driver, "result")));
-  json_object_set_new(e, "result_name", json_string(str(driver, "name")));
+  if (json_is_object(driver)) { /* an attach's: the others were not refused */
+    json_object_set_new(e, "outcome", json_string(str(driver, "outcome")));
+    json_object_set_new(e, "result", json_integer(num(driver, "result")));
+    json_object_set_new(e, "result_name", json_string(str(driver, "name")));
+  }
+  if (!json_is_object(busy)) busy = json_object_get(f, "owner");
   if (json_is_object(busy)) json_object_set_new(e, "busy", json_integer(num(busy, "stream")));
   const json_t *origin = json_object_get(json_object_get(f, "allocation"), "origin");
   if (json_is_object(origin))

@@ -115,8 +115,8 @@
         /* The call is recorded at the tick it was judged (or just after); a
          * call the driver refused or the guard stopped never was. */
         var ops = call.operations, last = ops[ops.length - 1];
-        var made = f.outcome === "returned" && !f.result && last && last.api === f.api &&
-                   last.thread === f.thread;
+        var made = (!f.outcome || (f.outcome === "returned" && !f.result)) && last &&
+                   last.api === f.api && last.thread === f.thread;
         a = { lane: "s" + call.stream, tick: made ? last.tick : tl.tick + 0.5, refused: !made };
       } else {
         threadLane(f.thread);

@@ -3,7 +3,7 @@
  * built from those streams at exit or by the CLI.
  *
  *   sink.c        de-duplication, locking, dispatch to the outputs below
- *   text.c        the human-readable block on stderr
+ *   text.c        the human-readable block on stderr, from a finding's record
  *   json_finding.c  a finding as a JSON object (the schema of docs/report-schema.md)
  *   jsonl.c       the per-process record stream
  *   merge.c       the final JSON report from one or more streams
@@ -13,6 +13,7 @@
  *   suppressions.c  RULE:PATTERN lines that silence findings
  *   paths.c       report file names (%p, %q{ENV}) and their safe creation
  *   symbolize.c   (module, offset, function, file, line) of a return address
+ *   source.c      the text of a source line (SARIF fingerprints, the reports)
  *   output.c      the log and stderr, safe from a program's reuse of descriptors
  * Their raw system calls and the options are the floor below, base/.
  */
@@ -29,7 +30,7 @@
 
 #define AC_TOOL_NAME "attachcheck"
 #define AC_TOOL_VERSION "0.1.0"
-#define AC_SCHEMA_VERSION 1
+#define AC_SCHEMA_VERSION 2
 
 /* ---- sink.c (used by the shim) ---- */
 /* Announces this process in the session (records it as loaded). Light enough
@@ -65,13 +66,19 @@ void ac_report_fork_parent(void);
 void ac_report_fork_child(void);
 
 /* ---- text.c ---- */
-void ac_text_write_finding(FILE *out, const struct ac_finding *f);
+/* A finding's record (ac_json_finding's object) as the readable block, each
+ * line starting with prefix. */
+void ac_text_write_finding(FILE *out, const json_t *finding, const char *prefix);
+/* A launch's "<<<(grid), (block)>>>" from its record's kernel; "" without one. */
+void ac_launch_shape(const json_t *kernel, char *buf, size_t len);
 
 /* ---- json_finding.c ---- */
 /* A finding as a JSON object (without its key: the sink adds it, made from
  * the symbolised stack). */
 json_t *ac_json_finding(const struct ac_finding *f);
 json_t *ac_json_stack(const struct ac_stack *s);
+/* "kernel", "copy", "set" or "memory operation". */
+const char *ac_work_operation_name(enum ac_work_operation op);
 /* A JSON string of s, which need not be UTF-8 (paths, argv): bytes that are
  * not ASCII become '?' when s is not valid UTF-8. */
 json_t *ac_json_text(const char *s);
@@ -112,6 +119,12 @@ const struct ac_suppression *ac_suppressions_match(const struct ac_suppressions 
 /* A line that would suppress this finding (for --gen-suppressions). */
 bool ac_suppression_suggest(const char *rule_id, const json_t *stack, char *buf, size_t len);
 
+/* ---- source.c ---- */
+#define AC_SOURCE_LINE_MAX 240
+/* The text of line `line` of the source file at path, whitespace normalised
+ * (runs made one space, ends trimmed); false when it cannot be read or is blank. */
+bool ac_source_line(const char *path, int line, char *out, size_t len);
+
 /* ---- symbolize.c ---- */
 struct ac_frame {
   const void *pc;
@@ -119,8 +132,9 @@ struct ac_frame {
   unsigned long offset; /* pc - module base */
   const char *function; /* NULL if unknown; demangled */
   unsigned long function_offset;
-  const char *file; /* source file of the call, NULL without debug information */
-  int line, column; /* 0 when unknown */
+  const char *file;        /* source file of the call, NULL without debug information */
+  const char *source_path; /* the same before --strip-paths, to read it */
+  int line, column;        /* 0 when unknown */
   char function_buf[256], file_buf[512];
 };
 void ac_symbolize(const void *pc, struct ac_frame *out);

@@ -160,6 +160,7 @@ static void add_stream_flow(json_t *flows, json_int_t serial, const json_t *orig
 static json_t *code_flows(const json_t *f, const char *call_note) {
   json_t *flows = json_array();
   const json_t *alloc = json_object_get(f, "allocation"), *busy = json_object_get(f, "busy");
+  if (!busy) busy = json_object_get(f, "owner"); /* AC301: the stream the memory belongs to */
   json_t *host = flow("host", "the host thread");
   json_t *self =
       json_pack("{s:s, s:O}", "api", ac_json_str(f, "api"), "stack", json_object_get(f, "stack"));

@@ -26,8 +26,9 @@
 #include "sys.h"
 
 struct seen {
-  uint64_t key;      /* rule and return addresses: this process's */
-  char portable[17]; /* rule and (module, offset) of each frame: the same in every process */
+  uint64_t key;      /* rule, problem and return addresses: this process's */
+  char portable[17]; /* rule, problem and (module, offset) of each frame: the same in every
+                        process */
   UT_hash_handle hh;
 };
 
@@ -48,11 +49,28 @@ static bool stream_started; /* and holds this process's record */
 static int stream_pid;
 static struct ac_suppressions suppressions;
 
+/* Which of the work's operands a finding is about: two wrong buffers given
+ * to one launch are two problems, each its own finding; the same argument
+ * wrong again is the same one. Stable from run to run (no addresses). */
+static void problem_of(const struct ac_finding *f, char *buf, size_t len) {
+  static const char *const vias[] = {"argument", "variable", "destination", "source", "address"};
+  const struct ac_work_facts *w = &f->work;
+  buf[0] = 0;
+  if (f->kind == AC_KIND_LAUNCH && w->via == AC_VIA_ARGUMENT)
+    snprintf(buf, len, "%s %d+%zu", w->kernel, w->param, w->offset);
+  else if (f->kind == AC_KIND_LAUNCH)
+    snprintf(buf, len, "%s variable %s", w->kernel, f->alloc.name);
+  else if (f->kind == AC_KIND_COPY && (unsigned)w->via < sizeof vias / sizeof vias[0])
+    snprintf(buf, len, "%s", vias[w->via]);
+}
+
 static uint64_t finding_key(const struct ac_finding *f) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  char problem[256];
+  problem_of(f, problem, sizeof problem);
+  uint64_t h = ac_hash_text(AC_HASH_START, problem);
   const unsigned char *p = (const unsigned char *)&f->rule;
   for (size_t i = 0; i < sizeof f->rule; i++)
-    h = (h ^ p[i]) * 1099511628211ull;
+    h = (h ^ p[i]) * 1099511628211ull; /* FNV-1a */
   p = (const unsigned char *)f->stack.pc;
   for (size_t i = 0; i < (size_t)f->stack.depth * sizeof f->stack.pc[0]; i++)
     h = (h ^ p[i]) * 1099511628211ull;
@@ -62,8 +80,11 @@ static uint64_t finding_key(const struct ac_finding *f) {
 /* The key the reports use: the same finding from the same code in another
  * process - a fork, or another rank loaded at other addresses - has the same
  * key, so the merge makes one finding of them. */
-static void portable_key(const json_t *record, char out[17]) {
+static void portable_key(const json_t *record, const struct ac_finding *f, char out[17]) {
+  char problem[256];
+  problem_of(f, problem, sizeof problem);
   uint64_t h = ac_hash_text(AC_HASH_START, ac_json_str(record, "rule"));
+  if (problem[0]) h = ac_hash_text(ac_hash_text(h, "|"), problem);
   size_t i;
   const json_t *frame;
   json_array_foreach(json_object_get(record, "stack"), i, frame) {
@@ -92,12 +113,13 @@ static void unlock_sink(void) {
 static struct ac_output log_out = {.fd = -1}, err_out = {.fd = -1};
 static bool have_log, log_failure_told;
 static unsigned long printed_count;
+static const char prefix[] = AC_PREFIX;
 
 /* A line on stderr itself, whatever the options: for what cannot go to the
  * log (the log's own failure, a fatal start-up failure). */
 static void say_on_stderr(const char *text) {
   char line[1200];
-  int n = snprintf(line, sizeof line, AC_PREFIX "%s\n", text);
+  int n = snprintf(line, sizeof line, "%s%s\n", prefix, text);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
   if (n > 0) ac_output_write(&err_out, line, (size_t)n);
 }
@@ -187,7 +209,7 @@ static void append(json_t *record) {
 
 void ac_report_message(enum ac_message_level level, const char *text) {
   char line[1200];
-  int n = snprintf(line, sizeof line, AC_PREFIX "%s\n", text);
+  int n = snprintf(line, sizeof line, "%s%s\n", prefix, text);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
   if (n <= 0) return;
   bool locked = !holding_sink;
@@ -258,14 +280,15 @@ static bool apply_suppressions(json_t *record, const struct ac_finding *f) {
 static void print_finding(const struct ac_finding *f, const json_t *record) {
   char *text = NULL;
   size_t len = 0;
+  if (!record) return;
   FILE *mem = open_memstream(&text, &len);
   if (!mem) return;
-  ac_text_write_finding(mem, f);
+  ac_text_write_finding(mem, record, prefix);
   char line[700];
-  if (opts && opts->gen_suppressions && record &&
+  if (opts && opts->gen_suppressions &&
       ac_suppression_suggest(ac_rule_info(f->rule)->id, json_object_get(record, "stack"), line,
                              sizeof line))
-    fprintf(mem, AC_PREFIX "suppress with: %s\n" AC_PREFIX "\n", line);
+    fprintf(mem, "%ssuppress with: %s\n%s\n", prefix, line, prefix);
   fclose(mem);
   write_text(text, len);
   free(text);
@@ -280,9 +303,8 @@ static bool within_print_limit(void) {
   if (printed_count++ == (unsigned long)opts->print_limit) {
     char line[200];
     int n = snprintf(line, sizeof line,
-                     AC_PREFIX "print limit of %ld findings reached: the rest are only in "
-                               "the reports\n",
-                     opts->print_limit);
+                     "%sprint limit of %ld findings reached: the rest are only in the reports\n",
+                     prefix, opts->print_limit);
     write_text(line, (size_t)n);
   }
   return false;
@@ -365,19 +387,19 @@ void ac_report_finding(const struct ac_finding *f) {
   }
   json_t *record = ac_json_finding(f);
   char portable[17] = "";
-  if (record) portable_key(record, portable);
-  s = malloc(sizeof *s);
-  if (s) {
-    s->key = key;
-    memcpy(s->portable, portable, sizeof portable);
-    HASH_ADD(hh, seen, key, sizeof s->key, s);
-  }
+  if (record) portable_key(record, f, portable);
   bool suppressed = false;
   if (record) {
     json_object_set_new(record, "key", json_string(portable));
     json_object_set_new(record, "type", json_string("finding"));
     json_object_set_new(record, "pid", json_integer(getpid()));
     suppressed = apply_suppressions(record, f);
+  }
+  s = malloc(sizeof *s);
+  if (s) {
+    s->key = key;
+    memcpy(s->portable, portable, sizeof portable);
+    HASH_ADD(hh, seen, key, sizeof s->key, s);
   }
   if (text_wanted() && !suppressed && within_print_limit()) print_finding(f, record);
   append(record);

@@ -44,9 +44,10 @@ static void take_history(struct ac_finding *f, struct ac_finding_history *h) {
   if (!held) ac_model_enter();
   memset(h, 0, sizeof *h);
   h->tick = f->busy.present ? f->busy.tick : ac_history_tick(ac_model);
+  if (!f->tick) f->tick = h->tick; /* an attach: judged just now */
   copy_ring(&h->host, ac_history_host(ac_model), h->tick, f);
-  copy_stream(&h->call, f->stream_serial, h->tick, f);
-  if (f->busy.present && f->busy.stream_serial != f->stream_serial)
+  copy_stream(&h->call, f->stream.serial, h->tick, f);
+  if (f->busy.present && f->busy.stream_serial != f->stream.serial)
     copy_stream(&h->busy, f->busy.stream_serial, h->tick, f);
   const struct ac_alloc *a =
       f->alloc.present ? ac_model_find_alloc_at(ac_model, f->alloc.base) : NULL;
