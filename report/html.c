@@ -324,7 +324,7 @@ static void memory_fact(struct page *p, const json_t *f) {
     esc(p, str(alloc, "name"));
     put(p, "</code>");
   }
-  put(p, ", ");
+  if (json_object_get(alloc, "association")) put(p, ", ");
   esc(p, str(alloc, "association"));
   if (json_object_get(alloc, "attached_stream"))
     putf(p, " to stream #%lld", num(alloc, "attached_stream"));
@@ -457,8 +457,8 @@ static void operations_list(struct page *p, const json_t *timeline) {
        "</summary>",
        num(timeline, "limit"));
   json_array_foreach(streams, i, s) {
-    putf(p, "<h5>%s stream #%lld (", strcmp(str(s, "role"), "call") == 0 ? "call's" : "busy",
-         num(s, "stream"));
+    putf(p, "<h5>%s stream #%lld (",
+         strcmp(str(s, "role"), "call") == 0 ? "call's" : "other side's", num(s, "stream"));
     esc(p, str(s, "kind"));
     putf(p, "): %lld of %lld operations</h5>", num(s, "shown"), num(s, "recorded"));
     const json_t *created = json_object_get(s, "created");

@@ -86,8 +86,10 @@ static json_t *origin(const struct ac_op_origin *o) {
 
 /* The allocation holding addr, as it was; offset: where addr lies in it. */
 static json_t *allocation(const struct ac_alloc_snapshot *a, uintptr_t addr) {
-  json_t *o = json_pack("{s:o, s:I, s:s, s:s}", "base", hex(a->base), "size", (json_int_t)a->size,
-                        "kind", ac_mem_kind_name(a->kind), "association", ac_assoc_name(a->assoc));
+  json_t *o = json_pack("{s:o, s:I, s:s}", "base", hex(a->base), "size", (json_int_t)a->size,
+                        "kind", ac_mem_kind_name(a->kind));
+  if (a->kind == AC_MEM_MANAGED || a->kind == AC_MEM_MANAGED_VAR) /* only those are attached */
+    json_object_set_new(o, "association", json_string(ac_assoc_name(a->assoc)));
   if (addr >= a->base && addr - a->base < a->size)
     json_object_set_new(o, "offset", json_integer((json_int_t)(addr - a->base)));
   if (a->assoc == AC_ASSOC_SINGLE)

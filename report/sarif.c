@@ -254,11 +254,12 @@ static json_t *result(const json_t *f) {
     json_object_set_new(r, "codeFlows", flows);
   else
     json_decref(flows);
-  json_object_set_new(r, "properties",
-                      json_pack("{s:O?, s:O?, s:I, s:O?, s:O?}", "pid", json_object_get(f, "pid"),
-                                "processes", json_object_get(f, "processes"), "thread", thread,
-                                "allocation", json_object_get(f, "allocation"), "driver",
-                                json_object_get(f, "driver")));
+  json_t *properties = json_pack("{s:I}", "thread", thread);
+  static const char *const kept[] = {"pid", "processes", "kind", "allocation", "driver"};
+  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) /* those the finding has */
+    if (json_object_get(f, kept[i]))
+      json_object_set(properties, kept[i], json_object_get(f, kept[i]));
+  json_object_set_new(r, "properties", properties);
   free(text);
   return r;
 }

@@ -73,8 +73,9 @@ static void stream_text(const json_t *s, char *buf, size_t len) {
   if ((made || destroyed) && serial)
     snprintf(buf, len, "%sstream #%lld (handle %s)", destroyed ? "destroyed " : "",
              (long long)json_integer_value(serial), str(s, "handle"));
-  else if (serial)
-    snprintf(buf, len, "the %s (#%lld)", kind, (long long)json_integer_value(serial));
+  else if (serial) /* "CU_STREAM_LEGACY (#1)", "the per-thread default stream (#4)" */
+    snprintf(buf, len, "%s%s (#%lld)", strncmp(kind, "CU_", 3) == 0 ? "" : "the ", kind,
+             (long long)json_integer_value(serial));
   else
     snprintf(buf, len, "a %s", kind);
 }
@@ -115,7 +116,9 @@ static void write_memory(struct out *o, const json_t *f, const char *label, cons
   if (json_object_get(a, "offset"))
     snprintf(where, sizeof where, "at offset %lld of ", num(a, "offset"));
   if (*str(a, "name")) snprintf(name, sizeof name, "'%s' ", str(a, "name"));
-  snprintf(assoc, sizeof assoc, ", attached %s", str(a, "association"));
+  assoc[0] = 0;
+  if (json_object_get(a, "association"))
+    snprintf(assoc, sizeof assoc, ", attached %s", str(a, "association"));
   if (json_object_get(a, "attached_stream"))
     snprintf(assoc + strlen(assoc), sizeof assoc - strlen(assoc), " to stream #%lld",
              num(a, "attached_stream"));
