@@ -99,6 +99,7 @@ const json_t *ac_primary_frame(const json_t *stack);
 /* ---- suppressions.c ---- */
 struct ac_suppression {
   char rule[48];     /* id, name or "*" */
+  char problem[48];  /* after RULE/: a glob over the finding's problem ("arg1"), or "" */
   char pattern[512]; /* glob over a frame's function, file or module */
   char source[320];  /* "file:line" it came from */
 };
@@ -113,11 +114,15 @@ bool ac_suppressions_parse(struct ac_suppressions *set, const char *text, size_t
 /* Loads each file of a ':'-separated list. */
 bool ac_suppressions_load(struct ac_suppressions *set, const char *paths, char *err, size_t errlen);
 void ac_suppressions_free(struct ac_suppressions *set);
-/* The first suppression of rule_id matching a frame of stack (JSON frames). */
+/* The first suppression matching a finding (its record: rule, stack, problem). */
 const struct ac_suppression *ac_suppressions_match(const struct ac_suppressions *set,
-                                                   const char *rule_id, const json_t *stack);
-/* A line that would suppress this finding (for --gen-suppressions). */
-bool ac_suppression_suggest(const char *rule_id, const json_t *stack, char *buf, size_t len);
+                                                   const json_t *finding);
+/* The narrowest line that suppresses this finding in the next run, and no
+ * other (for --gen-suppressions). */
+bool ac_suppression_suggest(const json_t *finding, char *buf, size_t len);
+/* Which of its work's operands a finding is about: "arg1", "variable",
+ * "source", "destination", "address"; "" for a finding of another kind. */
+void ac_finding_problem(const json_t *finding, char *buf, size_t len);
 
 /* ---- source.c ---- */
 #define AC_SOURCE_LINE_MAX 240

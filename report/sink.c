@@ -266,18 +266,17 @@ static void load_suppressions(const struct ac_options *o) {
 }
 
 /* Marks a suppressed record; returns whether it was. */
-static bool apply_suppressions(json_t *record, const struct ac_finding *f) {
-  const char *rule = ac_rule_info(f->rule)->id;
-  const struct ac_suppression *s =
-      ac_suppressions_match(&suppressions, rule, json_object_get(record, "stack"));
+static bool apply_suppressions(json_t *record) {
+  const struct ac_suppression *s = ac_suppressions_match(&suppressions, record);
   if (!s) return false;
-  char line[600];
-  snprintf(line, sizeof line, "%s:%s", s->rule, s->pattern);
+  char line[700];
+  snprintf(line, sizeof line, "%s%s%s:%s", s->rule, s->problem[0] ? "/" : "", s->problem,
+           s->pattern);
   json_object_set_new(record, "suppressed", json_pack("{s:s, s:s}", "by", s->source, "line", line));
   return true;
 }
 
-static void print_finding(const struct ac_finding *f, const json_t *record) {
+static void print_finding(const json_t *record) {
   char *text = NULL;
   size_t len = 0;
   if (!record) return;
@@ -285,9 +284,7 @@ static void print_finding(const struct ac_finding *f, const json_t *record) {
   if (!mem) return;
   ac_text_write_finding(mem, record, prefix);
   char line[700];
-  if (opts && opts->gen_suppressions &&
-      ac_suppression_suggest(ac_rule_info(f->rule)->id, json_object_get(record, "stack"), line,
-                             sizeof line))
+  if (opts && opts->gen_suppressions && ac_suppression_suggest(record, line, sizeof line))
     fprintf(mem, "%ssuppress with: %s\n%s\n", prefix, line, prefix);
   fclose(mem);
   write_text(text, len);
@@ -393,7 +390,7 @@ void ac_report_finding(const struct ac_finding *f) {
     json_object_set_new(record, "key", json_string(portable));
     json_object_set_new(record, "type", json_string("finding"));
     json_object_set_new(record, "pid", json_integer(getpid()));
-    suppressed = apply_suppressions(record, f);
+    suppressed = apply_suppressions(record);
   }
   s = malloc(sizeof *s);
   if (s) {
@@ -401,7 +398,7 @@ void ac_report_finding(const struct ac_finding *f) {
     memcpy(s->portable, portable, sizeof portable);
     HASH_ADD(hh, seen, key, sizeof s->key, s);
   }
-  if (text_wanted() && !suppressed && within_print_limit()) print_finding(f, record);
+  if (text_wanted() && !suppressed && within_print_limit()) print_finding(record);
   append(record);
   unlock_sink();
 }

@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 """Suppressions: RULE:PATTERN lines by rule id, rule name or *, matched against
-a frame's function, source file or module; suppressed findings kept in the
+a frame's function, source file or module, at FILE:LINE, or as a sequence
+anchored at the program's top frame (^); suppressed findings kept in the
 reports and counted, not printed and not failing the run; bad files refused
-with the file and line; --gen-suppressions lines that suppress exactly what
-they were printed for."""
+with the file and line; --gen-suppressions lines that each silence the
+finding they were printed for and no other finding of the demo and the
+wrong-case programs."""
 import json
 import os
 import re
 import subprocess
 import tempfile
 
-from harness import CLI, DEMO, ENV, SHIM, check, finish, write_file
+from harness import BUILD, CLI, DEMO, ENV, PREFIX, SHIM, check, finish, write_file
 
 DEMO_RULES = ["AC101", "AC102", "AC107", "AC201", "AC301"]
 
@@ -87,9 +89,76 @@ with tempfile.TemporaryDirectory() as d:
     p, _ = attachcheck(d, "--gen-suppressions")
     lines = re.findall(r"==attachcheck== suppress with: (\S.*)", p.stderr)
     check("--gen-suppressions: one line per finding", len(lines) == 5 and
-          all(l.split(":")[0] in DEMO_RULES for l in lines), lines)
+          all(re.split("[:/]", l)[0] in DEMO_RULES for l in lines), lines)
     p, report = attachcheck(d, "--suppressions", write_file(d, "gen.supp", "\n".join(lines) + "\n"))
     check("the generated lines suppress every finding they were printed for",
           report["summary"]["suppressed"] == 5 and p.returncode == 0, report["summary"])
+
+# Programs with findings the generated lines must tell apart: the demo, a
+# first program (two wrong arguments of one launch), and wrong cases of the
+# scenarios (several findings of one rule in one function, every kind).
+PROGRAMS = [[DEMO], [os.path.join(BUILD, "tests", "golden", "golden_first_program")]] + [
+    [os.path.join(BUILD, "tests", "scenarios", words[0])] + words[1:] for words in (
+        ["attach_rules", "link", "pinned_memory"], ["attach_rules", "link", "pageable_memory"],
+        ["attach_rules", "link", "legacy_single"], ["host_access", "destroy_then_touch"],
+        ["host_access", "global_touch_busy"], ["host_access", "reattach_unordered"],
+        ["host_access", "read_syscall"], ["device_access", "plain_arg_foreign"],
+        ["device_access", "struct_arg_foreign"], ["device_access", "async_copy"],
+        ["device_access", "graph_foreign"], ["device_access", "managed_variable"])]
+
+
+def run_program(folder, program, *options):
+    report = os.path.join(folder, "p.json")
+    if os.path.exists(report):
+        os.unlink(report)
+    p = subprocess.run([CLI, "--json", report, *options, "--"] + program, env=ENV,
+                       capture_output=True, text=True, timeout=60)
+    return p, json.load(open(report))["findings"] if os.path.exists(report) else []
+
+
+def test_anchors(d):
+    """^ anchors at the program's top frame, FILE:LINE names one line."""
+    for line, expected in [("AC101:attach_mistakes.c:53", ["AC101"]),
+                           ("AC102:attach_mistakes.c:53", []),
+                           ("*:^main", DEMO_RULES), ("*:^_start", []),
+                           ("AC201:^attach_mistakes.c:71;nothing_else", []),
+                           ("AC301/arg0:^main", ["AC301"]), ("AC301/arg1:^main", [])]:
+        _, report = attachcheck(d, "--suppressions", write_file(d, "anchor.supp", line + "\n"))
+        got = sorted(f["rule"] for f in report["findings"] if f.get("suppressed"))
+        check(f"{line}: suppresses {expected or 'nothing'}", got == expected, got)
+
+
+def test_generated_lines_are_narrow(d):
+    """Each line --gen-suppressions prints silences its finding, and no finding
+    of any of the programs is silenced by another's line (every finding is
+    suppressed by its own line whichever comes first in the file)."""
+    own = {}  # (program index, finding key) -> its line
+    for i, program in enumerate(PROGRAMS):
+        p, findings = run_program(d, program, "--gen-suppressions")
+        lines = re.findall(PREFIX + r"suppress with: (\S.*)", p.stderr)
+        check(f"{os.path.basename(program[0])} {' '.join(program[1:])}: a line per finding",
+              findings and len(lines) == len(findings), (lines, [f["rule"] for f in findings]))
+        # Printed in the order the findings were reported, as the report lists them.
+        own.update({(i, f["key"]): line for f, line in zip(findings, lines)})
+    check("no two findings get the same line", len(set(own.values())) == len(own),
+          sorted(own.values()))
+    every = list(own.values())
+    for name, order in [("forward", every), ("reversed", every[::-1])]:
+        supp = write_file(d, name + ".supp", "\n".join(order) + "\n")
+        wrong = []
+        for i, program in enumerate(PROGRAMS):
+            _, findings = run_program(d, program, "--suppressions", supp)
+            for f in findings:  # a CPU access may be reported before or after the call
+                got = (f.get("suppressed") or {}).get("line")
+                if got != own.get((i, f["key"])):
+                    wrong.append((os.path.basename(program[-1]), f["rule"], got,
+                                  own.get((i, f["key"]))))
+        check(f"the generated lines ({name}): each finding silenced by its own line only",
+              not wrong, wrong)
+
+
+with tempfile.TemporaryDirectory() as d:
+    test_anchors(d)
+    test_generated_lines_are_narrow(d)
 
 finish("suppressions")
