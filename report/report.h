@@ -124,6 +124,21 @@ bool ac_suppression_suggest(const json_t *finding, char *buf, size_t len);
  * "source", "destination", "address"; "" for a finding of another kind. */
 void ac_finding_problem(const json_t *finding, char *buf, size_t len);
 
+/* ---- rule_pages.c ---- */
+/* The rule's page of docs/rules (markdown, embedded at build time), or NULL. */
+const char *ac_rule_page(const char *id);
+/* The page with its relative links made absolute against docs_url (the
+ * published docs/ folder), or reduced to their text without one (malloc'd). */
+char *ac_rule_page_markdown(const char *id, const char *docs_url);
+/* The page as plain text: links reduced to their text, no bold (malloc'd). */
+char *ac_rule_page_text(const char *id);
+/* The rule's description: its page's first paragraph of prose, on one line. */
+bool ac_rule_description(const char *id, char *buf, size_t len);
+/* docs_url/rules/ID.md, or NULL without docs_url (malloc'd). */
+char *ac_rule_page_url(const char *id, const char *docs_url);
+/* docs_url/path (path within docs/), or NULL without docs_url (malloc'd). */
+char *ac_docs_link(const char *docs_url, const char *path);
+
 /* ---- source.c ---- */
 #define AC_SOURCE_LINE_MAX 240
 /* The text of line `line` of the source file at path, whitespace normalised
