@@ -104,26 +104,22 @@ static void read_stream(struct merge *m, const char *path) {
   fclose(in);
 }
 
+/* Whether a process ran with an option switched off. */
+static bool option_off(const json_t *process, const char *name) {
+  return strcmp(ac_json_str(json_object_get(process, "options"), name), "off") == 0;
+}
+
 static void count(struct merge *m, json_t *findings) {
   size_t i;
   json_t *f;
-  json_array_foreach(findings, i, f) {
-    const char *sev = json_string_value(json_object_get(f, "severity"));
-    if (!sev) continue;
-    if (json_is_object(json_object_get(f, "suppressed")))
-      m->sum->suppressed++;
-    else if (strcmp(sev, "error") == 0)
-      m->sum->errors++;
-    else if (strcmp(sev, "warning") == 0)
-      m->sum->warnings++;
-    else
-      m->sum->notes++;
-  }
+  json_array_foreach(findings, i, f)
+      ac_summary_count(m->sum, f, json_is_object(json_object_get(f, "suppressed")));
   const char *pid;
   json_t *p;
   json_object_foreach(m->processes, pid, p) {
     m->sum->processes++;
     if (json_is_true(json_object_get(p, "cuda_initialized"))) m->sum->cuda_processes++;
+    ac_summary_note_options(m->sum, option_off(p, "guard_pages"), option_off(p, "guard"));
   }
 }
 
@@ -143,12 +139,13 @@ json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum
   count(&m, findings);
   json_t *first = json_array_size(processes) ? json_array_get(processes, 0) : json_null();
   json_t *report = json_pack(
-      "{s:i, s:{s:s, s:s}, s:O, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:o}",
+      "{s:i, s:{s:s, s:s}, s:O, s:o, s:{s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:i, s:i, s:o}, s:o}",
       "schema_version", AC_SCHEMA_VERSION, "tool", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION,
       "process", first, "processes", processes, "summary", "errors", sum->errors, "warnings",
-      sum->warnings, "notes", sum->notes, "suppressed", sum->suppressed, "processes",
-      sum->processes, "cuda_processes", sum->cuda_processes, "dropped_records",
-      sum->dropped_records, "output_errors", sum->output_errors, "findings", findings);
+      sum->warnings, "notes", sum->notes, "occurrences", (json_int_t)sum->occurrences, "suppressed",
+      sum->suppressed, "processes", sum->processes, "cuda_processes", sum->cuda_processes,
+      "dropped_records", sum->dropped_records, "output_errors", sum->output_errors, "not_checked",
+      ac_summary_not_checked(sum), "findings", findings);
   json_decref(m.processes);
   json_decref(m.findings);
   json_decref(m.order);

@@ -3,6 +3,7 @@
  * built from those streams at exit or by the CLI.
  *
  *   sink.c        de-duplication, locking, dispatch to the outputs below
+ *   summary.c     the summary: counts, occurrences, the checks that did not run
  *   text.c        the human-readable block on stderr, from a finding's record
  *   json_finding.c  a finding as a JSON object (the schema of docs/report-schema.md)
  *   jsonl.c       the per-process record stream
@@ -54,8 +55,12 @@ void ac_report_finish(void);
  * or the newline. */
 /* Whether this thread holds the sink's lock (for the shim's lock-order checks). */
 bool ac_report_sink_held(void);
-/* What every line attachcheck writes for people starts with. */
+/* What every line attachcheck writes for people starts with: the CLI's own;
+ * the shim's names its process (ac_report_prefix). */
 #define AC_PREFIX "==attachcheck== "
+/* "==attachcheck:PID== ": this process's, so the blocks of forked workers or
+ * ranks can be told apart. */
+const char *ac_report_prefix(void);
 
 enum ac_message_level { AC_MESSAGE_INFO, AC_MESSAGE_FATAL };
 void ac_report_message(enum ac_message_level level, const char *text);
@@ -67,8 +72,11 @@ void ac_report_fork_child(void);
 
 /* ---- text.c ---- */
 /* A finding's record (ac_json_finding's object) as the readable block, each
- * line starting with prefix. */
+ * line starting with prefix, then its one line for editors and CI logs
+ * (FILE:LINE:COL: SEVERITY: RULE NAME in FUNCTION). */
 void ac_text_write_finding(FILE *out, const json_t *finding, const char *prefix);
+/* The one line alone, without a newline: false when the finding has no stack. */
+bool ac_text_location_line(const json_t *finding, char *buf, size_t len);
 /* A launch's "<<<(grid), (block)>>>" from its record's kernel; "" without one. */
 void ac_launch_shape(const json_t *kernel, char *buf, size_t len);
 
@@ -172,14 +180,44 @@ bool ac_jsonl_append(const char *path, json_t *record);
 json_t *ac_jsonl_process_record(const struct ac_options *o);
 
 /* ---- merge.c ---- */
+/* The checks a run may have gone without, each said in the summary (a run
+ * that checked less must not look as clean as one that checked all):
+ *   AC_UNCHECKED(Enum, json name, what the summary says) */
+#define AC_UNCHECKED_LIST(AC_UNCHECKED)                                                            \
+  AC_UNCHECKED(AC_UNCHECKED_CPU_ACCESS, "cpu_access",                                              \
+               "CPU accesses to managed memory (AC201, AC202): --guard-pages off")                 \
+  AC_UNCHECKED(AC_UNCHECKED_GUARD, "guard",                                                        \
+               "calls that crash the driver were forwarded (--guard off)")                         \
+  AC_UNCHECKED(AC_UNCHECKED_SOURCE, "source_lines",                                                \
+               "source lines: the program's own frames have no debug information (build with "     \
+               "-g)")
+#define AC_UNCHECKED_BIT(Enum, Name, Text) Enum##_BIT,
+enum { AC_UNCHECKED_LIST(AC_UNCHECKED_BIT) AC_UNCHECKED_COUNT };
+#undef AC_UNCHECKED_BIT
+
 struct ac_summary {
   int errors, warnings, notes; /* distinct findings by severity, not counting suppressed ones */
   int suppressed;              /* distinct findings a suppression matched */
+  long long occurrences;       /* how often the findings not suppressed occurred */
   int processes;               /* processes that loaded the shim */
   int cuda_processes;          /* processes that initialised CUDA */
   int dropped_records;         /* unreadable (truncated) records */
   int output_errors;           /* text a process could not write (its log file) */
+  unsigned not_checked;        /* 1 << AC_UNCHECKED_*_BIT: what did not run */
 };
+/* ---- summary.c ---- */
+/* Counts one distinct finding (a record, with its count when merged). */
+void ac_summary_count(struct ac_summary *sum, const json_t *finding, bool suppressed);
+/* What options a process ran with switched off (guard_pages, guard). */
+void ac_summary_note_options(struct ac_summary *sum, bool guard_pages_off, bool guard_off);
+/* The summary's lines, each starting with prefix: the counts (where: "in
+ * this process", or NULL for the processes counted), then what was not
+ * checked. */
+void ac_summary_write(FILE *out, const struct ac_summary *sum, const char *prefix,
+                      const char *where);
+/* The not-checked list, as the JSON summary carries it. */
+json_t *ac_summary_not_checked(const struct ac_summary *sum);
+
 /* Reads the streams and builds the final report; *summary gets the counts. */
 json_t *ac_merge_streams(const char *const *paths, int count, struct ac_summary *summary);
 /* ---- sarif.c ---- */

@@ -29,6 +29,7 @@ struct seen {
   uint64_t key;      /* rule, problem and return addresses: this process's */
   char portable[17]; /* rule, problem and (module, offset) of each frame: the same in every
                         process */
+  bool counted;      /* not suppressed: its occurrences count in the summary */
   UT_hash_handle hh;
 };
 
@@ -113,7 +114,19 @@ static void unlock_sink(void) {
 static struct ac_output log_out = {.fd = -1}, err_out = {.fd = -1};
 static bool have_log, log_failure_told;
 static unsigned long printed_count;
-static const char prefix[] = AC_PREFIX;
+/* What every line starts with: the process's id in it, so the blocks of
+ * several processes (forked workers, ranks) can be told apart. */
+static char prefix[48] = AC_PREFIX;
+/* This process's findings, for its summary under plain LD_PRELOAD. */
+static struct ac_summary tally;
+
+const char *ac_report_prefix(void) {
+  return prefix;
+}
+
+static void name_prefix(void) {
+  snprintf(prefix, sizeof prefix, "==" AC_TOOL_NAME ":%d== ", (int)getpid());
+}
 
 /* A line on stderr itself, whatever the options: for what cannot go to the
  * log (the log's own failure, a fatal start-up failure). */
@@ -325,6 +338,7 @@ static void start_outputs(void) {
 
 void ac_report_announce(const struct ac_options *o) {
   lock_sink();
+  name_prefix();
   ac_output_adopt_stderr(&err_out);
   opts = with_absolute_paths(o);
   ac_symbolize_set_strip_prefix(opts->strip_paths);
@@ -351,6 +365,8 @@ void ac_report_fork_child(void) {
   }
   if (!opts) return;
   lock_sink();
+  name_prefix();
+  memset(&tally, 0, sizeof tally);
   start_outputs();
   unlock_sink();
 }
@@ -377,6 +393,7 @@ void ac_report_finding(const struct ac_finding *f) {
   struct seen *s;
   HASH_FIND(hh, seen, &key, sizeof key, s);
   if (s) { /* counted, not written again */
+    tally.occurrences += s->counted;
     append(
         json_pack("{s:s, s:i, s:s}", "type", "repeat", "pid", (int)getpid(), "key", s->portable));
     unlock_sink();
@@ -392,9 +409,11 @@ void ac_report_finding(const struct ac_finding *f) {
     json_object_set_new(record, "pid", json_integer(getpid()));
     suppressed = apply_suppressions(record);
   }
+  ac_summary_count(&tally, record, suppressed);
   s = malloc(sizeof *s);
   if (s) {
     s->key = key;
+    s->counted = !suppressed;
     memcpy(s->portable, portable, sizeof portable);
     HASH_ADD(hh, seen, key, sizeof s->key, s);
   }
@@ -426,8 +445,25 @@ static void write_standalone_report(void) {
   json_decref(report);
 }
 
+/* Under plain LD_PRELOAD, this process's summary (the CLI prints the run's):
+ * only from a process that used CUDA or had a finding, as its report. */
+static void print_own_summary(void) {
+  if (!opts || (opts->session_dir && *opts->session_dir) || !(cuda_seen || finding_streamed))
+    return;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) return;
+  ac_summary_note_options(&tally, opts->guard_pages == AC_GUARD_OFF, !opts->guard);
+  ac_summary_write(mem, &tally, prefix, "in this process");
+  fclose(mem);
+  write_text(text, len);
+  free(text);
+}
+
 void ac_report_finish(void) {
   lock_sink();
+  print_own_summary();
   if (opts && have_stream && stream_started) {
     append(json_pack("{s:s, s:i}", "type", "exit", "pid", (int)getpid()));
     bool standalone = !(opts->session_dir && *opts->session_dir) &&

@@ -4,7 +4,9 @@
  * shows its call and the driver's answer, a launch its kernel and argument, a
  * copy its operands, a stream's destruction the stream, a CPU access the
  * access; then the memory, the other side (the busy stream, or the stream the
- * memory belongs to), the stack and the fix. */
+ * memory belongs to), the stack and the fix. The block ends with one line
+ * FILE:LINE:COL: SEVERITY: RULE NAME in FUNCTION, as compilers write, for
+ * editors' problem matchers, grep and CI logs (in the log file too). */
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -306,6 +308,24 @@ static const struct {
     {"stream_destroy", write_destroy}, {"host_access", write_host_access},
 };
 
+bool ac_text_location_line(const json_t *f, char *buf, size_t len) {
+  const json_t *fr = ac_primary_frame(json_object_get(f, "stack"));
+  if (!fr) return false;
+  char where[600];
+  if (json_object_get(fr, "file") && json_object_get(fr, "column"))
+    snprintf(where, sizeof where, "%s:%lld:%lld", str(fr, "file"), num(fr, "line"),
+             num(fr, "column"));
+  else if (json_object_get(fr, "file"))
+    snprintf(where, sizeof where, "%s:%lld", str(fr, "file"), num(fr, "line"));
+  else
+    snprintf(where, sizeof where, "%s+%s", base_name(str(fr, "module")), str(fr, "offset"));
+  int n = snprintf(buf, len, "%s: %s: %s %s", where, str(f, "severity"), str(f, "rule"),
+                   str(f, "name"));
+  if (json_object_get(fr, "function") && n > 0 && (size_t)n < len)
+    snprintf(buf + n, len - (size_t)n, " in %s", str(fr, "function"));
+  return true;
+}
+
 void ac_text_write_finding(FILE *f, const json_t *finding, const char *prefix) {
   struct out o = {f, prefix};
   line(&o, "%s %s [%s]", str(finding, "rule"), str(finding, "name"), str(finding, "severity"));
@@ -314,5 +334,7 @@ void ac_text_write_finding(FILE *f, const json_t *finding, const char *prefix) {
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (strcmp(kinds[i].kind, kind) == 0) kinds[i].write(&o, finding);
   line(&o, "  fix: %s.", str(finding, "fix"));
+  char location[800];
+  if (ac_text_location_line(finding, location, sizeof location)) fprintf(f, "%s\n", location);
   line(&o, "%s", "");
 }

@@ -27,7 +27,7 @@ def attachcheck(folder, *options):
 
 
 def printed(stderr):
-    return sorted(set(re.findall(r"==attachcheck== (AC\d{3}) ", stderr)))
+    return sorted(set(re.findall(PREFIX + r"(AC\d{3}) ", stderr)))
 
 
 with tempfile.TemporaryDirectory() as d:
@@ -46,7 +46,7 @@ with tempfile.TemporaryDirectory() as d:
           and marks["AC102"]["by"] == f"{supp}:4" and marks["AC201"] is None, marks)
     check("counted apart in the summary", report["summary"]["errors"] == 2 and
           report["summary"]["suppressed"] == 3, report["summary"])
-    check("summary line says so", "2 errors, 0 warnings, 0 notes (3 suppressed)" in p.stderr,
+    check("summary line says so", "2 errors, 0 warnings, 0 notes (2 occurrences; 3 suppressed)" in p.stderr,
           p.stderr[-300:])
 
     every = write_file(d, "b.supp", "*:*mistakes.c\n")
@@ -72,7 +72,7 @@ with tempfile.TemporaryDirectory() as d:
         p, _ = attachcheck(d, "--suppressions", bad)
         check(f"bad file ({name}): refused before the run, with file and line",
               p.returncode == 2 and all(w in p.stderr for w in words) and "AC1" not in
-              "".join(re.findall(r"==attachcheck== AC\d+", p.stderr)), (p.returncode, p.stderr))
+              "".join(re.findall(PREFIX + r"AC\d+", p.stderr)), (p.returncode, p.stderr))
     p, _ = attachcheck(d, "--suppressions", os.path.join(d, "missing.supp"))
     check("missing file: refused", p.returncode == 2 and "missing.supp" in p.stderr, p.stderr)
     p, _ = attachcheck(d, "--suppressions", d)
@@ -87,7 +87,7 @@ with tempfile.TemporaryDirectory() as d:
 
     # --gen-suppressions (a bare flag): the printed lines, used as a file, silence all of it.
     p, _ = attachcheck(d, "--gen-suppressions")
-    lines = re.findall(r"==attachcheck== suppress with: (\S.*)", p.stderr)
+    lines = re.findall(PREFIX + r"suppress with: (\S.*)", p.stderr)
     check("--gen-suppressions: one line per finding", len(lines) == 5 and
           all(re.split("[:/]", l)[0] in DEMO_RULES for l in lines), lines)
     p, report = attachcheck(d, "--suppressions", write_file(d, "gen.supp", "\n".join(lines) + "\n"))
