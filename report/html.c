@@ -440,10 +440,23 @@ static int kind_of(const json_t *f) {
   return -1;
 }
 
+static void semantics_fact(struct page *p, const json_t *f) {
+  const json_t *s = json_object_get(f, "semantics");
+  if (!json_is_object(s)) return;
+  bool legal = strcmp(str(s, "on_this_device"), "legal") == 0;
+  term(p, "semantics");
+  put(p, legal ? "legal on this device (" : "on this device (");
+  esc(p, str(s, "device"));
+  put(p, legal ? "); " : ") a race only where the busy work uses this memory; ");
+  put(p, "breaks on devices without concurrent managed access (Jetson, Windows); "
+         "<code>--semantics device</code> judges by this device</dd>");
+}
+
 static void facts(struct page *p, const json_t *f) {
   int k = kind_of(f);
   put(p, "<dl class=\"facts\">");
   if (k >= 0) kinds[k].facts(p, f);
+  semantics_fact(p, f);
   put(p, "</dl>");
 }
 

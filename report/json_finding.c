@@ -291,6 +291,15 @@ static json_t *timeline(const struct ac_finding_history *h) {
   return o;
 }
 
+/* On a device with concurrent managed access, what a strict finding means there. */
+static json_t *semantics(const struct ac_finding *f) {
+  const struct ac_rule_info *r = ac_rule_info(f->rule);
+  return json_pack("{s:s, s:s, s:b, s:s}", "judged", "strict", "device", f->semantics.device,
+                   "concurrent_managed_access", 1, "on_this_device",
+                   r->reach == AC_LEGAL_WITH_CMA ? "legal"
+                                                 : "a race only where the busy work uses it");
+}
+
 json_t *ac_json_finding(const struct ac_finding *f) {
   const struct ac_rule_info *r = ac_rule_info(f->rule);
   json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I}", "rule", r->id, "name", r->name,
@@ -300,6 +309,8 @@ json_t *ac_json_finding(const struct ac_finding *f) {
   if (!o || (unsigned)f->kind >= AC_KIND_COUNT) return o;
   kind_facts[f->kind](o, f);
   json_object_set_new(o, "stack", stack_frames(&f->stack, true));
+  if (f->semantics.present && r->reach != AC_WRONG_EVERYWHERE)
+    json_object_set_new(o, "semantics", semantics(f));
   if (f->history) json_object_set_new(o, "timeline", timeline(f->history));
   return o;
 }

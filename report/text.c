@@ -308,6 +308,23 @@ static const struct {
     {"stream_destroy", write_destroy}, {"host_access", write_host_access},
 };
 
+/* A strict finding on a device whose concurrent managed access judges it otherwise. */
+static void write_semantics(struct out *o, const json_t *f) {
+  const json_t *s = json_object_get(f, "semantics");
+  if (!json_is_object(s)) return;
+  if (strcmp(str(s, "on_this_device"), "legal") == 0)
+    line(o,
+         "  semantics: legal on this device (%s); breaks on devices without concurrent managed "
+         "access (Jetson, Windows); --semantics device judges by this device",
+         str(s, "device"));
+  else
+    line(o,
+         "  semantics: on this device (%s) a race only where the busy work uses this memory; "
+         "breaks on devices without concurrent managed access (Jetson, Windows); --semantics "
+         "device judges by this device",
+         str(s, "device"));
+}
+
 bool ac_text_location_line(const json_t *f, char *buf, size_t len) {
   const json_t *fr = ac_primary_frame(json_object_get(f, "stack"));
   if (!fr) return false;
@@ -333,6 +350,7 @@ void ac_text_write_finding(FILE *f, const json_t *finding, const char *prefix) {
   const char *kind = str(finding, "kind");
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
     if (strcmp(kinds[i].kind, kind) == 0) kinds[i].write(&o, finding);
+  write_semantics(&o, finding);
   line(&o, "  fix: %s.", str(finding, "fix"));
   char location[800];
   if (ac_text_location_line(finding, location, sizeof location)) fprintf(f, "%s\n", location);

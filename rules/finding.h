@@ -18,8 +18,12 @@ struct ac_alloc;
 
 enum ac_severity { AC_SEV_ERROR, AC_SEV_WARNING, AC_SEV_NOTE };
 
+/* What a device with concurrent managed access makes of a rule judged by
+ * strict semantics (rule_catalog.inc's Reach). */
+enum ac_rule_reach { AC_WRONG_EVERYWHERE, AC_LEGAL_WITH_CMA, AC_RACE_IF_REACHED };
+
 enum ac_rule_id {
-#define AC_RULE(Id, Name, Sev, Summary, Fix) AC_RULE_##Id,
+#define AC_RULE(Id, Name, Sev, Reach, Summary, Fix) AC_RULE_##Id,
 #include "rule_catalog.inc"
 #undef AC_RULE
   AC_RULE_COUNT
@@ -29,6 +33,7 @@ struct ac_rule_info {
   const char *id;
   const char *name;
   enum ac_severity severity;
+  enum ac_rule_reach reach;
   const char *summary;
   const char *fix;
 };
@@ -151,6 +156,13 @@ enum ac_driver_outcome {
                          reported before the call, so the report survives the crash */
 };
 
+/* What a device with concurrent managed access makes of a finding judged by
+ * strict semantics (AC202, AC302): filled when every device has it. */
+struct ac_semantics_facts {
+  bool present;
+  char device[128]; /* the first device's name */
+};
+
 /* The latest operations of one stream (or of the host) before a finding. */
 struct ac_history {
   bool present;
@@ -196,6 +208,7 @@ struct ac_finding {
   struct ac_work_facts work;
   /* AC_KIND_HOST_ACCESS */
   struct ac_access_facts access;
+  struct ac_semantics_facts semantics;
   const struct ac_finding_history *history; /* NULL when none was taken */
 };
 

@@ -4,7 +4,7 @@
 #include "finding.h"
 
 static const struct ac_rule_info rule_table[AC_RULE_COUNT] = {
-#define AC_RULE(Id, Name, Sev, Summary, Fix) {#Id, Name, Sev, Summary, Fix},
+#define AC_RULE(Id, Name, Sev, Reach, Summary, Fix) {#Id, Name, Sev, Reach, Summary, Fix},
 #include "rule_catalog.inc"
 #undef AC_RULE
 };
