@@ -31,6 +31,7 @@ struct page {
   char *text;
   size_t len, cap;
   bool ok;
+  const char *docs_url; /* --docs-url: where the rule pages are published, or "" */
 };
 
 static void put_n(struct page *p, const char *s, size_t n) {
@@ -113,13 +114,40 @@ static bool is_suppressed(const json_t *f) {
 
 /* ---- the header and the summary table ---- */
 
-static void header(struct page *p, const json_t *report) {
-  const json_t *proc = json_object_get(report, "process"),
-               *sum = json_object_get(report, "summary");
-  put(p, "<header><h1>attachcheck report</h1><p class=\"run\">");
-  const json_t *argv = json_object_get(proc, "argv");
+/* The options the run had, each with its value. */
+static void options_list(struct page *p, const json_t *options) {
+  const char *name;
+  const json_t *value;
+  put(p, "<details class=\"options\"><summary>Options</summary><dl>");
+  json_object_foreach((json_t *)options, name, value) {
+    put(p, "<dt>--");
+    for (const char *c = name; *c; c++)
+      put_n(p, *c == '_' ? "-" : c, 1);
+    put(p, "</dt><dd><code>");
+    esc(p, *json_string_value(value) ? json_string_value(value) : "(none)");
+    put(p, "</code></dd>");
+  }
+  put(p, "</dl></details>");
+}
+
+/* Which attachcheck made the report, when, from what command and options. */
+static void made_by(struct page *p, const json_t *report) {
+  const json_t *tool = json_object_get(report, "tool");
+  char text[200];
+  snprintf(text, sizeof text, "%s %s \u00b7 report schema %lld \u00b7 made ", str(tool, "name"),
+           str(tool, "version"), num(report, "schema_version"));
+  put(p, "<p class=\"made\">");
+  esc(p, text);
+  put(p, "<time>");
+  esc(p, str(report, "created"));
+  put(p, "</time></p>");
+}
+
+/* The command, how many processes, the GPUs. */
+static void command_line(struct page *p, const json_t *proc, const json_t *sum) {
+  const json_t *argv = json_object_get(proc, "argv"), *a;
   size_t i;
-  const json_t *a;
+  put(p, "<p class=\"run\">");
   if (json_array_size(argv)) {
     put(p, "<code>");
     json_array_foreach(argv, i, a) {
@@ -129,19 +157,42 @@ static void header(struct page *p, const json_t *report) {
     put(p, "</code> ");
   }
   putf(p, "&middot; %lld process%s", num(sum, "processes"), num(sum, "processes") == 1 ? "" : "es");
-  const json_t *gpus = json_object_get(proc, "gpus");
-  json_array_foreach(gpus, i, a) {
+  json_array_foreach(json_object_get(proc, "gpus"), i, a) {
     put(p, " &middot; ");
     esc(p, json_string_value(a));
   }
+  put(p, "</p>");
+}
+
+/* The findings by severity, their occurrences, and what was not checked. */
+static void counts(struct page *p, const json_t *sum) {
   putf(p,
-       "</p><p class=\"counts\"><span class=\"pill sev-error\">%lld error%s</span> "
+       "<p class=\"counts\"><span class=\"pill sev-error\">%lld error%s</span> "
        "<span class=\"pill sev-warning\">%lld warning%s</span> "
        "<span class=\"pill sev-note\">%lld note%s</span> "
-       "<span class=\"pill suppressed\">%lld suppressed</span></p></header>\n",
+       "<span class=\"pill suppressed\">%lld suppressed</span> %lld occurrence%s</p>",
        num(sum, "errors"), num(sum, "errors") == 1 ? "" : "s", num(sum, "warnings"),
        num(sum, "warnings") == 1 ? "" : "s", num(sum, "notes"), num(sum, "notes") == 1 ? "" : "s",
-       num(sum, "suppressed"));
+       num(sum, "suppressed"), num(sum, "occurrences"), num(sum, "occurrences") == 1 ? "" : "s");
+  size_t i;
+  const json_t *what;
+  json_array_foreach(json_object_get(sum, "not_checked"), i, what) {
+    put(p, "<p class=\"unchecked\">Not checked: ");
+    esc(p, json_string_value(what));
+    put(p, "</p>");
+  }
+}
+
+static void header(struct page *p, const json_t *report) {
+  const json_t *proc = json_object_get(report, "process"),
+               *sum = json_object_get(report, "summary");
+  put(p, "<header><h1>attachcheck report</h1>");
+  made_by(p, report);
+  command_line(p, proc, sum);
+  counts(p, sum);
+  if (json_is_object(json_object_get(proc, "options")))
+    options_list(p, json_object_get(proc, "options"));
+  put(p, "</header>\n");
 }
 
 /* One row per rule: distinct findings, occurrences, suppressed, processes. */
@@ -205,8 +256,11 @@ static void summary_table(struct page *p, const json_t *findings) {
 
 /* ---- one finding ---- */
 
+/* A frame: the program's own emphasised (class own), the others (the C
+ * library, the loader, the runtime, the driver) plain. */
 static void frame(struct page *p, const json_t *fr, int i) {
-  putf(p, "<li><span class=\"fn\">#%d ", i);
+  putf(p, "<li class=\"%s\"><span class=\"fn\">#%d ",
+       ac_frame_is_programs_own(fr) ? "own" : "foreign", i);
   esc(p, json_object_get(fr, "function") ? str(fr, "function") : str(fr, "pc"));
   put(p, "</span>");
   if (json_object_get(fr, "file")) {
@@ -228,8 +282,26 @@ static void stack(struct page *p, const char *title, const json_t *frames) {
   put(p, "<div class=\"stack\"><h4>");
   esc(p, title);
   put(p, "</h4><ol>");
-  for (size_t i = 0; i < n && i < MAX_FRAMES; i++)
+  size_t shown = n < MAX_FRAMES ? n : MAX_FRAMES;
+  for (size_t i = 0; i < shown;) {
+    /* A run of frames outside the program's code folds into one line. */
+    size_t run = 0;
+    while (i + run < shown && !ac_frame_is_programs_own(json_array_get(frames, i + run)))
+      run++;
+    if (run) {
+      putf(p,
+           "<li class=\"fold\"><details><summary>%zu frame%s of the C library, the loader or "
+           "the runtime</summary><ol>",
+           run, run == 1 ? "" : "s");
+      for (size_t j = i; j < i + run; j++)
+        frame(p, json_array_get(frames, j), (int)j);
+      put(p, "</ol></details></li>");
+      i += run;
+      continue;
+    }
     frame(p, json_array_get(frames, i), (int)i);
+    i++;
+  }
   if (n > MAX_FRAMES) putf(p, "<li class=\"cut\">&hellip; %zu more frames</li>", n - MAX_FRAMES);
   put(p, "</ol></div>");
 }
@@ -500,8 +572,10 @@ static void operations_list(struct page *p, const json_t *timeline) {
 static void finding(struct page *p, const json_t *f, size_t index) {
   const char *rule = str(f, "rule"), *sev = str(f, "severity");
   bool sup = is_suppressed(f);
-  putf(p, "<article class=\"finding sev-%s%s\" id=\"f%zu\" data-index=\"%zu\" data-rule=\"", sev,
+  putf(p, "<article class=\"finding sev-%s%s\" id=\"f%zu\" data-index=\"%zu\" data-kind=\"", sev,
        sup ? " suppressed" : "", index, index);
+  esc(p, str(f, "kind"));
+  put(p, "\" data-rule=\"");
   esc(p, rule);
   put(p, "\" data-pids=\"");
   size_t i;
@@ -518,11 +592,21 @@ static void finding(struct page *p, const json_t *f, size_t index) {
   esc(p, str(f, "message"));
   put(p, ".</p><p class=\"fix\"><b>Fix:</b> ");
   esc(p, str(f, "fix"));
-  put(p, ". <a class=\"doc\" href=\"docs/rules/");
+  put(p, ". <a class=\"doc\" href=\"#page-");
   esc(p, rule);
-  put(p, ".md\">docs/rules/");
+  put(p, "\">about ");
   esc(p, rule);
-  put(p, ".md</a></p>");
+  put(p, "</a>");
+  char *url = ac_rule_page_url(rule, p->docs_url);
+  if (url) { /* where the pages are published: --docs-url */
+    put(p, " <a class=\"doc\" href=\"");
+    esc(p, url);
+    put(p, "\">");
+    esc(p, url);
+    put(p, "</a>");
+    free(url);
+  }
+  put(p, "</p>");
   if (sup) {
     put(p, "<p class=\"supby\">Suppressed by <code>");
     esc(p, str(json_object_get(f, "suppressed"), "line"));
@@ -586,8 +670,34 @@ static void data_block(struct page *p, const json_t *findings, size_t shown) {
   free(text);
 }
 
+/* The page of each rule with findings, inside the report: a link to
+ * docs/rules/ would be dead beside a report copied out of the checkout. */
+static void rule_pages(struct page *p, const json_t *findings) {
+  bool has[AC_RULE_COUNT] = {0};
+  size_t i;
+  const json_t *f;
+  json_array_foreach(findings, i, f) {
+    enum ac_rule_id id = ac_rule_by_id(str(f, "rule"));
+    if (id != AC_RULE_COUNT) has[id] = true;
+  }
+  put(p, "<section id=\"rules\"><h2>Rules</h2>\n");
+  for (int r = 0; r < AC_RULE_COUNT; r++) {
+    const struct ac_rule_info *info = ac_rule_info((enum ac_rule_id)r);
+    char *text = has[r] ? ac_rule_page_text(info->id) : NULL;
+    if (!text) continue;
+    putf(p, "<details class=\"rule-page\" id=\"page-%s\"><summary>%s %s</summary><pre>", info->id,
+         info->id, info->name);
+    esc(p, text);
+    put(p, "</pre></details>\n");
+    free(text);
+  }
+  put(p, "</section>\n");
+}
+
 char *ac_html_from_report(const json_t *report) {
-  struct page p = {NULL, 0, 0, true};
+  struct page p = {NULL, 0, 0, true, ""};
+  p.docs_url =
+      ac_json_str(json_object_get(json_object_get(report, "process"), "options"), "docs_url");
   const json_t *findings = json_object_get(report, "findings");
   size_t total = json_array_size(findings), shown = total < MAX_FINDINGS ? total : MAX_FINDINGS;
   put(&p, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -620,6 +730,7 @@ char *ac_html_from_report(const json_t *report) {
          "the first %d); the JSON report (--json) has them all.</p>\n",
          total - shown, MAX_FINDINGS);
   put(&p, "</section>\n");
+  rule_pages(&p, findings);
   data_block(&p, findings, shown);
   put(&p, "<script>");
   put(&p, HTML_SCRIPT);

@@ -196,9 +196,10 @@ def html_article(page, index):
     m = re.search(r'<article [^>]*id="f%d".*?</article>' % index, page, re.S)
     if not m:
         return ""
+    art = re.sub(r'<li class="fold">.*?</details></li>', "", m.group(0), flags=re.S)
     art = re.sub(r"<li[^>]*>(?:(?!</li>).)*?</li>",
                  lambda li: "" if FOREIGN.search(html.unescape(li.group(0))) else li.group(0),
-                 m.group(0), flags=re.S)
+                 art, flags=re.S)
     return re.sub(r"(<(?:dt|li|h3|h4|h5|p|div|details|ol|dl)\b)", r"\n\1", art)
 
 
