@@ -5,7 +5,8 @@
  * across commits, as GitHub's primaryLocationLineHash does. Whitespace is
  * normalised: runs of spaces and tabs become one space, and the ends are
  * trimmed, so re-indenting does not change it either. Read with raw system
- * calls (sys.h), bounded, only when a finding is first reported.
+ * calls (sys.h), bounded, only when a finding is first reported, and the
+ * last file kept.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -46,18 +47,41 @@ static void normalise(const char *p, const char *end, char *out, size_t len) {
   out[o] = 0;
 }
 
-bool ac_source_line(const char *path, int line, char *out, size_t len) {
-  if (!path || !*path || line <= 0 || len == 0) return false;
+/* The last file read: a finding's frames are mostly in one file, and a
+ * program with many findings must not read it again for each. Used under the
+ * sink's lock (json_finding.c is called from there only). */
+static struct {
+  char path[4096];
+  char *text;
+  size_t len;
+} last;
+
+static const char *source_text(const char *path, size_t *len) {
+  if (last.text && strcmp(last.path, path) == 0) {
+    *len = last.len;
+    return last.text;
+  }
+  if (strlen(path) >= sizeof last.path) return NULL; /* longer than a path may be */
   char why[256];
   size_t n = 0;
   int saved = errno; /* the program's, read in the middle of its calls */
   char *text = ac_sys_read_small_file(path, SOURCE_MAX_BYTES, &n, why, sizeof why);
   errno = saved;
+  if (!text) return NULL;
+  free(last.text);
+  last.text = text;
+  last.len = n;
+  snprintf(last.path, sizeof last.path, "%s", path);
+  *len = n;
+  return text;
+}
+
+bool ac_source_line(const char *path, int line, char *out, size_t len) {
+  if (!path || !*path || line <= 0 || len == 0) return false;
+  size_t n = 0;
+  const char *text = source_text(path, &n), *start, *end;
   if (!text) return false;
-  const char *start, *end;
-  bool found = find_line(text, n, line, &start, &end);
   out[0] = 0;
-  if (found) normalise(start, end, out, len);
-  free(text);
+  if (find_line(text, n, line, &start, &end)) normalise(start, end, out, len);
   return out[0] != 0;
 }
