@@ -75,6 +75,9 @@ void ac_report_fork_child(void);
  * line starting with prefix, then its one line for editors and CI logs
  * (FILE:LINE:COL: SEVERITY: RULE NAME in FUNCTION). */
 void ac_text_write_finding(FILE *out, const json_t *finding, const char *prefix);
+/* One sentence of what happened, by the finding's kind: the call, the kernel
+ * and its argument, the copy's operand, the access. */
+void ac_text_what(const json_t *finding, char *buf, size_t len);
 /* The one line alone, without a newline: false when the finding has no stack. */
 bool ac_text_location_line(const json_t *finding, char *buf, size_t len);
 /* A launch's "<<<(grid), (block)>>>" from its record's kernel; "" without one. */

@@ -227,10 +227,12 @@ static void fingerprint(const json_t *f, char out[17]) {
 }
 
 static json_t *result(const json_t *f) {
-  const char *rule = ac_json_str(f, "rule"), *api = ac_json_str(f, "api");
+  const char *rule = ac_json_str(f, "rule");
   enum ac_rule_id id = ac_rule_by_id(rule);
   char *text = NULL, print[17];
-  if (asprintf(&text, "%s: %s. Fix: %s.", api, ac_json_str(f, "message"), ac_json_str(f, "fix")) <
+  char what[700];
+  ac_text_what(f, what, sizeof what);
+  if (asprintf(&text, "%s: %s. Fix: %s.", what, ac_json_str(f, "message"), ac_json_str(f, "fix")) <
       0)
     text = NULL;
   const char *call_note = json_is_object(json_object_get(f, "access"))
@@ -265,7 +267,10 @@ static json_t *result(const json_t *f) {
   else
     json_decref(flows);
   json_t *properties = json_pack("{s:I}", "thread", thread);
-  static const char *const kept[] = {"pid", "processes", "kind", "allocation", "driver"};
+  /* The facts of the finding's kind, as the JSON report has them. */
+  static const char *const kept[] = {
+      "pid",      "processes", "kind",       "api",   "stream", "kernel", "argument", "operation",
+      "operands", "access",    "allocation", "owner", "busy",   "driver", "semantics"};
   for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) /* those the finding has */
     if (json_object_get(f, kept[i]))
       json_object_set(properties, kept[i], json_object_get(f, kept[i]));

@@ -325,6 +325,66 @@ static void write_semantics(struct out *o, const json_t *f) {
          str(s, "device"));
 }
 
+/* ---- one sentence of what happened, by kind (SARIF's message) ---- */
+
+static void what_attach(const json_t *f, const char *stream, char *buf, size_t len) {
+  const json_t *call = json_object_get(f, "call");
+  char flags[64];
+  snprintf(buf, len, "%s(hStream=%s, dptr=%s, length=%lld, flags=%s) on thread %lld, on %s",
+           str(f, "api"), str(call, "stream"), str(call, "dptr"), num(call, "length"),
+           flags_text(num(call, "flags"), flags, sizeof flags), num(f, "thread"), stream);
+}
+
+static void what_launch(const json_t *f, const char *stream, char *buf, size_t len) {
+  const json_t *k = json_object_get(f, "kernel"), *arg = json_object_get(f, "argument");
+  char given[160];
+  if (strcmp(str(arg, "kind"), "parameter") == 0)
+    snprintf(given, sizeof given, "argument %lld (%s)", num(arg, "index"), str(arg, "value"));
+  else
+    snprintf(given, sizeof given, "its module's __managed__ variable at %s", str(arg, "value"));
+  snprintf(buf, len, "kernel %s launched by %s on thread %lld, on %s, given in %s",
+           json_object_get(k, "name") ? str(k, "name") : "(not named)", str(f, "api"),
+           num(f, "thread"), stream, given);
+}
+
+static void what_copy(const json_t *f, const char *stream, char *buf, size_t len) {
+  size_t i;
+  const json_t *x, *fault = NULL;
+  json_array_foreach(json_object_get(f, "operands"), i, x) {
+    if (json_is_true(json_object_get(x, "at_fault"))) fault = x;
+  }
+  snprintf(buf, len, "%s %s on thread %lld, on %s, given its %s %s", str(f, "operation"),
+           str(f, "api"), num(f, "thread"), stream, str(fault, "role"), str(fault, "address"));
+}
+
+static void what_destroy(const json_t *f, const char *stream, char *buf, size_t len) {
+  snprintf(buf, len, "%s on thread %lld destroyed %s with memory at %s attached to it",
+           str(f, "api"), num(f, "thread"), stream, str(json_object_get(f, "allocation"), "base"));
+}
+
+static void what_host_access(const json_t *f, const char *stream, char *buf, size_t len) {
+  const json_t *a = json_object_get(f, "access");
+  (void)stream;
+  snprintf(buf, len, "the CPU's %s of %s on thread %lld (seen by %s)", str(a, "kind"),
+           str(a, "address"), num(f, "thread"), str(a, "via"));
+}
+
+void ac_text_what(const json_t *f, char *buf, size_t len) {
+  static const struct {
+    const char *kind;
+    void (*what)(const json_t *, const char *, char *, size_t);
+  } whats[] = {{"attach", what_attach},
+               {"launch", what_launch},
+               {"copy", what_copy},
+               {"stream_destroy", what_destroy},
+               {"host_access", what_host_access}};
+  char stream[160];
+  stream_text(json_object_get(f, "stream"), stream, sizeof stream);
+  snprintf(buf, len, "%s", str(f, "rule"));
+  for (size_t i = 0; i < sizeof whats / sizeof whats[0]; i++)
+    if (strcmp(whats[i].kind, str(f, "kind")) == 0) whats[i].what(f, stream, buf, len);
+}
+
 bool ac_text_location_line(const json_t *f, char *buf, size_t len) {
   const json_t *fr = ac_primary_frame(json_object_get(f, "stack"));
   if (!fr) return false;

@@ -14,9 +14,11 @@ with nothing outstanding.
 
 --update writes the expected files from this run (review the diff)."""
 import argparse
+import difflib
 import html
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -138,6 +140,7 @@ class Labels:
 
 def normalise_text(text, build):
     text = re.sub(r"==attachcheck:\d+==", "==attachcheck:PID==", text)
+    text = re.sub(r"(#\d+) 0x[0-9a-f]+ in ", r"\1 0x? in ", text)  # a frame's return address
     text = re.sub(r'data-pids="[\d ]*"', 'data-pids="PID"', text)
     text = text.replace(build, "<build>").replace(SOURCE, "<src>")
     text = re.sub(r"\+0x[0-9a-f]+", "+0x?", text)  # offsets in functions and modules
@@ -205,6 +208,27 @@ def html_article(page, index):
 
 # ---- running ----
 
+def emulated(program):
+    """Whether the program runs under qemu-user (the aarch64 build on an x86-64 machine): its
+    signal frames carry no ESR record, so every page fault is judged a write (docs/platforms.md)."""
+    machines = {62: "x86_64", 183: "aarch64"}
+    with open(program, "rb") as f:
+        head = f.read(20)
+    return machines.get(int.from_bytes(head[18:20], "little")) not in (platform.machine(), None)
+
+
+def blur_access(text):
+    """A page fault's read or write made one, where the platform cannot tell them apart."""
+    text = re.sub(r"access: (?:read|write) (of .*\(seen by page fault\))", r"access: read or write \1",
+                  text)
+    text = re.sub(r'"kind": "(?:read|write)",(\s*)"via": "page fault"',
+                  r'"kind": "read or write",\1"via": "page fault"', text)
+    text = re.sub(r"the CPU's (?:read|write) (of \S+ on thread \d+ \(seen by page fault\))",
+                  r"the CPU's read or write \1", text)
+    return re.sub(r"<dd>(?:read|write) (of <code>[^<]*</code> by the CPU \(seen by page fault\))",
+                  r"<dd>read or write \1", text)
+
+
 def run_case(case, build, driver):
     env = dict(os.environ, **case["env"])
     env.pop("ATTACHCHECK_JSON", None)
@@ -221,11 +245,12 @@ def run_case(case, build, driver):
             sarif = json.load(open(out["sarif"]))
             page = open(out["html"]).read()
         except (OSError, ValueError) as e:
-            return None, [f"no reports ({e}); stderr:\n{p.stderr[-2000:]}"]
+            return None, False, [f"no reports ({e}); stderr:\n{p.stderr[-2000:]}"]
     findings = report["findings"]
+    blind = emulated(os.path.join(build, case["command"][0]))
     rules = [f["rule"] for f in findings]
     if rules != case["rules"]:
-        return None, [f"findings {rules}, expected {case['rules']}"]
+        return None, blind, [f"findings {rules}, expected {case['rules']}"]
     blocks = text_blocks(p.stderr)
     results = sarif["runs"][0]["results"]
     sections, problems = [], []
@@ -244,7 +269,8 @@ def run_case(case, build, driver):
         sections.append((f"== {f['rule']} json", normalise_json(f, build)))
         sections.append((f"== {f['rule']} sarif", normalise_json(result, build)))
         sections.append((f"== {f['rule']} html", normalise_text(article, build)))
-    return "\n".join(f"{title}\n{body}\n" for title, body in sections), problems
+    got = "\n".join(f"{title}\n{body}\n" for title, body in sections)
+    return (blur_access(got) if blind else got), blind, problems
 
 
 def main():
@@ -263,14 +289,16 @@ def main():
             continue
         if args.driver == "real" and any(k.startswith("FAKECUDA_") for k in case["env"]):
             continue
-        got, problems = run_case(case, build, args.driver)
+        got, blind, problems = run_case(case, build, args.driver)
         path = os.path.join(HERE, "expected", case["name"] + ".txt")
-        if got is not None and args.update:
+        if got is not None and args.update and not blind:
             open(path, "w").write(got)
         expected = open(path).read() if os.path.exists(path) else None
+        if blind and expected is not None:
+            expected = blur_access(expected)
         if got is not None and got != expected:
-            diff = subprocess.run(["diff", "-u", path if expected is not None else "/dev/null",
-                                   "-"], input=got, capture_output=True, text=True).stdout
+            diff = "".join(difflib.unified_diff((expected or "").splitlines(True),
+                                                got.splitlines(True), "expected", "got"))
             problems.append("differs from expected/%s.txt:\n%s" % (case["name"], diff[:6000]))
         print(f"{'FAIL' if problems else 'ok  '} {case['name']}")
         for x in problems:
