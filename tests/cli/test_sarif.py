@@ -7,6 +7,7 @@ rule carries its page's text, the fingerprints do not change from run to run
 comment added above the bug, a function added elsewhere) but do when the bug's
 line changes, and a program that forks gives one merged report in which every
 finding says which processes it came from."""
+import glob
 import json
 import os
 import re
@@ -73,12 +74,14 @@ BUG = "attach(CU_STREAM_LEGACY, m, 0, CU_MEM_ATTACH_SINGLE);"
 
 
 def build_tools():
-    """The build's C compiler and the CUDA headers it used."""
+    """The build's C compiler (a cross compiler in the aarch64 build) and the CUDA headers."""
     cache = dict(re.findall(r"^([A-Za-z_]+):[A-Z]+=(.*)$", open(os.path.join(BUILD, "CMakeCache.txt"))
                             .read(), re.M))
     include = os.path.join(os.path.dirname(cache.get("CUDAToolkit_BIN_DIR", "/usr/local/cuda/bin")),
                            "include")
-    return cache.get("CMAKE_C_COMPILER", "cc"), include
+    found = [m for f in glob.glob(os.path.join(BUILD, "CMakeFiles", "*", "CMakeCCompiler.cmake"))
+             for m in re.findall(r'^set\(CMAKE_C_COMPILER "([^"]+)"\)', open(f).read(), re.M)]
+    return (found[0] if found else "cc"), include
 
 
 def fingerprints_of(folder, name, **parts):
