@@ -58,7 +58,7 @@ int main(void) {
   void *args[] = {&x, &y, &n};
   launch(saxpy, b, args); /* wrong: x and y belong to a */
   check(cuStreamSynchronize(b), "cuStreamSynchronize");
-  launch(saxpy, a, args); /* right */
+  launch(saxpy, a, args);                                 /* right */
   pthread_create(&helper, NULL, print_result, (void *)y); /* wrong: a may still run */
   pthread_join(helper, NULL);
   check(cuStreamSynchronize(a), "cuStreamSynchronize");
