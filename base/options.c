@@ -13,6 +13,7 @@
 #define AC_OPT_IS_BOOL_COUNT false
 #define AC_OPT_IS_BOOL_PATH false
 #define AC_OPT_IS_BOOL_PATHS false
+#define AC_OPT_IS_BOOL_URL false
 #define AC_OPT_IS_BOOL_CHOICE false
 #define AC_OPT_IS_PATH_BOOL false
 #define AC_OPT_IS_PATH_INT false
@@ -20,6 +21,7 @@
 #define AC_OPT_IS_PATH_PATH true
 #define AC_OPT_IS_PATH_PATHS true
 #define AC_OPT_IS_PATH_CHOICE false
+#define AC_OPT_IS_PATH_URL false
 
 const struct ac_option_info ac_option_table[] = {
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
@@ -98,6 +100,18 @@ static bool parse_paths(const char *v, const char **out, const char *choices) {
   return true;
 }
 
+/* An absolute address a report may link to (a page beside a report file, or
+ * in code scanning's view, reaches no relative one), or none. */
+static bool parse_url(const char *v, const char **out, const char *choices) {
+  (void)choices;
+  const char *rest = strncmp(v, "https://", 8) == 0  ? v + 8
+                     : strncmp(v, "http://", 7) == 0 ? v + 7
+                                                     : NULL;
+  if (*v && (!rest || !*rest || *rest == '/' || strpbrk(v, " \t\"<>"))) return false;
+  *out = v;
+  return true;
+}
+
 /* One of the '|'-separated words of choices. */
 /* The place of v in "a|b|c", or -1. */
 static int choice_index(const char *v, const char *choices) {
@@ -137,12 +151,14 @@ static void format_choice(char *buf, size_t len, int index, const char *choices)
 #define PARSE_PATH parse_path
 #define PARSE_PATHS parse_paths
 #define PARSE_CHOICE parse_choice
+#define PARSE_URL parse_url
 #define EXPECT_BOOL "on or off"
 #define EXPECT_INT "a number from 0 to 255"
 #define EXPECT_COUNT "a number, 0 or more"
 #define EXPECT_PATH "a path"
 #define EXPECT_PATHS "a path"
 #define EXPECT_CHOICE "one of"
+#define EXPECT_URL "an absolute http:// or https:// address"
 
 static bool set_index(struct ac_options *o, size_t index, const char *value, char *err,
                       size_t errlen) {
@@ -233,6 +249,7 @@ void ac_option_format(const struct ac_options *o, size_t index, char *buf, size_
 #define FORMAT_PATH(v, Metavar) snprintf(buf, len, "%s", (v) ? (v) : "")
 #define FORMAT_CHOICE(v, Metavar) format_choice(buf, len, (v), Metavar)
 #define FORMAT_PATHS FORMAT_PATH
+#define FORMAT_URL FORMAT_PATH
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
   if (i++ == index) {                                                                              \
     FORMAT_##Type(o->Name, Metavar);                                                               \

@@ -11,6 +11,7 @@
 #define AC_OPT_TYPE_COUNT long
 #define AC_OPT_TYPE_PATH const char *
 #define AC_OPT_TYPE_PATHS const char * /* ':'-separated */
+#define AC_OPT_TYPE_URL const char *   /* absolute: http:// or https://, or "" */
 #define AC_OPT_TYPE_CHOICE int         /* the value's place in its list below */
 
 /* The values of each CHOICE option, in order: AC_CHOICE(Enum, "text"). From

@@ -104,14 +104,12 @@ static void check_report_path(const char *what, const char *pattern, bool overwr
 /* The summary line: on stderr, and at the end of the log when there is one;
  * false (said in one line) when the log could not be written. */
 static bool print_summary(const struct ac_options *o, const struct ac_summary *sum) {
-  char suppressed[48] = "", line[256], path[PATH_MAX], why[PATH_MAX + 128];
-  if (sum->suppressed) snprintf(suppressed, sizeof suppressed, " (%d suppressed)", sum->suppressed);
-  int n = snprintf(line, sizeof line,
-                   AC_PREFIX "summary: %d error%s, %d warning%s, %d note%s%s in %d "
-                             "process%s\n",
-                   sum->errors, sum->errors == 1 ? "" : "s", sum->warnings,
-                   sum->warnings == 1 ? "" : "s", sum->notes, sum->notes == 1 ? "" : "s",
-                   suppressed, sum->processes, sum->processes == 1 ? "" : "es");
+  char line[1024], path[PATH_MAX], why[PATH_MAX + 128];
+  FILE *mem = fmemopen(line, sizeof line, "w");
+  if (!mem) return true;
+  ac_summary_write(mem, sum, AC_PREFIX, NULL); /* the counts, then what was not checked */
+  int n = (int)ftell(mem);
+  fclose(mem);
   fputs(line, stderr);
   if (!o->log_file || !*o->log_file ||
       !ac_expand_path(o->log_file, (int)child, path, sizeof path, why, sizeof why))

@@ -31,6 +31,7 @@ struct page {
   char *text;
   size_t len, cap;
   bool ok;
+  const char *docs_url; /* --docs-url: where the rule pages are published, or "" */
 };
 
 static void put_n(struct page *p, const char *s, size_t n) {
@@ -113,13 +114,40 @@ static bool is_suppressed(const json_t *f) {
 
 /* ---- the header and the summary table ---- */
 
-static void header(struct page *p, const json_t *report) {
-  const json_t *proc = json_object_get(report, "process"),
-               *sum = json_object_get(report, "summary");
-  put(p, "<header><h1>attachcheck report</h1><p class=\"run\">");
-  const json_t *argv = json_object_get(proc, "argv");
+/* The options the run had, each with its value. */
+static void options_list(struct page *p, const json_t *options) {
+  const char *name;
+  const json_t *value;
+  put(p, "<details class=\"options\"><summary>Options</summary><dl>");
+  json_object_foreach((json_t *)options, name, value) {
+    put(p, "<dt>--");
+    for (const char *c = name; *c; c++)
+      put_n(p, *c == '_' ? "-" : c, 1);
+    put(p, "</dt><dd><code>");
+    esc(p, *json_string_value(value) ? json_string_value(value) : "(none)");
+    put(p, "</code></dd>");
+  }
+  put(p, "</dl></details>");
+}
+
+/* Which attachcheck made the report, when, from what command and options. */
+static void made_by(struct page *p, const json_t *report) {
+  const json_t *tool = json_object_get(report, "tool");
+  char text[200];
+  snprintf(text, sizeof text, "%s %s \u00b7 report schema %lld \u00b7 made ", str(tool, "name"),
+           str(tool, "version"), num(report, "schema_version"));
+  put(p, "<p class=\"made\">");
+  esc(p, text);
+  put(p, "<time>");
+  esc(p, str(report, "created"));
+  put(p, "</time></p>");
+}
+
+/* The command, how many processes, the GPUs. */
+static void command_line(struct page *p, const json_t *proc, const json_t *sum) {
+  const json_t *argv = json_object_get(proc, "argv"), *a;
   size_t i;
-  const json_t *a;
+  put(p, "<p class=\"run\">");
   if (json_array_size(argv)) {
     put(p, "<code>");
     json_array_foreach(argv, i, a) {
@@ -129,19 +157,42 @@ static void header(struct page *p, const json_t *report) {
     put(p, "</code> ");
   }
   putf(p, "&middot; %lld process%s", num(sum, "processes"), num(sum, "processes") == 1 ? "" : "es");
-  const json_t *gpus = json_object_get(proc, "gpus");
-  json_array_foreach(gpus, i, a) {
+  json_array_foreach(json_object_get(proc, "gpus"), i, a) {
     put(p, " &middot; ");
     esc(p, json_string_value(a));
   }
+  put(p, "</p>");
+}
+
+/* The findings by severity, their occurrences, and what was not checked. */
+static void counts(struct page *p, const json_t *sum) {
   putf(p,
-       "</p><p class=\"counts\"><span class=\"pill sev-error\">%lld error%s</span> "
+       "<p class=\"counts\"><span class=\"pill sev-error\">%lld error%s</span> "
        "<span class=\"pill sev-warning\">%lld warning%s</span> "
        "<span class=\"pill sev-note\">%lld note%s</span> "
-       "<span class=\"pill suppressed\">%lld suppressed</span></p></header>\n",
+       "<span class=\"pill suppressed\">%lld suppressed</span> %lld occurrence%s</p>",
        num(sum, "errors"), num(sum, "errors") == 1 ? "" : "s", num(sum, "warnings"),
        num(sum, "warnings") == 1 ? "" : "s", num(sum, "notes"), num(sum, "notes") == 1 ? "" : "s",
-       num(sum, "suppressed"));
+       num(sum, "suppressed"), num(sum, "occurrences"), num(sum, "occurrences") == 1 ? "" : "s");
+  size_t i;
+  const json_t *what;
+  json_array_foreach(json_object_get(sum, "not_checked"), i, what) {
+    put(p, "<p class=\"unchecked\">Not checked: ");
+    esc(p, json_string_value(what));
+    put(p, "</p>");
+  }
+}
+
+static void header(struct page *p, const json_t *report) {
+  const json_t *proc = json_object_get(report, "process"),
+               *sum = json_object_get(report, "summary");
+  put(p, "<header><h1>attachcheck report</h1>");
+  made_by(p, report);
+  command_line(p, proc, sum);
+  counts(p, sum);
+  if (json_is_object(json_object_get(proc, "options")))
+    options_list(p, json_object_get(proc, "options"));
+  put(p, "</header>\n");
 }
 
 /* One row per rule: distinct findings, occurrences, suppressed, processes. */
@@ -205,8 +256,11 @@ static void summary_table(struct page *p, const json_t *findings) {
 
 /* ---- one finding ---- */
 
+/* A frame: the program's own emphasised (class own), the others (the C
+ * library, the loader, the runtime, the driver) plain. */
 static void frame(struct page *p, const json_t *fr, int i) {
-  putf(p, "<li><span class=\"fn\">#%d ", i);
+  putf(p, "<li class=\"%s\"><span class=\"fn\">#%d ",
+       ac_frame_is_programs_own(fr) ? "own" : "foreign", i);
   esc(p, json_object_get(fr, "function") ? str(fr, "function") : str(fr, "pc"));
   put(p, "</span>");
   if (json_object_get(fr, "file")) {
@@ -228,8 +282,26 @@ static void stack(struct page *p, const char *title, const json_t *frames) {
   put(p, "<div class=\"stack\"><h4>");
   esc(p, title);
   put(p, "</h4><ol>");
-  for (size_t i = 0; i < n && i < MAX_FRAMES; i++)
+  size_t shown = n < MAX_FRAMES ? n : MAX_FRAMES;
+  for (size_t i = 0; i < shown;) {
+    /* A run of frames outside the program's code folds into one line. */
+    size_t run = 0;
+    while (i + run < shown && !ac_frame_is_programs_own(json_array_get(frames, i + run)))
+      run++;
+    if (run) {
+      putf(p,
+           "<li class=\"fold\"><details><summary>%zu frame%s of the C library, the loader or "
+           "the runtime</summary><ol>",
+           run, run == 1 ? "" : "s");
+      for (size_t j = i; j < i + run; j++)
+        frame(p, json_array_get(frames, j), (int)j);
+      put(p, "</ol></details></li>");
+      i += run;
+      continue;
+    }
     frame(p, json_array_get(frames, i), (int)i);
+    i++;
+  }
   if (n > MAX_FRAMES) putf(p, "<li class=\"cut\">&hellip; %zu more frames</li>", n - MAX_FRAMES);
   put(p, "</ol></div>");
 }
@@ -259,55 +331,205 @@ static void other_side(struct page *p, const json_t *f) {
   }
 }
 
-static void facts(struct page *p, const json_t *f) {
-  const json_t *alloc = json_object_get(f, "allocation"), *busy = json_object_get(f, "busy");
-  const json_t *access = json_object_get(f, "access"), *call = json_object_get(f, "call");
-  put(p, "<dl class=\"facts\">");
-  if (json_is_object(access)) {
-    put(p, "<dt>access</dt><dd>");
-    esc(p, str(access, "kind"));
-    put(p, " of <code>");
-    esc(p, str(access, "address"));
-    put(p, "</code> by the CPU (");
-    esc(p, str(access, "via"));
-    putf(p, ") on thread %lld</dd>", num(f, "thread"));
-  } else {
-    const json_t *stream = json_object_get(f, "stream");
-    put(p, "<dt>call</dt><dd><code>");
-    esc(p, str(f, "api"));
-    put(p, "</code> on ");
-    if (strncmp(str(f, "api"), "cuStreamAttachMemAsync", 22) == 0) { /* the handle passed */
-      put(p, "<code>");
-      esc(p, str(call, "stream"));
-      put(p, "</code>, ");
-    }
-    if (json_object_get(stream, "serial")) putf(p, "stream #%lld, ", num(stream, "serial"));
-    esc(p, str(stream, "kind"));
-    putf(p, ", by thread %lld</dd>", num(f, "thread"));
-  }
-  if (json_is_object(alloc)) {
-    put(p, "<dt>memory</dt><dd><code>");
-    esc(p, str(alloc, "base"));
-    putf(p, "</code>, %lld bytes, ", num(alloc, "size"));
-    esc(p, str(alloc, "kind"));
+/* Text in <code>. */
+static void code(struct page *p, const char *text) {
+  put(p, "<code>");
+  esc(p, text);
+  put(p, "</code>");
+}
+
+/* One row of a finding's facts: its term, then what the caller puts. */
+static void term(struct page *p, const char *name) {
+  put(p, "<dt>");
+  esc(p, name);
+  put(p, "</dt><dd>");
+}
+
+/* "stream #3 (handle 0x...)" or "CU_STREAM_LEGACY (#1)": serial under key. */
+static void stream_fact(struct page *p, const json_t *s, const char *key) {
+  const char *kind = str(s, "kind");
+  if (json_object_get(s, key)) putf(p, "stream #%lld ", num(s, key));
+  put(p, "(");
+  if (strcmp(kind, "stream made by cuStreamCreate") != 0) {
+    esc(p, kind);
     put(p, ", ");
-    esc(p, str(alloc, "association"));
-    if (json_object_get(alloc, "attached_stream"))
-      putf(p, " to stream #%lld", num(alloc, "attached_stream"));
+  }
+  put(p, "handle ");
+  code(p, str(s, "handle"));
+  put(p, ")");
+}
+
+static void busy_fact(struct page *p, const json_t *busy) {
+  if (!json_is_object(busy)) return;
+  term(p, "busy");
+  stream_fact(p, busy, "stream");
+  putf(p, ": %lld operation%s not known complete</dd>", num(busy, "outstanding"),
+       num(busy, "outstanding") == 1 ? "" : "s");
+}
+
+static void owner_fact(struct page *p, const json_t *owner) {
+  if (!json_is_object(owner)) return;
+  term(p, "owner");
+  put(p, "the memory belongs to ");
+  stream_fact(p, owner, "stream");
+  put(p, "; only its work may use it</dd>");
+}
+
+static void memory_fact(struct page *p, const json_t *f) {
+  const json_t *alloc = json_object_get(f, "allocation");
+  if (!json_is_object(alloc)) {
+    if (json_object_get(f, "memory_kind")) {
+      term(p, "memory");
+      esc(p, str(f, "memory_kind"));
+      put(p, " memory, no allocation</dd>");
+    }
+    return;
+  }
+  term(p, "memory");
+  if (json_object_get(alloc, "offset")) putf(p, "offset %lld of ", num(alloc, "offset"));
+  put(p, "<code>");
+  esc(p, str(alloc, "base"));
+  putf(p, "</code>, %lld bytes, ", num(alloc, "size"));
+  esc(p, str(alloc, "kind"));
+  if (*str(alloc, "name")) {
+    put(p, " <code>");
+    esc(p, str(alloc, "name"));
+    put(p, "</code>");
+  }
+  if (json_object_get(alloc, "association")) put(p, ", ");
+  esc(p, str(alloc, "association"));
+  if (json_object_get(alloc, "attached_stream"))
+    putf(p, " to stream #%lld", num(alloc, "attached_stream"));
+  put(p, "</dd>");
+}
+
+static void on_stream(struct page *p, const json_t *f) {
+  put(p, " on ");
+  stream_fact(p, json_object_get(f, "stream"), "serial");
+  putf(p, ", thread %lld</dd>", num(f, "thread"));
+}
+
+static void attach_facts(struct page *p, const json_t *f) {
+  const json_t *call = json_object_get(f, "call"), *driver = json_object_get(f, "driver");
+  char text[400];
+  snprintf(text, sizeof text, "%s(hStream=%s, dptr=%s, length=%lld, flags=%s)", str(f, "api"),
+           str(call, "stream"), str(call, "dptr"), num(call, "length"),
+           ac_assoc_name((unsigned)num(call, "flags")));
+  term(p, "call");
+  code(p, text);
+  on_stream(p, f);
+  term(p, "driver");
+  if (strcmp(str(driver, "outcome"), "crashes") == 0) {
+    put(p, "forwarded with --guard off: the driver crashes the process on this call</dd>");
+  } else {
+    put(p, strcmp(str(driver, "outcome"), "guarded") == 0 ? "not called; the guard returned "
+                                                          : "returned ");
+    esc(p, str(driver, "name"));
     put(p, "</dd>");
   }
-  if (json_is_object(busy)) {
-    putf(p, "<dt>busy</dt><dd>stream #%lld (", num(busy, "stream"));
-    esc(p, str(busy, "kind"));
-    putf(p, "), %lld operation%s not known complete</dd>", num(busy, "outstanding"),
-         num(busy, "outstanding") == 1 ? "" : "s");
+  busy_fact(p, json_object_get(f, "busy"));
+  memory_fact(p, f);
+}
+
+static void launch_facts(struct page *p, const json_t *f) {
+  const json_t *k = json_object_get(f, "kernel"), *arg = json_object_get(f, "argument");
+  char shape[96];
+  ac_launch_shape(k, shape, sizeof shape);
+  term(p, "launch");
+  put(p, "<code>");
+  esc(p, json_object_get(k, "name") ? str(k, "name") : "a kernel");
+  esc(p, shape);
+  put(p, "</code> by ");
+  code(p, str(f, "api"));
+  if (json_is_true(json_object_get(k, "graph_node"))) put(p, " (a kernel node of the graph)");
+  on_stream(p, f);
+  term(p, "argument");
+  if (strcmp(str(arg, "kind"), "parameter") == 0)
+    putf(p, "parameter %lld, byte %lld: <code>", num(arg, "index"), num(arg, "offset"));
+  else
+    put(p, "the module's __managed__ variable <code>");
+  esc(p, str(arg, "value"));
+  put(p, "</code></dd>");
+  memory_fact(p, f);
+  owner_fact(p, json_object_get(f, "owner"));
+}
+
+static void copy_facts(struct page *p, const json_t *f) {
+  term(p, str(f, "operation"));
+  code(p, str(f, "api"));
+  if (json_is_true(json_object_get(f, "graph_node"))) put(p, " (a node of the graph)");
+  on_stream(p, f);
+  size_t i;
+  const json_t *x;
+  json_array_foreach(json_object_get(f, "operands"), i, x) {
+    term(p, str(x, "role"));
+    code(p, str(x, "address"));
+    put(p, ", ");
+    esc(p, str(x, "memory"));
+    put(p,
+        json_is_true(json_object_get(x, "at_fault")) ? " memory, at fault</dd>" : " memory</dd>");
   }
-  const json_t *driver = json_object_get(f, "driver");
-  put(p, "<dt>driver</dt><dd>");
-  esc(p, str(driver, "outcome"));
-  put(p, ": ");
-  esc(p, str(driver, "name"));
-  put(p, "</dd></dl>");
+  memory_fact(p, f);
+  owner_fact(p, json_object_get(f, "owner"));
+}
+
+static void destroy_facts(struct page *p, const json_t *f) {
+  term(p, "destroy");
+  code(p, str(f, "api"));
+  on_stream(p, f);
+  busy_fact(p, json_object_get(f, "busy"));
+  memory_fact(p, f);
+}
+
+static void host_access_facts(struct page *p, const json_t *f) {
+  const json_t *access = json_object_get(f, "access");
+  term(p, "access");
+  esc(p, str(access, "kind"));
+  put(p, " of ");
+  code(p, str(access, "address"));
+  put(p, " by the CPU (seen by ");
+  esc(p, str(access, "via"));
+  putf(p, ") on thread %lld</dd>", num(f, "thread"));
+  busy_fact(p, json_object_get(f, "busy"));
+  memory_fact(p, f);
+}
+
+static const struct {
+  const char *kind, *this_side;
+  void (*facts)(struct page *, const json_t *);
+} kinds[] = {
+    {"attach", "This side: the call at", attach_facts},
+    {"launch", "This side: the launch at", launch_facts},
+    {"copy", "This side: the call at", copy_facts},
+    {"stream_destroy", "This side: the stream destroyed at", destroy_facts},
+    {"host_access", "This side: the CPU access at", host_access_facts},
+};
+
+/* The kind's row of the table above, or NULL. */
+static int kind_of(const json_t *f) {
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (strcmp(kinds[i].kind, str(f, "kind")) == 0) return (int)i;
+  return -1;
+}
+
+static void semantics_fact(struct page *p, const json_t *f) {
+  const json_t *s = json_object_get(f, "semantics");
+  if (!json_is_object(s)) return;
+  bool legal = strcmp(str(s, "on_this_device"), "legal") == 0;
+  term(p, "semantics");
+  put(p, legal ? "legal on this device (" : "on this device (");
+  esc(p, str(s, "device"));
+  put(p, legal ? "); " : ") a race only where the busy work uses this memory; ");
+  put(p, "breaks on devices without concurrent managed access (Jetson, Windows); "
+         "<code>--semantics device</code> judges by this device</dd>");
+}
+
+static void facts(struct page *p, const json_t *f) {
+  int k = kind_of(f);
+  put(p, "<dl class=\"facts\">");
+  if (k >= 0) kinds[k].facts(p, f);
+  semantics_fact(p, f);
+  put(p, "</dl>");
 }
 
 /* The operations before the finding, as a plain list (the timeline draws them). */
@@ -320,8 +542,8 @@ static void operations_list(struct page *p, const json_t *timeline) {
        "</summary>",
        num(timeline, "limit"));
   json_array_foreach(streams, i, s) {
-    putf(p, "<h5>%s stream #%lld (", strcmp(str(s, "role"), "call") == 0 ? "call's" : "busy",
-         num(s, "stream"));
+    putf(p, "<h5>%s stream #%lld (",
+         strcmp(str(s, "role"), "call") == 0 ? "call's" : "other side's", num(s, "stream"));
     esc(p, str(s, "kind"));
     putf(p, "): %lld of %lld operations</h5>", num(s, "shown"), num(s, "recorded"));
     const json_t *created = json_object_get(s, "created");
@@ -350,8 +572,10 @@ static void operations_list(struct page *p, const json_t *timeline) {
 static void finding(struct page *p, const json_t *f, size_t index) {
   const char *rule = str(f, "rule"), *sev = str(f, "severity");
   bool sup = is_suppressed(f);
-  putf(p, "<article class=\"finding sev-%s%s\" id=\"f%zu\" data-index=\"%zu\" data-rule=\"", sev,
+  putf(p, "<article class=\"finding sev-%s%s\" id=\"f%zu\" data-index=\"%zu\" data-kind=\"", sev,
        sup ? " suppressed" : "", index, index);
+  esc(p, str(f, "kind"));
+  put(p, "\" data-rule=\"");
   esc(p, rule);
   put(p, "\" data-pids=\"");
   size_t i;
@@ -368,11 +592,21 @@ static void finding(struct page *p, const json_t *f, size_t index) {
   esc(p, str(f, "message"));
   put(p, ".</p><p class=\"fix\"><b>Fix:</b> ");
   esc(p, str(f, "fix"));
-  put(p, ". <a class=\"doc\" href=\"docs/rules/");
+  put(p, ". <a class=\"doc\" href=\"#page-");
   esc(p, rule);
-  put(p, ".md\">docs/rules/");
+  put(p, "\">about ");
   esc(p, rule);
-  put(p, ".md</a></p>");
+  put(p, "</a>");
+  char *url = ac_rule_page_url(rule, p->docs_url);
+  if (url) { /* where the pages are published: --docs-url */
+    put(p, " <a class=\"doc\" href=\"");
+    esc(p, url);
+    put(p, "\">");
+    esc(p, url);
+    put(p, "</a>");
+    free(url);
+  }
+  put(p, "</p>");
   if (sup) {
     put(p, "<p class=\"supby\">Suppressed by <code>");
     esc(p, str(json_object_get(f, "suppressed"), "line"));
@@ -382,10 +616,8 @@ static void finding(struct page *p, const json_t *f, size_t index) {
   }
   facts(p, f);
   put(p, "<div class=\"stacks\">");
-  stack(p,
-        json_is_object(json_object_get(f, "access")) ? "This side: the CPU access at"
-                                                     : "This side: the call at",
-        json_object_get(f, "stack"));
+  int k = kind_of(f);
+  stack(p, k >= 0 ? kinds[k].this_side : "This side", json_object_get(f, "stack"));
   other_side(p, f);
   put(p, "</div>");
   operations_list(p, json_object_get(f, "timeline"));
@@ -406,9 +638,12 @@ static json_t *timeline_entry(const json_t *f, size_t index) {
   json_object_set_new(e, "access", json_boolean(json_is_object(json_object_get(f, "access"))));
   json_object_set(e, "pids", json_object_get(f, "processes"));
   const json_t *driver = json_object_get(f, "driver");
-  json_object_set_new(e, "outcome", json_string(str(driver, "outcome")));
-  json_object_set_new(e, "result", json_integer(num(driver, "result")));
-  json_object_set_new(e, "result_name", json_string(str(driver, "name")));
+  if (json_is_object(driver)) { /* an attach's: the others were not refused */
+    json_object_set_new(e, "outcome", json_string(str(driver, "outcome")));
+    json_object_set_new(e, "result", json_integer(num(driver, "result")));
+    json_object_set_new(e, "result_name", json_string(str(driver, "name")));
+  }
+  if (!json_is_object(busy)) busy = json_object_get(f, "owner");
   if (json_is_object(busy)) json_object_set_new(e, "busy", json_integer(num(busy, "stream")));
   const json_t *origin = json_object_get(json_object_get(f, "allocation"), "origin");
   if (json_is_object(origin))
@@ -435,8 +670,34 @@ static void data_block(struct page *p, const json_t *findings, size_t shown) {
   free(text);
 }
 
+/* The page of each rule with findings, inside the report: a link to
+ * docs/rules/ would be dead beside a report copied out of the checkout. */
+static void rule_pages(struct page *p, const json_t *findings) {
+  bool has[AC_RULE_COUNT] = {0};
+  size_t i;
+  const json_t *f;
+  json_array_foreach(findings, i, f) {
+    enum ac_rule_id id = ac_rule_by_id(str(f, "rule"));
+    if (id != AC_RULE_COUNT) has[id] = true;
+  }
+  put(p, "<section id=\"rules\"><h2>Rules</h2>\n");
+  for (int r = 0; r < AC_RULE_COUNT; r++) {
+    const struct ac_rule_info *info = ac_rule_info((enum ac_rule_id)r);
+    char *text = has[r] ? ac_rule_page_text(info->id) : NULL;
+    if (!text) continue;
+    putf(p, "<details class=\"rule-page\" id=\"page-%s\"><summary>%s %s</summary><pre>", info->id,
+         info->id, info->name);
+    esc(p, text);
+    put(p, "</pre></details>\n");
+    free(text);
+  }
+  put(p, "</section>\n");
+}
+
 char *ac_html_from_report(const json_t *report) {
-  struct page p = {NULL, 0, 0, true};
+  struct page p = {NULL, 0, 0, true, ""};
+  p.docs_url =
+      ac_json_str(json_object_get(json_object_get(report, "process"), "options"), "docs_url");
   const json_t *findings = json_object_get(report, "findings");
   size_t total = json_array_size(findings), shown = total < MAX_FINDINGS ? total : MAX_FINDINGS;
   put(&p, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -469,6 +730,7 @@ char *ac_html_from_report(const json_t *report) {
          "the first %d); the JSON report (--json) has them all.</p>\n",
          total - shown, MAX_FINDINGS);
   put(&p, "</section>\n");
+  rule_pages(&p, findings);
   data_block(&p, findings, shown);
   put(&p, "<script>");
   put(&p, HTML_SCRIPT);

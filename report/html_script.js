@@ -2,7 +2,11 @@
  * embeds it). The page is complete without it; this draws, from the data
  * block, one timeline per process: a lane per host thread and per stream, the
  * operations before the findings in the model's order (not wall time), and
- * each finding as a line between its two sides. */
+ * each finding as a line between its two sides. Selecting a finding scrolls
+ * its timeline to show both sides, or, where they are farther apart than the
+ * view is wide, its own side and a marker at the edge towards the other.
+ * Labels are drawn over the lines on a background of their own, so no line
+ * crosses one. */
 "use strict";
 (function () {
   var SVGNS = "http://www.w3.org/2000/svg";
@@ -115,8 +119,8 @@
         /* The call is recorded at the tick it was judged (or just after); a
          * call the driver refused or the guard stopped never was. */
         var ops = call.operations, last = ops[ops.length - 1];
-        var made = f.outcome === "returned" && !f.result && last && last.api === f.api &&
-                   last.thread === f.thread;
+        var made = (!f.outcome || (f.outcome === "returned" && !f.result)) && last &&
+                   last.api === f.api && last.thread === f.thread;
         a = { lane: "s" + call.stream, tick: made ? last.tick : tl.tick + 0.5, refused: !made };
       } else {
         threadLane(f.thread);
@@ -166,6 +170,15 @@
     var scroll = html("div", { "class": "scroll" }, frame);
     var svg = el("svg", { "class": "tl", width: width, height: height, role: "img",
                           "aria-label": "timeline of process " + pid }, scroll);
+    /* Markers at the edges, towards a side of the selected finding out of view. */
+    ["left", "right"].forEach(function (side) {
+      var m = html("button", { "class": "offscreen " + side, type: "button", hidden: "hidden" },
+                   frame);
+      m.addEventListener("click", function () {
+        scroll.scrollLeft = Number(m.dataset.x) - scroll.clientWidth / 2;
+        m.hidden = true;
+      });
+    });
     lanes.forEach(function (l) {
       [names, svg].forEach(function (target) {
         el("rect", { "class": "lane-bg" + (l.i % 2 ? " alt" : ""), x: 0, y: l.y - LANE_H / 2,
@@ -184,11 +197,13 @@
         el("text", { "class": "tick-label", x: xOf[t], y: 14, "text-anchor": "middle" }, svg, "@" + t);
     });
     gaps.forEach(function (gx) { el("text", { "class": "gap", x: gx, y: 16 }, svg, "\u22ef"); });
-    /* Findings under the operations, so every mark and label stays readable. */
+    /* Findings under the operations, so every mark and label stays readable;
+     * their tags above everything. */
     var layer = el("g", { "class": "findings" }, svg);
+    var ops = el("g", { "class": "ops" }, svg), tags = el("g", { "class": "tags" });
     Object.keys(m.ops).forEach(function (k) {
       var o = m.ops[k], l = m.lanes[o.lane], op = o.op, cx = xOf[op.tick], cy = l.y;
-      var g = el("g", { "class": "op", "data-kind": op.kind, "data-tick": op.tick }, svg);
+      var g = el("g", { "class": "op", "data-kind": op.kind, "data-tick": op.tick }, ops);
       el("title", {}, g, opTitle(op));
       var cls = "k-" + opKind(op);
       if (op.kind === "attach")
@@ -204,8 +219,8 @@
       else
         el("rect", { "class": cls, x: cx - 9, y: cy - 7, width: 18, height: 14, rx: 3 }, g);
       var label = opLabel(op);
-      el("text", { "class": "op-label", x: cx, y: cy + 21, "text-anchor": "middle" }, g,
-         label.length > 11 ? label.slice(0, 10) + "\u2026" : label);
+      knockout(el("text", { "class": "op-label", x: cx, y: cy + 21, "text-anchor": "middle" }, g,
+                  label.length > 11 ? label.slice(0, 10) + "\u2026" : label), "op-label-bg");
     });
     /* A wait on an event points back at its record. */
     Object.keys(m.ops).forEach(function (k) {
@@ -216,13 +231,13 @@
         if (r.op.kind !== "event_record" || r.op.address !== w.op.address || r.op.tick > w.op.tick)
           return;
         el("path", { "class": "ev-link", d: "M" + xOf[r.op.tick] + " " + (m.lanes[r.lane].y + 7) +
-                     " L" + xOf[w.op.tick] + " " + (m.lanes[w.lane].y - 7) }, svg);
+                     " L" + xOf[w.op.tick] + " " + (m.lanes[w.lane].y - 7) }, layer);
       });
     });
     m.findings.forEach(function (s) {
       var f = s.f, la = m.lanes[s.a.lane], ax = xOf[s.a.tick];
       var g = el("g", { "class": "finding-mark" + (f.suppressed ? " suppressed" : ""),
-                        "data-index": f.index, "data-rule": f.rule }, layer);
+                        "data-index": f.index, "data-rule": f.rule, "data-ax": ax }, layer);
       el("title", {}, g, f.rule + " " + f.name);
       if (s.a.access)
         el("path", { "class": "k-access", d: "M" + ax + " " + (la.y - 9) + "l9 16h-18z" }, g);
@@ -230,11 +245,14 @@
         el("rect", { "class": "refused", x: ax - 9, y: la.y - 7, width: 18, height: 14, rx: 3 }, g);
         el("title", {}, g, f.api + ": " + (f.outcome === "guarded" ? "refused by the guard"
                            : f.result ? "failed (" + f.result_name + ")" : "not an operation"));
-        el("text", { "class": "op-label", x: ax, y: la.y + 21, "text-anchor": "middle" }, g,
-           f.outcome === "guarded" ? "guarded" : f.result ? "failed" : shortApi(f.api).slice(0, 10));
+        el("text", { "class": "op-label", x: ax, y: la.y + 21, "text-anchor": "middle" },
+           tags, f.outcome === "guarded" ? "guarded" : f.result ? "failed"
+                                                          : shortApi(f.api).slice(0, 10));
       }
       if (s.b) {
         var lb = m.lanes[s.b.lane], bx = xOf[s.b.tick];
+        g.setAttribute("data-bx", bx);
+        g.setAttribute("data-b-name", lb.label + " @" + s.b.tick);
         var mid = (la.y + lb.y) / 2;
         el("path", { "class": "f-line sev-" + f.severity,
                      d: "M" + bx + " " + lb.y + " C" + bx + " " + mid + " " + ax + " " + mid + " " +
@@ -243,12 +261,44 @@
       }
       el("circle", { "class": "f-ring sev-" + f.severity, cx: ax, cy: la.y, r: 12 }, g);
       var ty = la.y - LANE_H / 2 + 1, tw = 44;
-      el("rect", { "class": "f-tag-bg", x: ax - tw / 2, y: ty, width: tw, height: 14, rx: 7 }, g);
+      var tag = el("g", { "class": "finding-tag" + (f.suppressed ? " suppressed" : ""),
+                          "data-index": f.index }, tags);
+      el("rect", { "class": "f-tag-bg", x: ax - tw / 2, y: ty, width: tw, height: 14, rx: 7 }, tag);
       el("text", { "class": "f-tag sev-" + f.severity, x: ax, y: ty + 11, "text-anchor": "middle" },
-         g, f.rule);
-      g.addEventListener("click", function () { select(f.index, false); });
+         tag, f.rule);
+      [g, tag].forEach(function (e) {
+        e.addEventListener("click", function () { select(f.index, false); });
+      });
     });
-    scroll.scrollLeft = scroll.scrollWidth; /* the findings come last */
+    svg.appendChild(tags);
+  }
+
+  /* A background under a label, the size of its text: lines pass under it. */
+  function knockout(text, cls) {
+    var b = text.getBBox(), bg = el("rect", { "class": cls, x: b.x - 2, y: b.y, width: b.width + 4,
+                                              height: b.height, rx: 2 });
+    text.parentNode.insertBefore(bg, text);
+    return text;
+  }
+
+  /* The selected finding's timeline scrolled to show both its sides; where
+   * they do not fit, its own side, and a marker at the edge towards the other. */
+  function reveal(index) {
+    var g = document.querySelector('.finding-mark[data-index="' + index + '"]');
+    if (!g) return;
+    var frame = g.closest(".tl-frame"), scroll = frame.querySelector(".scroll");
+    var ax = Number(g.dataset.ax), bx = g.dataset.bx === undefined ? ax : Number(g.dataset.bx);
+    var w = scroll.clientWidth, margin = 48;
+    var fits = Math.abs(ax - bx) + 2 * margin <= w;
+    scroll.scrollLeft = (fits ? (ax + bx) / 2 : ax) - w / 2;
+    frame.querySelectorAll(".offscreen").forEach(function (m) {
+      var left = m.classList.contains("left"), shown = !fits && (left ? bx < ax : bx > ax);
+      m.hidden = !shown;
+      if (!shown) return;
+      m.dataset.x = bx;
+      m.textContent = (left ? "\u25c0 " : "") + "other side: " + g.dataset.bName +
+                      (left ? "" : " \u25b6");
+    });
   }
 
   function legend(parent) {
@@ -281,7 +331,7 @@
                 suppressed: a.classList.contains("suppressed") };
       a.hidden = !visible(f) && !a.closest("#selected");
     });
-    document.querySelectorAll(".finding-mark").forEach(function (g) {
+    document.querySelectorAll(".finding-mark, .finding-tag").forEach(function (g) {
       var f = data[Number(g.dataset.index)];
       g.style.display = visible({ rule: f.rule, pids: (f.pids || [f.pid]).join(" "), suppressed: f.suppressed })
                         ? "" : "none";
@@ -297,7 +347,8 @@
   function select(index, fromList) {
     state.selected = index;
     document.querySelectorAll(".selected").forEach(function (e) { e.classList.remove("selected"); });
-    document.querySelectorAll('.finding-mark[data-index="' + index + '"]').forEach(function (g) {
+    document.querySelectorAll('.finding-mark[data-index="' + index + '"], ' +
+                              '.finding-tag[data-index="' + index + '"]').forEach(function (g) {
       g.classList.add("selected");
     });
     var art = document.getElementById("f" + index), panel = document.getElementById("selected");
@@ -310,6 +361,7 @@
     copy.hidden = false;
     html("h2", {}, panel, "Selected finding");
     panel.appendChild(copy);
+    reveal(index);
     if (fromList) document.getElementById("timeline").scrollIntoView({ behavior: "smooth" });
   }
 

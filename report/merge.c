@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "report.h"
@@ -195,28 +196,79 @@ static void read_text(struct merge *m, const char *text, size_t len) {
   judge_stream(m, NULL, &facts);
 }
 
+/* Whether a process ran with an option switched off. */
+static bool option_off(const json_t *process, const char *name) {
+  return strcmp(ac_json_str(json_object_get(process, "options"), name), "off") == 0;
+}
+
 static void count(struct merge *m, json_t *findings) {
   size_t i;
   json_t *f;
-  json_array_foreach(findings, i, f) {
-    const char *sev = json_string_value(json_object_get(f, "severity"));
-    if (!sev) continue;
-    if (json_is_object(json_object_get(f, "suppressed")))
-      m->sum->suppressed++;
-    else if (strcmp(sev, "error") == 0)
-      m->sum->errors++;
-    else if (strcmp(sev, "warning") == 0)
-      m->sum->warnings++;
-    else
-      m->sum->notes++;
-  }
+  json_array_foreach(findings, i, f)
+      ac_summary_count(m->sum, f, json_is_object(json_object_get(f, "suppressed")));
   const char *pid;
   json_t *p;
   json_object_foreach(m->processes, pid, p) {
     m->sum->processes++;
     if (json_is_true(json_object_get(p, "cuda_initialized"))) m->sum->cuda_processes++;
     if (json_object_get(p, "incomplete")) m->sum->incomplete_processes++;
+    ac_summary_note_options(m->sum, option_off(p, "guard_pages"), option_off(p, "guard"));
   }
+}
+
+/* A finding's place: its first process (in the order processes appeared),
+ * then the model's tick - the order the model saw them in, not the order a
+ * reporter thread happened to write them (a CPU access is reported late). */
+struct place {
+  size_t process, index;
+  json_int_t tick;
+  json_t *finding;
+};
+
+static int by_place(const void *x, const void *y) {
+  const struct place *a = x, *b = y;
+  if (a->process != b->process) return a->process < b->process ? -1 : 1;
+  if (a->tick != b->tick) return a->tick < b->tick ? -1 : 1;
+  return a->index < b->index ? -1 : a->index > b->index;
+}
+
+static size_t process_place(const struct merge *m, json_int_t pid) {
+  size_t i = 0;
+  const char *key;
+  json_t *p;
+  json_object_foreach(m->processes, key, p) {
+    if (json_integer_value(json_object_get(p, "pid")) == pid) return i;
+    i++;
+  }
+  return i;
+}
+
+/* The findings in the model's order. */
+static json_t *ordered_findings(struct merge *m) {
+  size_t n = json_array_size(m->order), i;
+  struct place *places = calloc(n ? n : 1, sizeof *places);
+  json_t *findings = json_array(), *key;
+  if (!places) return findings;
+  json_array_foreach(m->order, i, key) {
+    json_t *f = json_object_get(m->findings, json_string_value(key));
+    places[i] = (struct place){process_place(m, json_integer_value(json_object_get(f, "pid"))), i,
+                               json_integer_value(json_object_get(f, "tick")), f};
+  }
+  qsort(places, n, sizeof *places, by_place);
+  for (i = 0; i < n; i++)
+    json_array_append(findings, places[i].finding);
+  free(places);
+  return findings;
+}
+
+/* When the report was made, as UTC ISO 8601. */
+static json_t *now_utc(void) {
+  char text[32];
+  time_t t = time(NULL);
+  struct tm tm;
+  if (!gmtime_r(&t, &tm) || !strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm))
+    return json_null();
+  return json_string(text);
 }
 
 static json_t *merge(struct merge *m, const char *const *paths, int n, const char *text,
@@ -225,11 +277,7 @@ static json_t *merge(struct merge *m, const char *const *paths, int n, const cha
   for (int i = 0; i < n; i++)
     read_stream(m, paths[i]);
   read_text(m, text, len);
-  json_t *findings = json_array(), *processes = json_array();
-  size_t i;
-  json_t *key;
-  json_array_foreach(m->order, i, key)
-      json_array_append(findings, json_object_get(m->findings, json_string_value(key)));
+  json_t *findings = ordered_findings(m), *processes = json_array();
   const char *pid;
   json_t *p;
   json_object_foreach(m->processes, pid, p) json_array_append(processes, p);
@@ -237,13 +285,15 @@ static json_t *merge(struct merge *m, const char *const *paths, int n, const cha
   const struct ac_summary *sum = m->sum;
   json_t *first = json_array_size(processes) ? json_array_get(processes, 0) : json_null();
   json_t *report = json_pack(
-      "{s:i, s:{s:s, s:s}, s:O, s:o, s:{s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}, s:o}",
+      "{s:i, s:{s:s, s:s}, s:o, s:O, s:o, s:{s:i, s:i, s:i, s:I, s:i, s:i, s:i, s:i, s:i, s:i, "
+      "s:o}, s:o}",
       "schema_version", AC_SCHEMA_VERSION, "tool", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION,
-      "process", first, "processes", processes, "summary", "errors", sum->errors, "warnings",
-      sum->warnings, "notes", sum->notes, "suppressed", sum->suppressed, "processes",
-      sum->processes, "cuda_processes", sum->cuda_processes, "dropped_records",
-      sum->dropped_records, "output_errors", sum->output_errors, "incomplete_processes",
-      sum->incomplete_processes, "findings", findings);
+      "created", now_utc(), "process", first, "processes", processes, "summary", "errors",
+      sum->errors, "warnings", sum->warnings, "notes", sum->notes, "occurrences",
+      (json_int_t)sum->occurrences, "suppressed", sum->suppressed, "processes", sum->processes,
+      "cuda_processes", sum->cuda_processes, "dropped_records", sum->dropped_records,
+      "output_errors", sum->output_errors, "incomplete_processes", sum->incomplete_processes,
+      "not_checked", ac_summary_not_checked(sum), "findings", findings);
   json_decref(m->processes);
   json_decref(m->findings);
   json_decref(m->order);

@@ -3,7 +3,8 @@
  * built from those streams at exit or by the CLI.
  *
  *   sink.c        de-duplication, locking, dispatch to the outputs below
- *   text.c        the human-readable block on stderr
+ *   summary.c     the summary: counts, occurrences, the checks that did not run
+ *   text.c        the human-readable block on stderr, from a finding's record
  *   json_finding.c  a finding as a JSON object (the schema of docs/report-schema.md)
  *   jsonl.c       the records of the per-process stream, and where it goes
  *   stream.c      the stream itself: private, exclusive, nothing lost in silence
@@ -14,6 +15,7 @@
  *   suppressions.c  RULE:PATTERN lines that silence findings
  *   paths.c       report file names (%p, %q{ENV}) and their safe creation
  *   symbolize.c   (module, offset, function, file, line) of a return address
+ *   source.c      the text of a source line (SARIF fingerprints, the reports)
  *   output.c      the log, stderr and the stream, safe from a program's descriptors
  * Their raw system calls and the options are the floor below, base/.
  */
@@ -54,8 +56,12 @@ void ac_report_finish(void);
  * --print-stderr off. A fatal line (the shim cannot check anything) goes to
  * stderr in any case. text is one line without the "==attachcheck== " prefix
  * or the newline. */
-/* What every line attachcheck writes for people starts with. */
+/* What every line attachcheck writes for people starts with: the CLI's own;
+ * the shim's names its process (ac_report_prefix). */
 #define AC_PREFIX "==attachcheck== "
+/* "==attachcheck:PID== ": this process's, so the blocks of forked workers or
+ * ranks can be told apart. */
+const char *ac_report_prefix(void);
 
 enum ac_message_level { AC_MESSAGE_INFO, AC_MESSAGE_FATAL };
 void ac_report_message(enum ac_message_level level, const char *text);
@@ -64,13 +70,25 @@ void ac_report_message(enum ac_message_level level, const char *text);
 void ac_report_fork_child(void);
 
 /* ---- text.c ---- */
-void ac_text_write_finding(FILE *out, const struct ac_finding *f);
+/* A finding's record (ac_json_finding's object) as the readable block, each
+ * line starting with prefix, then its one line for editors and CI logs
+ * (FILE:LINE:COL: SEVERITY: RULE NAME in FUNCTION). */
+void ac_text_write_finding(FILE *out, const json_t *finding, const char *prefix);
+/* One sentence of what happened, by the finding's kind: the call, the kernel
+ * and its argument, the copy's operand, the access. */
+void ac_text_what(const json_t *finding, char *buf, size_t len);
+/* The one line alone, without a newline: false when the finding has no stack. */
+bool ac_text_location_line(const json_t *finding, char *buf, size_t len);
+/* A launch's "<<<(grid), (block)>>>" from its record's kernel; "" without one. */
+void ac_launch_shape(const json_t *kernel, char *buf, size_t len);
 
 /* ---- json_finding.c ---- */
 /* A finding as a JSON object (without its key: the sink adds it, made from
  * the symbolised stack). */
 json_t *ac_json_finding(const struct ac_finding *f);
 json_t *ac_json_stack(const struct ac_stack *s);
+/* "kernel", "copy", "set" or "memory operation". */
+const char *ac_work_operation_name(enum ac_work_operation op);
 /* A JSON string of s, which need not be UTF-8 (paths, argv): bytes that are
  * not ASCII become '?' when s is not valid UTF-8. */
 json_t *ac_json_text(const char *s);
@@ -91,6 +109,7 @@ const json_t *ac_primary_frame(const json_t *stack);
 /* ---- suppressions.c ---- */
 struct ac_suppression {
   char rule[48];     /* id, name or "*" */
+  char problem[48];  /* after RULE/: a glob over the finding's problem ("arg1"), or "" */
   char pattern[512]; /* glob over a frame's function, file or module */
   char source[320];  /* "file:line" it came from */
 };
@@ -105,11 +124,36 @@ bool ac_suppressions_parse(struct ac_suppressions *set, const char *text, size_t
 /* Loads each file of a ':'-separated list. */
 bool ac_suppressions_load(struct ac_suppressions *set, const char *paths, char *err, size_t errlen);
 void ac_suppressions_free(struct ac_suppressions *set);
-/* The first suppression of rule_id matching a frame of stack (JSON frames). */
+/* The first suppression matching a finding (its record: rule, stack, problem). */
 const struct ac_suppression *ac_suppressions_match(const struct ac_suppressions *set,
-                                                   const char *rule_id, const json_t *stack);
-/* A line that would suppress this finding (for --gen-suppressions). */
-bool ac_suppression_suggest(const char *rule_id, const json_t *stack, char *buf, size_t len);
+                                                   const json_t *finding);
+/* The narrowest line that suppresses this finding in the next run, and no
+ * other (for --gen-suppressions). */
+bool ac_suppression_suggest(const json_t *finding, char *buf, size_t len);
+/* Which of its work's operands a finding is about: "arg1", "variable",
+ * "source", "destination", "address"; "" for a finding of another kind. */
+void ac_finding_problem(const json_t *finding, char *buf, size_t len);
+
+/* ---- rule_pages.c ---- */
+/* The rule's page of docs/rules (markdown, embedded at build time), or NULL. */
+const char *ac_rule_page(const char *id);
+/* The page with its relative links made absolute against docs_url (the
+ * published docs/ folder), or reduced to their text without one (malloc'd). */
+char *ac_rule_page_markdown(const char *id, const char *docs_url);
+/* The page as plain text: links reduced to their text, no bold (malloc'd). */
+char *ac_rule_page_text(const char *id);
+/* The rule's description: its page's first paragraph of prose, on one line. */
+bool ac_rule_description(const char *id, char *buf, size_t len);
+/* docs_url/rules/ID.md, or NULL without docs_url (malloc'd). */
+char *ac_rule_page_url(const char *id, const char *docs_url);
+/* docs_url/path (path within docs/), or NULL without docs_url (malloc'd). */
+char *ac_docs_link(const char *docs_url, const char *path);
+
+/* ---- source.c ---- */
+#define AC_SOURCE_LINE_MAX 240
+/* The text of line `line` of the source file at path, whitespace normalised
+ * (runs made one space, ends trimmed); false when it cannot be read or is blank. */
+bool ac_source_line(const char *path, int line, char *out, size_t len);
 
 /* ---- symbolize.c ---- */
 struct ac_frame {
@@ -118,8 +162,9 @@ struct ac_frame {
   unsigned long offset; /* pc - module base */
   const char *function; /* NULL if unknown; demangled */
   unsigned long function_offset;
-  const char *file; /* source file of the call, NULL without debug information */
-  int line, column; /* 0 when unknown */
+  const char *file;        /* source file of the call, NULL without debug information */
+  const char *source_path; /* the same before --strip-paths, to read it */
+  int line, column;        /* 0 when unknown */
   char function_buf[256], file_buf[512];
 };
 void ac_symbolize(const void *pc, struct ac_frame *out);
@@ -142,15 +187,45 @@ char *ac_jsonl_line(json_t *record, size_t *len);
 json_t *ac_jsonl_process_record(const struct ac_options *o);
 
 /* ---- merge.c ---- */
+/* The checks a run may have gone without, each said in the summary (a run
+ * that checked less must not look as clean as one that checked all):
+ *   AC_UNCHECKED(Enum, json name, what the summary says) */
+#define AC_UNCHECKED_LIST(AC_UNCHECKED)                                                            \
+  AC_UNCHECKED(AC_UNCHECKED_CPU_ACCESS, "cpu_access",                                              \
+               "CPU accesses to managed memory (AC201, AC202): --guard-pages off")                 \
+  AC_UNCHECKED(AC_UNCHECKED_GUARD, "guard",                                                        \
+               "calls that crash the driver were forwarded (--guard off)")                         \
+  AC_UNCHECKED(AC_UNCHECKED_SOURCE, "source_lines",                                                \
+               "source lines: the program's own frames have no debug information (build with "     \
+               "-g)")
+#define AC_UNCHECKED_BIT(Enum, Name, Text) Enum##_BIT,
+enum { AC_UNCHECKED_LIST(AC_UNCHECKED_BIT) AC_UNCHECKED_COUNT };
+#undef AC_UNCHECKED_BIT
+
 struct ac_summary {
   int errors, warnings, notes; /* distinct findings by severity, not counting suppressed ones */
   int suppressed;              /* distinct findings a suppression matched */
+  long long occurrences;       /* how often the findings not suppressed occurred */
   int processes;               /* processes that loaded the shim */
   int cuda_processes;          /* processes that initialised CUDA */
   int dropped_records;         /* unreadable (truncated) records */
   int output_errors;           /* text a process could not write (its log file) */
   int incomplete_processes;    /* processes whose records did not all arrive (cut or torn) */
+  unsigned not_checked;        /* 1 << AC_UNCHECKED_*_BIT: what did not run */
 };
+/* ---- summary.c ---- */
+/* Counts one distinct finding (a record, with its count when merged). */
+void ac_summary_count(struct ac_summary *sum, const json_t *finding, bool suppressed);
+/* What options a process ran with switched off (guard_pages, guard). */
+void ac_summary_note_options(struct ac_summary *sum, bool guard_pages_off, bool guard_off);
+/* The summary's lines, each starting with prefix: the counts (where: "in
+ * this process", or NULL for the processes counted), then what was not
+ * checked. */
+void ac_summary_write(FILE *out, const struct ac_summary *sum, const char *prefix,
+                      const char *where);
+/* The not-checked list, as the JSON summary carries it. */
+json_t *ac_summary_not_checked(const struct ac_summary *sum);
+
 /* Reads the streams (the CLI's: a stream's cut name, or a stream without a
  * record, says records are missing) and builds the final report; *summary
  * gets the counts. */

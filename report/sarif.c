@@ -31,30 +31,32 @@ static json_t *message(const char *text) {
   return json_pack("{s:s}", "text", text);
 }
 
-static json_t *rules_table(void) {
+/* One rule: its real description (its page's first paragraph), and its page
+ * as help, so code scanning's view shows it without following a link; a
+ * link only where --docs-url says where the pages are published. */
+static json_t *rule(const struct ac_rule_info *r, const char *docs_url) {
+  char description[2048];
+  if (!ac_rule_description(r->id, description, sizeof description))
+    snprintf(description, sizeof description, "%s.", r->summary);
+  char *text = ac_rule_page_text(r->id), *markdown = ac_rule_page_markdown(r->id, docs_url);
+  char *url = ac_rule_page_url(r->id, docs_url);
+  json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}, s:{s:s, s:s}, s:{s:s}, s:{s:[s]}}", "id",
+                        r->id, "name", r->name, "shortDescription", "text", r->summary,
+                        "fullDescription", "text", description, "help", "text",
+                        text ? text : r->fix, "markdown", markdown ? markdown : r->fix,
+                        "defaultConfiguration", "level", sarif_level(ac_severity_name(r->severity)),
+                        "properties", "tags", "cuda-unified-memory");
+  if (o && url) json_object_set_new(o, "helpUri", json_string(url));
+  free(text);
+  free(markdown);
+  free(url);
+  return o;
+}
+
+static json_t *rules_table(const char *docs_url) {
   json_t *rules = json_array();
-  for (int i = 0; i < AC_RULE_COUNT; i++) {
-    const struct ac_rule_info *r = ac_rule_info((enum ac_rule_id)i);
-    char *help = NULL, *markdown = NULL;
-    if (asprintf(&help, "Fix: %s. See docs/rules/%s.md in the attachcheck documentation.", r->fix,
-                 r->id) < 0 ||
-        asprintf(&markdown,
-                 "**Fix:** %s.\n\nSee [%s](docs/rules/%s.md) in the attachcheck "
-                 "documentation.",
-                 r->fix, r->id, r->id) < 0) {
-      free(help);
-      return rules;
-    }
-    json_array_append_new(
-        rules,
-        json_pack("{s:s, s:s, s:{s:s}, s:{s:s}, s:{s:s, s:s}, s:{s:s}, s:{s:[s]}}", "id", r->id,
-                  "name", r->name, "shortDescription", "text", r->summary, "fullDescription",
-                  "text", r->summary, "help", "text", help, "markdown", markdown,
-                  "defaultConfiguration", "level", sarif_level(ac_severity_name(r->severity)),
-                  "properties", "tags", "cuda-unified-memory"));
-    free(help);
-    free(markdown);
-  }
+  for (int i = 0; i < AC_RULE_COUNT; i++)
+    json_array_append_new(rules, rule(ac_rule_info((enum ac_rule_id)i), docs_url));
   return rules;
 }
 
@@ -83,8 +85,12 @@ static json_t *artifact(const char *path) {
 }
 
 /* A frame as a SARIF location: the source file and line where debug
- * information gave them (else the module), the instruction's offset in the
- * module, and the function. */
+ * information gave them for the program's own frames (a path relative to the
+ * checkout, after --strip-paths, as a file of the repository, %SRCROOT%;
+ * an absolute one as a file URI), else the module; the instruction's offset
+ * in the module, and the function. A frame of the C library, the runtime or
+ * the driver is never given as a file of the repository, though its debug
+ * information names one (../sysdeps/...). */
 static json_t *location(const json_t *frame, const char *note) {
   json_t *loc = json_object();
   const char *module = ac_json_str(frame, "module"), *function = ac_json_str(frame, "function"),
@@ -93,8 +99,11 @@ static json_t *location(const json_t *frame, const char *note) {
   json_int_t column = json_integer_value(json_object_get(frame, "column"));
   json_t *physical = json_pack("{s:{s:I, s:s}}", "address", "relativeAddress",
                                (json_int_t)offset_of(frame), "kind", "instruction");
-  if (*file && line > 0) { /* the source line: what code scanning shows */
-    json_object_set_new(physical, "artifactLocation", artifact(file));
+  bool in_tree = *file && line > 0 && ac_frame_is_programs_own(frame) && strncmp(file, "../", 3);
+  if (in_tree) { /* the source line: what code scanning shows */
+    json_t *where = artifact(file);
+    if (file[0] != '/') json_object_set_new(where, "uriBaseId", json_string("%SRCROOT%"));
+    json_object_set_new(physical, "artifactLocation", where);
     json_t *region = json_pack("{s:I}", "startLine", line);
     if (column > 0) json_object_set_new(region, "startColumn", json_integer(column));
     json_object_set_new(physical, "region", region);
@@ -160,6 +169,7 @@ static void add_stream_flow(json_t *flows, json_int_t serial, const json_t *orig
 static json_t *code_flows(const json_t *f, const char *call_note) {
   json_t *flows = json_array();
   const json_t *alloc = json_object_get(f, "allocation"), *busy = json_object_get(f, "busy");
+  if (!busy) busy = json_object_get(f, "owner"); /* AC301: the stream the memory belongs to */
   json_t *host = flow("host", "the host thread");
   json_t *self =
       json_pack("{s:s, s:O}", "api", ac_json_str(f, "api"), "stack", json_object_get(f, "stack"));
@@ -193,33 +203,36 @@ static json_t *code_flows(const json_t *f, const char *call_note) {
   return json_pack("[o]", code_flow);
 }
 
-/* Stable across runs, never the load addresses: the rule and, for each frame,
- * its module's name and its function and line (the offset in the module when
- * debug information did not say), so a rebuild that moves code elsewhere does
- * not change it. */
+/* The same alert from commit to commit: made of the rule, the problem (a
+ * launch's argument), and for each of the program's own frames its
+ * function, its source file's name and the text of its line (whitespace
+ * normalised, as GitHub's primaryLocationLineHash), never offsets, addresses
+ * or line numbers - so a comment added above the bug or a function added
+ * elsewhere leaves it as it was, and changing the bug's line changes it. A
+ * frame whose source could not be read counts by function and file alone. */
 static void fingerprint(const json_t *f, char out[17]) {
-  uint64_t h = ac_hash_text(AC_HASH_START, ac_json_str(f, "rule"));
-  char piece[512];
+  char problem[48];
+  ac_finding_problem(f, problem, sizeof problem);
+  uint64_t h = ac_hash_text(ac_hash_text(AC_HASH_START, ac_json_str(f, "rule")), problem);
   size_t i;
   const json_t *frame;
   json_array_foreach(json_object_get(f, "stack"), i, frame) {
-    const char *module = ac_json_str(frame, "module"), *base = strrchr(module, '/');
-    json_int_t line = json_integer_value(json_object_get(frame, "line"));
-    if (line > 0)
-      snprintf(piece, sizeof piece, "|%s:%s:%" JSON_INTEGER_FORMAT, base ? base + 1 : module,
-               ac_json_str(frame, "function"), line);
-    else
-      snprintf(piece, sizeof piece, "|%s+%llx", base ? base + 1 : module, offset_of(frame));
-    h = ac_hash_text(h, piece);
+    if (!ac_frame_is_programs_own(frame)) continue;
+    const char *file = ac_json_str(frame, "file"), *base = strrchr(file, '/');
+    h = ac_hash_text(ac_hash_text(h, "|"), ac_json_str(frame, "function"));
+    h = ac_hash_text(ac_hash_text(h, "@"), base ? base + 1 : file);
+    h = ac_hash_text(ac_hash_text(h, ":"), ac_json_str(frame, "code"));
   }
   snprintf(out, 17, "%016" PRIx64, h);
 }
 
 static json_t *result(const json_t *f) {
-  const char *rule = ac_json_str(f, "rule"), *api = ac_json_str(f, "api");
+  const char *rule = ac_json_str(f, "rule");
   enum ac_rule_id id = ac_rule_by_id(rule);
   char *text = NULL, print[17];
-  if (asprintf(&text, "%s: %s. Fix: %s.", api, ac_json_str(f, "message"), ac_json_str(f, "fix")) <
+  char what[700];
+  ac_text_what(f, what, sizeof what);
+  if (asprintf(&text, "%s: %s. Fix: %s.", what, ac_json_str(f, "message"), ac_json_str(f, "fix")) <
       0)
     text = NULL;
   const char *call_note = json_is_object(json_object_get(f, "access"))
@@ -232,7 +245,7 @@ static json_t *result(const json_t *f) {
       json_pack("{s:s, s:i, s:s, s:o, s:{s:s}, s:I}", "ruleId", rule, "ruleIndex",
                 id < AC_RULE_COUNT ? (int)id : -1, "level", sarif_level(ac_json_str(f, "severity")),
                 "message", message(text ? text : rule), "partialFingerprints",
-                "attachcheckStack/v1", print, "occurrenceCount",
+                "attachcheckSource/v2", print, "occurrenceCount",
                 json_integer_value(json_object_get(f, "count")) > 0
                     ? json_integer_value(json_object_get(f, "count"))
                     : 1);
@@ -253,11 +266,15 @@ static json_t *result(const json_t *f) {
     json_object_set_new(r, "codeFlows", flows);
   else
     json_decref(flows);
-  json_object_set_new(r, "properties",
-                      json_pack("{s:O?, s:O?, s:I, s:O?, s:O?}", "pid", json_object_get(f, "pid"),
-                                "processes", json_object_get(f, "processes"), "thread", thread,
-                                "allocation", json_object_get(f, "allocation"), "driver",
-                                json_object_get(f, "driver")));
+  json_t *properties = json_pack("{s:I}", "thread", thread);
+  /* The facts of the finding's kind, as the JSON report has them. */
+  static const char *const kept[] = {
+      "pid",      "processes", "kind",       "api",   "stream", "kernel", "argument", "operation",
+      "operands", "access",    "allocation", "owner", "busy",   "driver", "semantics"};
+  for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) /* those the finding has */
+    if (json_object_get(f, kept[i]))
+      json_object_set(properties, kept[i], json_object_get(f, kept[i]));
+  json_object_set_new(r, "properties", properties);
   free(text);
   return r;
 }
@@ -298,6 +315,8 @@ static json_t *invocation(const json_t *p) {
 
 json_t *ac_sarif_from_report(const json_t *report) {
   json_t *results = json_array(), *invocations = json_array();
+  const char *docs_url =
+      ac_json_str(json_object_get(json_object_get(report, "process"), "options"), "docs_url");
   size_t i;
   const json_t *item;
   json_array_foreach(json_object_get(report, "findings"), i, item)
@@ -306,7 +325,10 @@ json_t *ac_sarif_from_report(const json_t *report) {
       json_array_append_new(invocations, invocation(item));
   json_t *driver =
       json_pack("{s:s, s:s, s:s, s:o}", "name", AC_TOOL_NAME, "version", AC_TOOL_VERSION,
-                "semanticVersion", AC_TOOL_VERSION, "rules", rules_table());
+                "semanticVersion", AC_TOOL_VERSION, "rules", rules_table(docs_url));
+  char *rules = ac_docs_link(docs_url, "rules.md");
+  if (rules) json_object_set_new(driver, "informationUri", json_string(rules));
+  free(rules);
   json_t *run = json_pack("{s:{s:o}, s:o, s:o, s:{s:O?}}", "tool", "driver", driver, "invocations",
                           invocations, "results", results, "properties", "summary",
                           json_object_get(report, "summary"));

@@ -29,8 +29,10 @@
 #include "sys.h"
 
 struct seen {
-  uint64_t key;      /* rule and return addresses: this process's */
-  char portable[17]; /* rule and (module, offset) of each frame: the same in every process */
+  uint64_t key;      /* rule, problem and return addresses: this process's */
+  char portable[17]; /* rule, problem and (module, offset) of each frame: the same in every
+                        process */
+  bool counted;      /* not suppressed: its occurrences count in the summary */
   UT_hash_handle hh;
 };
 
@@ -50,11 +52,28 @@ static bool wait_said, drop_said, caught_up_said, late_said;
 static bool finish_registered, finished;
 static struct ac_suppressions suppressions;
 
+/* Which of the work's operands a finding is about: two wrong buffers given
+ * to one launch are two problems, each its own finding; the same argument
+ * wrong again is the same one. Stable from run to run (no addresses). */
+static void problem_of(const struct ac_finding *f, char *buf, size_t len) {
+  static const char *const vias[] = {"argument", "variable", "destination", "source", "address"};
+  const struct ac_work_facts *w = &f->work;
+  buf[0] = 0;
+  if (f->kind == AC_KIND_LAUNCH && w->via == AC_VIA_ARGUMENT)
+    snprintf(buf, len, "%s %d+%zu", w->kernel, w->param, w->offset);
+  else if (f->kind == AC_KIND_LAUNCH)
+    snprintf(buf, len, "%s variable %s", w->kernel, f->alloc.name);
+  else if (f->kind == AC_KIND_COPY && (unsigned)w->via < sizeof vias / sizeof vias[0])
+    snprintf(buf, len, "%s", vias[w->via]);
+}
+
 static uint64_t finding_key(const struct ac_finding *f) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  char problem[256];
+  problem_of(f, problem, sizeof problem);
+  uint64_t h = ac_hash_text(AC_HASH_START, problem);
   const unsigned char *p = (const unsigned char *)&f->rule;
   for (size_t i = 0; i < sizeof f->rule; i++)
-    h = (h ^ p[i]) * 1099511628211ull;
+    h = (h ^ p[i]) * 1099511628211ull; /* FNV-1a */
   p = (const unsigned char *)f->stack.pc;
   for (size_t i = 0; i < (size_t)f->stack.depth * sizeof f->stack.pc[0]; i++)
     h = (h ^ p[i]) * 1099511628211ull;
@@ -64,8 +83,11 @@ static uint64_t finding_key(const struct ac_finding *f) {
 /* The key the reports use: the same finding from the same code in another
  * process - a fork, or another rank loaded at other addresses - has the same
  * key, so the merge makes one finding of them. */
-static void portable_key(const json_t *record, char out[17]) {
+static void portable_key(const json_t *record, const struct ac_finding *f, char out[17]) {
+  char problem[256];
+  problem_of(f, problem, sizeof problem);
   uint64_t h = ac_hash_text(AC_HASH_START, ac_json_str(record, "rule"));
+  if (problem[0]) h = ac_hash_text(ac_hash_text(h, "|"), problem);
   size_t i;
   const json_t *frame;
   json_array_foreach(json_object_get(record, "stack"), i, frame) {
@@ -90,12 +112,25 @@ static void unlock_sink(void) {
 static struct ac_output log_out = {.fd = -1}, err_out = {.fd = -1};
 static bool have_log, log_failure_told;
 static unsigned long printed_count;
+/* What every line starts with: the process's id in it, so the blocks of
+ * several processes (forked workers, ranks) can be told apart. */
+static char prefix[48] = AC_PREFIX;
+/* This process's findings, for its summary under plain LD_PRELOAD. */
+static struct ac_summary tally;
+
+const char *ac_report_prefix(void) {
+  return prefix;
+}
+
+static void name_prefix(void) {
+  snprintf(prefix, sizeof prefix, "==" AC_TOOL_NAME ":%d== ", (int)getpid());
+}
 
 /* A line on stderr itself, whatever the options: for what cannot go to the
  * log (the log's own failure, a fatal start-up failure). */
 static void say_on_stderr(const char *text) {
   char line[1200];
-  int n = snprintf(line, sizeof line, AC_PREFIX "%s\n", text);
+  int n = snprintf(line, sizeof line, "%s%s\n", prefix, text);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
   if (n > 0) ac_output_write(&err_out, line, (size_t)n);
 }
@@ -238,7 +273,7 @@ static void append(json_t *record) {
 
 void ac_report_message(enum ac_message_level level, const char *text) {
   char line[1200];
-  int n = snprintf(line, sizeof line, AC_PREFIX "%s\n", text);
+  int n = snprintf(line, sizeof line, "%s%s\n", prefix, text);
   if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
   if (n <= 0) return;
   bool locked = !ac_lock_held(AC_LOCK_sink);
@@ -295,28 +330,26 @@ static void load_suppressions(const struct ac_options *o) {
 }
 
 /* Marks a suppressed record; returns whether it was. */
-static bool apply_suppressions(json_t *record, const struct ac_finding *f) {
-  const char *rule = ac_rule_info(f->rule)->id;
-  const struct ac_suppression *s =
-      ac_suppressions_match(&suppressions, rule, json_object_get(record, "stack"));
+static bool apply_suppressions(json_t *record) {
+  const struct ac_suppression *s = ac_suppressions_match(&suppressions, record);
   if (!s) return false;
-  char line[600];
-  snprintf(line, sizeof line, "%s:%s", s->rule, s->pattern);
+  char line[700];
+  snprintf(line, sizeof line, "%s%s%s:%s", s->rule, s->problem[0] ? "/" : "", s->problem,
+           s->pattern);
   json_object_set_new(record, "suppressed", json_pack("{s:s, s:s}", "by", s->source, "line", line));
   return true;
 }
 
-static void print_finding(const struct ac_finding *f, const json_t *record) {
+static void print_finding(const json_t *record) {
   char *text = NULL;
   size_t len = 0;
+  if (!record) return;
   FILE *mem = open_memstream(&text, &len);
   if (!mem) return;
-  ac_text_write_finding(mem, f);
+  ac_text_write_finding(mem, record, prefix);
   char line[700];
-  if (opts && opts->gen_suppressions && record &&
-      ac_suppression_suggest(ac_rule_info(f->rule)->id, json_object_get(record, "stack"), line,
-                             sizeof line))
-    fprintf(mem, AC_PREFIX "suppress with: %s\n" AC_PREFIX "\n", line);
+  if (opts && opts->gen_suppressions && ac_suppression_suggest(record, line, sizeof line))
+    fprintf(mem, "%ssuppress with: %s\n%s\n", prefix, line, prefix);
   fclose(mem);
   write_text(text, len);
   free(text);
@@ -331,9 +364,8 @@ static bool within_print_limit(void) {
   if (printed_count++ == (unsigned long)opts->print_limit) {
     char line[200];
     int n = snprintf(line, sizeof line,
-                     AC_PREFIX "print limit of %ld findings reached: the rest are only in "
-                               "the reports\n",
-                     opts->print_limit);
+                     "%sprint limit of %ld findings reached: the rest are only in the reports\n",
+                     prefix, opts->print_limit);
     write_text(line, (size_t)n);
   }
   return false;
@@ -358,6 +390,7 @@ static void start_outputs(void) {
 
 void ac_report_announce(const struct ac_options *o) {
   lock_sink();
+  name_prefix();
   ac_output_adopt_stderr(&err_out);
   opts = with_absolute_paths(o);
   ac_symbolize_set_strip_prefix(opts->strip_paths);
@@ -376,6 +409,8 @@ void ac_report_fork_child(void) {
   }
   if (!opts) return;
   lock_sink();
+  name_prefix();
+  memset(&tally, 0, sizeof tally);
   start_outputs();
   unlock_sink();
 }
@@ -402,6 +437,7 @@ void ac_report_finding(const struct ac_finding *f) {
   struct seen *s;
   HASH_FIND(hh, seen, &key, sizeof key, s);
   if (s) { /* counted, not written again */
+    tally.occurrences += s->counted;
     append(
         json_pack("{s:s, s:i, s:s}", "type", "repeat", "pid", (int)getpid(), "key", s->portable));
     unlock_sink();
@@ -409,21 +445,23 @@ void ac_report_finding(const struct ac_finding *f) {
   }
   json_t *record = ac_json_finding(f);
   char portable[17] = "";
-  if (record) portable_key(record, portable);
-  s = malloc(sizeof *s);
-  if (s) {
-    s->key = key;
-    memcpy(s->portable, portable, sizeof portable);
-    HASH_ADD(hh, seen, key, sizeof s->key, s);
-  }
+  if (record) portable_key(record, f, portable);
   bool suppressed = false;
   if (record) {
     json_object_set_new(record, "key", json_string(portable));
     json_object_set_new(record, "type", json_string("finding"));
     json_object_set_new(record, "pid", json_integer(getpid()));
-    suppressed = apply_suppressions(record, f);
+    suppressed = apply_suppressions(record);
   }
-  if (text_wanted() && !suppressed && within_print_limit()) print_finding(f, record);
+  ac_summary_count(&tally, record, suppressed);
+  s = malloc(sizeof *s);
+  if (s) {
+    s->key = key;
+    s->counted = !suppressed;
+    memcpy(s->portable, portable, sizeof portable);
+    HASH_ADD(hh, seen, key, sizeof s->key, s);
+  }
+  if (text_wanted() && !suppressed && within_print_limit()) print_finding(record);
   append(record);
   unlock_sink();
 }
@@ -472,6 +510,22 @@ static void write_standalone_report(void) {
   json_decref(report);
 }
 
+/* Under plain LD_PRELOAD, this process's summary (the CLI prints the run's):
+ * only from a process that used CUDA or had a finding, as its report. */
+static void print_own_summary(void) {
+  if (!opts || (opts->session_dir && *opts->session_dir) || !(cuda_seen || finding_streamed))
+    return;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) return;
+  ac_summary_note_options(&tally, opts->guard_pages == AC_GUARD_OFF, !opts->guard);
+  ac_summary_write(mem, &tally, prefix, "in this process");
+  fclose(mem);
+  write_text(text, len);
+  free(text);
+}
+
 /* Under the CLI: records that never reached the stream (the CLI reads the
  * stream's cut name and fails the run; this line says why). */
 static void say_unwritten(void) {
@@ -490,7 +544,12 @@ static void say_unwritten(void) {
 
 /* The exit record and, without the CLI, the final report. */
 static void finish_now(void) {
-  if (!opts || finished || !have_stream) return;
+  if (!opts || finished) return;
+  print_own_summary(); /* after every destructor: its findings counted too */
+  if (!have_stream) {
+    finished = true;
+    return;
+  }
   if (stream_started) append(json_pack("{s:s, s:i}", "type", "exit", "pid", (int)getpid()));
   if (standalone())
     write_standalone_report();

@@ -217,6 +217,7 @@ static void from_debug_info(const void *call, struct ac_frame *out) {
   if (file && lineno > 0) {
     snprintf(out->file_buf, sizeof out->file_buf, "%s", stripped(file));
     out->file = out->file_buf;
+    out->source_path = file; /* libdw's: lives as long as its view */
     out->line = lineno;
     out->column = column;
   }

@@ -1,176 +1,418 @@
-/* text.c - a finding as a readable block, in the manner of the sanitizers:
- * what is wrong, the call, the driver's answer, the memory and where it was
- * made, the stack of the call, and the fix. */
+/* text.c - a finding as a readable block, in the manner of the sanitizers,
+ * made from its record (json_finding.c) so the text says what the JSON, SARIF
+ * and HTML reports say, and nothing a finding's kind does not have: an attach
+ * shows its call and the driver's answer, a launch its kernel and argument, a
+ * copy its operands, a stream's destruction the stream, a CPU access the
+ * access; then the memory, the other side (the busy stream, or the stream the
+ * memory belongs to), the stack and the fix. The block ends with one line
+ * FILE:LINE:COL: SEVERITY: RULE NAME in FUNCTION, as compilers write, for
+ * editors' problem matchers, grep and CI logs (in the log file too). */
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report.h"
 
-#define P AC_PREFIX
+/* Where the lines go, and what each starts with. */
+struct out {
+  FILE *f;
+  const char *prefix;
+};
 
-static void write_stack(FILE *out, const struct ac_stack *s) {
-  for (int i = 0; i < s->depth; i++) {
-    struct ac_frame fr;
-    ac_symbolize(s->pc[i], &fr);
-    const char *mod = strrchr(fr.module, '/');
-    mod = mod ? mod + 1 : fr.module;
-    fprintf(out, P "    #%d %p", i, s->pc[i]);
-    if (fr.function) fprintf(out, " in %s+0x%lx", fr.function, fr.function_offset);
-    if (fr.file) fprintf(out, " %s:%d", fr.file, fr.line);
-    fprintf(out, " (%s+0x%lx)\n", *mod ? mod : "?", fr.offset);
+static void __attribute__((format(printf, 2, 3))) line(struct out *o, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs(o->prefix, o->f);
+  vfprintf(o->f, fmt, ap);
+  fputc('\n', o->f);
+  va_end(ap);
+}
+
+static const char *str(const json_t *o, const char *key) {
+  return ac_json_str(o, key);
+}
+
+static long long num(const json_t *o, const char *key) {
+  return (long long)json_integer_value(json_object_get(o, key));
+}
+
+static const char *plural(long long n) {
+  return n == 1 ? "" : "s";
+}
+
+static const char *base_name(const char *path) {
+  const char *slash = strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+static void write_stack(struct out *o, const json_t *frames) {
+  size_t i;
+  const json_t *fr;
+  char where[700];
+  json_array_foreach(frames, i, fr) {
+    int n = snprintf(where, sizeof where, "#%zu %s", i, str(fr, "pc"));
+    if (json_object_get(fr, "function"))
+      n += snprintf(where + n, sizeof where - (size_t)n, " in %s+%s", str(fr, "function"),
+                    str(fr, "function_offset"));
+    if (json_object_get(fr, "file") && n < (int)sizeof where)
+      snprintf(where + n, sizeof where - (size_t)n, " %s:%lld", str(fr, "file"), num(fr, "line"));
+    const char *mod = base_name(str(fr, "module"));
+    line(o, "    %s (%s+%s)", where, *mod ? mod : "?", str(fr, "offset"));
   }
-  if (s->depth == 0) fprintf(out, P "    (no stack)\n");
+  if (!json_array_size(frames)) line(o, "    (no stack)");
 }
 
-static void write_stream_arg(FILE *out, const struct ac_finding *f) {
-  uintptr_t h = f->args.stream;
-  if (h == 0)
-    fprintf(out, "0 /* NULL */");
-  else if (h == 1)
-    fprintf(out, "CU_STREAM_LEGACY");
-  else if (h == 2)
-    fprintf(out, "CU_STREAM_PER_THREAD");
+/* "stream #3 (handle 0x...)", "the CU_STREAM_LEGACY (#1)", ...: a call's
+ * stream (its serial in "serial"), or a busy or owning one ("stream"). */
+static void stream_text(const json_t *s, char *buf, size_t len) {
+  const char *kind = str(s, "kind");
+  const json_t *serial = json_object_get(s, "serial");
+  if (!serial) serial = json_object_get(s, "stream");
+  bool made = strcmp(kind, "stream made by cuStreamCreate") == 0;
+  bool destroyed =
+      strcmp(kind, "destroyed stream") == 0 || json_is_false(json_object_get(s, "live"));
+  if ((made || destroyed) && serial)
+    snprintf(buf, len, "%sstream #%lld (handle %s)", destroyed ? "destroyed " : "",
+             (long long)json_integer_value(serial), str(s, "handle"));
+  else if (serial) /* "CU_STREAM_LEGACY (#1)", "the per-thread default stream (#4)" */
+    snprintf(buf, len, "%s%s (#%lld)", strncmp(kind, "CU_", 3) == 0 ? "" : "the ", kind,
+             (long long)json_integer_value(serial));
   else
-    fprintf(out, "0x%" PRIxPTR, h);
-}
-
-static void write_flags_arg(FILE *out, unsigned flags) {
-  const char *name = ac_assoc_name(flags);
-  if (strcmp(name, "invalid") == 0)
-    fprintf(out, "%u /* not a valid flag */", flags);
-  else
-    fprintf(out, "%s", name);
-}
-
-static void write_call(FILE *out, const struct ac_finding *f) {
-  fprintf(out, P "  call:   %s(hStream=", f->api);
-  write_stream_arg(out, f);
-  fprintf(out, ", dptr=0x%" PRIxPTR ", length=%zu, flags=", f->args.dptr, f->args.length);
-  write_flags_arg(out, f->args.flags);
-  fprintf(out, ")\n");
-  fprintf(out, P "          on thread %" PRIu64 "; the stream is a %s", f->thread,
-          ac_stream_kind_name(f->stream_kind));
-  if (f->stream_serial) fprintf(out, " (#%" PRIu64 ")", f->stream_serial);
-  fprintf(out, "\n");
-}
-
-static void write_driver(FILE *out, const struct ac_finding *f) {
-  if (f->outcome == AC_DRIVER_CRASHES)
-    fprintf(out, P "  driver: called with --guard=off; the real driver crashes the process on "
-                   "this call\n");
-  else if (f->outcome == AC_DRIVER_GUARDED)
-    fprintf(out,
-            P "  driver: not called: the real driver crashes the process on this call; the guard "
-              "returned %s instead (--guard=off forwards it)\n",
-            f->driver_result_name);
-  else if (f->driver_result == 0)
-    fprintf(out, P "  driver: returned %s: the driver accepted the call silently\n",
-            f->driver_result_name);
-  else
-    fprintf(out, P "  driver: returned %s\n", f->driver_result_name);
-}
-
-static bool is_host_access(enum ac_rule_id rule) {
-  return rule == AC_RULE_AC201 || rule == AC_RULE_AC202;
+    snprintf(buf, len, "a %s", kind);
 }
 
 /* The placement advice the host gave inside the allocation, as far back as
  * the host's timeline reaches: it changes no attachment, which a reader
  * wondering why the memory was not the CPU's may need to be told. */
-static void write_advice(FILE *out, const struct ac_finding *f) {
-  const struct ac_alloc_snapshot *a = &f->alloc;
-  if (!f->history) return;
-  const struct ac_history *host = &f->history->host;
-  for (int i = 0; i < host->count; i++) {
-    const struct ac_op_record *r = &host->op[i];
-    if (r->kind != AC_OP_ADVICE || r->addr < a->base || r->addr - a->base >= a->size) continue;
-    const char *name = ac_advice_name(r->flags);
-    if (name)
-      fprintf(out, P "          advised %s", name);
+static void write_advice(struct out *o, const json_t *f, const json_t *alloc) {
+  unsigned long long base = strtoull(str(alloc, "base"), NULL, 16),
+                     size = (unsigned long long)num(alloc, "size");
+  const json_t *ops =
+      json_object_get(json_object_get(json_object_get(f, "timeline"), "host"), "operations");
+  size_t i;
+  const json_t *op;
+  json_array_foreach(ops, i, op) {
+    unsigned long long at = strtoull(str(op, "address"), NULL, 16);
+    if (strcmp(str(op, "kind"), "advice") != 0 || at < base || at - base >= size) continue;
+    const json_t *advice = json_object_get(op, "advice");
+    char name[64];
+    if (json_is_string(advice))
+      snprintf(name, sizeof name, "%s", json_string_value(advice));
     else
-      fprintf(out, P "          advised %u", r->flags);
-    fprintf(out, " by %s on thread %" PRIu64 " (advice changes no attachment)\n",
-            r->api ? r->api : "cuMemAdvise", r->thread);
+      snprintf(name, sizeof name, "%lld", (long long)json_integer_value(advice));
+    line(o, "          advised %s by %s on thread %lld (advice changes no attachment)", name,
+         json_object_get(op, "api") ? str(op, "api") : "cuMemAdvise", num(op, "thread"));
   }
 }
 
-static void write_memory(FILE *out, const struct ac_finding *f) {
-  const struct ac_alloc_snapshot *a = &f->alloc;
-  uintptr_t addr = is_host_access(f->rule) ? f->access.addr : f->args.dptr;
-  if (!a->present) {
-    fprintf(out, P "  memory: 0x%" PRIxPTR " is %s memory\n", addr, ac_mem_kind_name(f->mem_kind));
+/* The allocation holding addr: where it was made and last attached. */
+static void write_memory(struct out *o, const json_t *f, const char *label, const char *addr) {
+  const json_t *a = json_object_get(f, "allocation");
+  if (!json_is_object(a)) {
+    line(o, "  %s %s is %s memory", label, addr, str(f, "memory_kind"));
     return;
   }
-  fprintf(out, P "  memory: 0x%" PRIxPTR " is at offset %" PRIuPTR " of a %s allocation ", addr,
-          addr - a->base, ac_mem_kind_name(a->kind));
-  if (a->name[0]) fprintf(out, "'%s' ", a->name);
-  fprintf(out, "[0x%" PRIxPTR ", 0x%" PRIxPTR ") of %zu bytes", a->base, a->base + a->size,
-          a->size);
-  if (a->kind == AC_MEM_MANAGED || a->kind == AC_MEM_MANAGED_VAR)
-    fprintf(out, ", attached %s", ac_assoc_name(a->assoc));
-  if (a->assoc == AC_ASSOC_SINGLE) fprintf(out, " to stream #%" PRIu64, a->assoc_stream_serial);
-  fprintf(out, "\n");
-  if (a->origin_api) {
-    fprintf(out, P "          made by %s on thread %" PRIu64 " at:\n", a->origin_api,
-            a->origin_thread);
-    write_stack(out, &a->origin_stack);
+  unsigned long long base = strtoull(str(a, "base"), NULL, 16);
+  char where[64] = "", name[96] = "", assoc[96];
+  if (json_object_get(a, "offset"))
+    snprintf(where, sizeof where, "at offset %lld of ", num(a, "offset"));
+  if (*str(a, "name")) snprintf(name, sizeof name, "'%s' ", str(a, "name"));
+  assoc[0] = 0;
+  if (json_object_get(a, "association"))
+    snprintf(assoc, sizeof assoc, ", attached %s", str(a, "association"));
+  if (json_object_get(a, "attached_stream"))
+    snprintf(assoc + strlen(assoc), sizeof assoc - strlen(assoc), " to stream #%lld",
+             num(a, "attached_stream"));
+  line(o, "  %s %s is %sa %s allocation %s[%s, 0x%llx) of %lld bytes%s", label, addr, where,
+       str(a, "kind"), name, str(a, "base"), base + (unsigned long long)num(a, "size"),
+       num(a, "size"), assoc);
+  const json_t *origin = json_object_get(a, "origin"), *attached = json_object_get(a, "attached");
+  if (json_is_object(origin)) {
+    line(o, "          made by %s on thread %lld at:", str(origin, "api"), num(origin, "thread"));
+    write_stack(o, json_object_get(origin, "stack"));
   } else {
-    fprintf(out, P "          made where attachcheck could not see it\n");
+    line(o, "          made where attachcheck could not see it");
   }
-  if (a->attach_origin.api) {
-    fprintf(out, P "          last attached by %s on thread %" PRIu64 " at:\n",
-            a->attach_origin.api, a->attach_origin.thread);
-    write_stack(out, &a->attach_origin.stack);
+  if (json_is_object(attached)) {
+    line(o, "          last attached by %s on thread %lld at:", str(attached, "api"),
+         num(attached, "thread"));
+    write_stack(o, json_object_get(attached, "stack"));
   }
-  write_advice(out, f);
+  write_advice(o, f, a);
 }
 
-static const char *access_kind_name(enum ac_access_kind kind) {
-  return kind == AC_ACCESS_READ ? "read" : kind == AC_ACCESS_WRITE ? "write" : "access";
-}
-
-static void write_access(FILE *out, const struct ac_finding *f) {
-  const struct ac_access_facts *a = &f->access;
-  fprintf(out, P "  access: %s of 0x%" PRIxPTR, access_kind_name(a->kind), a->addr);
-  if (a->length) fprintf(out, " (%zu bytes)", a->length);
-  if (f->alloc.present) fprintf(out, ", offset %" PRIuPTR, a->addr - f->alloc.base);
-  fprintf(out, " by the CPU on thread %" PRIu64 " (seen by %s) at:\n", f->thread, a->via);
-}
-
-static void write_busy(FILE *out, const struct ac_finding *f) {
-  const struct ac_busy_facts *b = &f->busy;
-  if (!b->present) return;
-  fprintf(out, P "  busy:   %s #%" PRIu64, ac_stream_kind_name(b->stream_kind), b->stream_serial);
-  if (b->stream_kind == AC_STREAM_CREATED || b->stream_kind == AC_STREAM_DESTROYED)
-    fprintf(out, " (handle 0x%" PRIxPTR "%s)", b->stream_handle,
-            b->stream_live ? "" : ", destroyed");
-  fprintf(out, " has %" PRIu64 " operation%s the host has not seen complete", b->outstanding,
-          b->outstanding == 1 ? "" : "s");
-  if (!b->origin.api) {
-    fprintf(out, "\n");
+static void write_busy(struct out *o, const char *label, const json_t *b) {
+  if (!json_is_object(b)) return;
+  char stream[160];
+  stream_text(b, stream, sizeof stream);
+  const json_t *first = json_object_get(b, "first");
+  long long n = num(b, "outstanding");
+  if (!json_is_object(first)) {
+    line(o, "  %s %s has %lld operation%s the host has not seen complete", label, stream, n,
+         plural(n));
     return;
   }
-  fprintf(out, "; the first, %s on thread %" PRIu64 ", at:\n", b->origin.api, b->origin.thread);
-  write_stack(out, &b->origin.stack);
+  line(o,
+       "  %s %s has %lld operation%s the host has not seen complete; the first, %s on thread "
+       "%lld, at:",
+       label, stream, n, plural(n), str(first, "api"), num(first, "thread"));
+  write_stack(o, json_object_get(first, "stack"));
 }
 
-void ac_text_write_finding(FILE *out, const struct ac_finding *f) {
-  const struct ac_rule_info *r = ac_rule_info(f->rule);
-  fprintf(out, P "%s %s [%s]\n", r->id, r->name, ac_severity_name(r->severity));
-  fprintf(out, P "  %s.\n", r->summary);
-  if (is_host_access(f->rule)) {
-    write_access(out, f);
-    write_stack(out, &f->stack);
-    write_busy(out, f);
-    write_memory(out, f);
-  } else {
-    write_call(out, f);
-    write_driver(out, f);
-    write_busy(out, f);
-    write_memory(out, f);
-    fprintf(out, P "  called at:\n");
-    write_stack(out, &f->stack);
+/* AC301: the stream the memory belongs to, whose work alone may use it. */
+static void write_owner(struct out *o, const json_t *f) {
+  const json_t *owner = json_object_get(f, "owner");
+  if (!json_is_object(owner)) return;
+  char stream[160];
+  stream_text(owner, stream, sizeof stream);
+  line(o, "  owner:  the memory belongs to %s; only its work may use it", stream);
+}
+
+static const char *flags_text(long long flags, char *buf, size_t len) {
+  const char *name = ac_assoc_name((unsigned)flags);
+  if (strcmp(name, "invalid") == 0)
+    snprintf(buf, len, "%lld /* not a valid flag */", flags);
+  else
+    snprintf(buf, len, "%s", name);
+  return buf;
+}
+
+static void write_driver(struct out *o, const json_t *d) {
+  const char *outcome = str(d, "outcome"), *name = str(d, "name");
+  if (strcmp(outcome, "crashes") == 0)
+    line(o, "  driver: called with --guard=off; the real driver crashes the process on this call");
+  else if (strcmp(outcome, "guarded") == 0)
+    line(o,
+         "  driver: not called: the real driver crashes the process on this call; the guard "
+         "returned %s instead (--guard=off forwards it)",
+         name);
+  else if (num(d, "result") == 0)
+    line(o, "  driver: returned %s: the driver accepted the call silently", name);
+  else
+    line(o, "  driver: returned %s", name);
+}
+
+/* ---- each kind's facts ---- */
+
+static void write_attach(struct out *o, const json_t *f) {
+  const json_t *call = json_object_get(f, "call");
+  char flags[64], stream[160];
+  line(o, "  call:   %s(hStream=%s, dptr=%s, length=%lld, flags=%s)", str(f, "api"),
+       strcmp(str(call, "stream"), "NULL") == 0 ? "0 /* NULL */" : str(call, "stream"),
+       str(call, "dptr"), num(call, "length"), flags_text(num(call, "flags"), flags, sizeof flags));
+  stream_text(json_object_get(f, "stream"), stream, sizeof stream);
+  line(o, "          on thread %lld; the stream is %s", num(f, "thread"), stream);
+  write_driver(o, json_object_get(f, "driver"));
+  write_busy(o, "busy:  ", json_object_get(f, "busy"));
+  write_memory(o, f, "memory:", str(call, "dptr"));
+  line(o, "  called at:");
+  write_stack(o, json_object_get(f, "stack"));
+}
+
+void ac_launch_shape(const json_t *kernel, char *buf, size_t len) {
+  const json_t *g = json_object_get(kernel, "grid"), *b = json_object_get(kernel, "block");
+  long long d[6];
+  for (size_t i = 0; i < 3; i++) {
+    d[i] = (long long)json_integer_value(json_array_get(g, i));
+    d[i + 3] = (long long)json_integer_value(json_array_get(b, i));
   }
-  fprintf(out, P "  fix: %s.\n", r->fix);
-  fprintf(out, P "\n");
+  if (!json_is_array(g))
+    buf[0] = 0;
+  else
+    snprintf(buf, len, "<<<(%lld,%lld,%lld), (%lld,%lld,%lld)>>>", d[0], d[1], d[2], d[3], d[4],
+             d[5]);
+}
+
+static void write_launch(struct out *o, const json_t *f) {
+  const json_t *k = json_object_get(f, "kernel"), *arg = json_object_get(f, "argument");
+  char stream[160], shape[96];
+  stream_text(json_object_get(f, "stream"), stream, sizeof stream);
+  ac_launch_shape(k, shape, sizeof shape);
+  const char *name =
+      json_object_get(k, "name") ? str(k, "name") : "a kernel not named by the driver";
+  if (json_is_true(json_object_get(k, "graph_node")))
+    line(o, "  launch: %s, a kernel node of the graph %s launched on thread %lld, on %s", name,
+         str(f, "api"), num(f, "thread"), stream);
+  else
+    line(o, "  launch: %s%s by %s on thread %lld, on %s", name, shape, str(f, "api"),
+         num(f, "thread"), stream);
+  if (strcmp(str(arg, "kind"), "parameter") == 0)
+    line(o, "  argument %lld holds %s (at byte %lld of the parameter)", num(arg, "index"),
+         str(arg, "value"), num(arg, "offset"));
+  else
+    line(o, "  argument: none; the kernel's module has a __managed__ variable at %s",
+         str(arg, "value"));
+  write_memory(o, f, "memory:", str(arg, "value"));
+  write_owner(o, f);
+  line(o, "  launched at:");
+  write_stack(o, json_object_get(f, "stack"));
+}
+
+static void write_copy(struct out *o, const json_t *f) {
+  char stream[160], operands[400] = "";
+  const char *at_fault = "";
+  stream_text(json_object_get(f, "stream"), stream, sizeof stream);
+  const char *op = str(f, "operation");
+  line(o, "  %s:%*s%s%s on thread %lld, on %s", op, (int)(strlen(op) < 6 ? 6 - strlen(op) : 1), "",
+       str(f, "api"),
+       json_is_true(json_object_get(f, "graph_node")) ? " (a node of the graph)" : "",
+       num(f, "thread"), stream);
+  size_t i, n = 0;
+  const json_t *x;
+  json_array_foreach(json_object_get(f, "operands"), i, x) {
+    bool fault = json_is_true(json_object_get(x, "at_fault"));
+    n += (size_t)snprintf(operands + n, n < sizeof operands ? sizeof operands - n : 0,
+                          "%s%s %s (%s memory%s)", i ? ", " : "", str(x, "role"), str(x, "address"),
+                          str(x, "memory"), fault ? ", at fault" : "");
+    if (fault) at_fault = str(x, "address");
+  }
+  line(o, "  operands: %s", operands);
+  write_memory(o, f, "memory:", at_fault);
+  write_owner(o, f);
+  line(o, "  called at:");
+  write_stack(o, json_object_get(f, "stack"));
+}
+
+static void write_destroy(struct out *o, const json_t *f) {
+  const json_t *s = json_object_get(f, "stream"), *a = json_object_get(f, "allocation");
+  line(o, "  destroy: %s(hStream=%s) on thread %lld destroyed stream #%lld", str(f, "api"),
+       str(s, "handle"), num(f, "thread"), num(s, "serial"));
+  write_busy(o, "busy:  ", json_object_get(f, "busy"));
+  write_memory(o, f, "still attached:", str(a, "base"));
+  line(o, "  called at:");
+  write_stack(o, json_object_get(f, "stack"));
+}
+
+static void write_host_access(struct out *o, const json_t *f) {
+  const json_t *a = json_object_get(f, "access"), *alloc = json_object_get(f, "allocation");
+  char length[48] = "", offset[48] = "";
+  if (json_object_get(a, "length"))
+    snprintf(length, sizeof length, " (%lld bytes)", num(a, "length"));
+  if (json_object_get(alloc, "offset"))
+    snprintf(offset, sizeof offset, ", offset %lld", num(alloc, "offset"));
+  const char *kind = str(a, "kind");
+  line(o, "  access: %s of %s%s%s by the CPU on thread %lld (seen by %s) at:",
+       strcmp(kind, "unknown") == 0 ? "access" : kind, str(a, "address"), length, offset,
+       num(f, "thread"), str(a, "via"));
+  write_stack(o, json_object_get(f, "stack"));
+  write_busy(o, "busy:  ", json_object_get(f, "busy"));
+  write_memory(o, f, "memory:", str(a, "address"));
+}
+
+static const struct {
+  const char *kind;
+  void (*write)(struct out *, const json_t *);
+} kinds[] = {
+    {"attach", write_attach},          {"launch", write_launch},           {"copy", write_copy},
+    {"stream_destroy", write_destroy}, {"host_access", write_host_access},
+};
+
+/* A strict finding on a device whose concurrent managed access judges it otherwise. */
+static void write_semantics(struct out *o, const json_t *f) {
+  const json_t *s = json_object_get(f, "semantics");
+  if (!json_is_object(s)) return;
+  if (strcmp(str(s, "on_this_device"), "legal") == 0)
+    line(o,
+         "  semantics: legal on this device (%s); breaks on devices without concurrent managed "
+         "access (Jetson, Windows); --semantics device judges by this device",
+         str(s, "device"));
+  else
+    line(o,
+         "  semantics: on this device (%s) a race only where the busy work uses this memory; "
+         "breaks on devices without concurrent managed access (Jetson, Windows); --semantics "
+         "device judges by this device",
+         str(s, "device"));
+}
+
+/* ---- one sentence of what happened, by kind (SARIF's message) ---- */
+
+static void what_attach(const json_t *f, const char *stream, char *buf, size_t len) {
+  const json_t *call = json_object_get(f, "call");
+  char flags[64];
+  snprintf(buf, len, "%s(hStream=%s, dptr=%s, length=%lld, flags=%s) on thread %lld, on %s",
+           str(f, "api"), str(call, "stream"), str(call, "dptr"), num(call, "length"),
+           flags_text(num(call, "flags"), flags, sizeof flags), num(f, "thread"), stream);
+}
+
+static void what_launch(const json_t *f, const char *stream, char *buf, size_t len) {
+  const json_t *k = json_object_get(f, "kernel"), *arg = json_object_get(f, "argument");
+  char given[160];
+  if (strcmp(str(arg, "kind"), "parameter") == 0)
+    snprintf(given, sizeof given, "argument %lld (%s)", num(arg, "index"), str(arg, "value"));
+  else
+    snprintf(given, sizeof given, "its module's __managed__ variable at %s", str(arg, "value"));
+  snprintf(buf, len, "kernel %s launched by %s on thread %lld, on %s, given in %s",
+           json_object_get(k, "name") ? str(k, "name") : "(not named)", str(f, "api"),
+           num(f, "thread"), stream, given);
+}
+
+static void what_copy(const json_t *f, const char *stream, char *buf, size_t len) {
+  size_t i;
+  const json_t *x, *fault = NULL;
+  json_array_foreach(json_object_get(f, "operands"), i, x) {
+    if (json_is_true(json_object_get(x, "at_fault"))) fault = x;
+  }
+  snprintf(buf, len, "%s %s on thread %lld, on %s, given its %s %s", str(f, "operation"),
+           str(f, "api"), num(f, "thread"), stream, str(fault, "role"), str(fault, "address"));
+}
+
+static void what_destroy(const json_t *f, const char *stream, char *buf, size_t len) {
+  snprintf(buf, len, "%s on thread %lld destroyed %s with memory at %s attached to it",
+           str(f, "api"), num(f, "thread"), stream, str(json_object_get(f, "allocation"), "base"));
+}
+
+static void what_host_access(const json_t *f, const char *stream, char *buf, size_t len) {
+  const json_t *a = json_object_get(f, "access");
+  (void)stream;
+  snprintf(buf, len, "the CPU's %s of %s on thread %lld (seen by %s)", str(a, "kind"),
+           str(a, "address"), num(f, "thread"), str(a, "via"));
+}
+
+void ac_text_what(const json_t *f, char *buf, size_t len) {
+  static const struct {
+    const char *kind;
+    void (*what)(const json_t *, const char *, char *, size_t);
+  } whats[] = {{"attach", what_attach},
+               {"launch", what_launch},
+               {"copy", what_copy},
+               {"stream_destroy", what_destroy},
+               {"host_access", what_host_access}};
+  char stream[160];
+  stream_text(json_object_get(f, "stream"), stream, sizeof stream);
+  snprintf(buf, len, "%s", str(f, "rule"));
+  for (size_t i = 0; i < sizeof whats / sizeof whats[0]; i++)
+    if (strcmp(whats[i].kind, str(f, "kind")) == 0) whats[i].what(f, stream, buf, len);
+}
+
+bool ac_text_location_line(const json_t *f, char *buf, size_t len) {
+  const json_t *fr = ac_primary_frame(json_object_get(f, "stack"));
+  if (!fr) return false;
+  char where[600];
+  if (json_object_get(fr, "file") && json_object_get(fr, "column"))
+    snprintf(where, sizeof where, "%s:%lld:%lld", str(fr, "file"), num(fr, "line"),
+             num(fr, "column"));
+  else if (json_object_get(fr, "file"))
+    snprintf(where, sizeof where, "%s:%lld", str(fr, "file"), num(fr, "line"));
+  else
+    snprintf(where, sizeof where, "%s+%s", base_name(str(fr, "module")), str(fr, "offset"));
+  int n = snprintf(buf, len, "%s: %s: %s %s", where, str(f, "severity"), str(f, "rule"),
+                   str(f, "name"));
+  if (json_object_get(fr, "function") && n > 0 && (size_t)n < len)
+    snprintf(buf + n, len - (size_t)n, " in %s", str(fr, "function"));
+  return true;
+}
+
+void ac_text_write_finding(FILE *f, const json_t *finding, const char *prefix) {
+  struct out o = {f, prefix};
+  line(&o, "%s %s [%s]", str(finding, "rule"), str(finding, "name"), str(finding, "severity"));
+  line(&o, "  %s.", str(finding, "message"));
+  const char *kind = str(finding, "kind");
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+    if (strcmp(kinds[i].kind, kind) == 0) kinds[i].write(&o, finding);
+  write_semantics(&o, finding);
+  line(&o, "  fix: %s.", str(finding, "fix"));
+  char location[800];
+  if (ac_text_location_line(finding, location, sizeof location)) fprintf(f, "%s\n", location);
+  line(&o, "%s", "");
 }

@@ -4,13 +4,20 @@
 #include "finding.h"
 
 static const struct ac_rule_info rule_table[AC_RULE_COUNT] = {
-#define AC_RULE(Id, Name, Sev, Summary, Fix) {#Id, Name, Sev, Summary, Fix},
+#define AC_RULE(Id, Name, Sev, Reach, Summary, Fix) {#Id, Name, Sev, Reach, Summary, Fix},
 #include "rule_catalog.inc"
 #undef AC_RULE
 };
 
 const struct ac_rule_info *ac_rule_info(enum ac_rule_id rule) {
   return (unsigned)rule < AC_RULE_COUNT ? &rule_table[rule] : NULL;
+}
+
+const char *ac_finding_kind_name(enum ac_finding_kind kind) {
+#define AC_FINDING_KIND_NAME(Enum, Name) Name,
+  static const char *const names[] = {AC_FINDING_KINDS(AC_FINDING_KIND_NAME)};
+#undef AC_FINDING_KIND_NAME
+  return (unsigned)kind < AC_KIND_COUNT ? names[kind] : "?";
 }
 
 enum ac_rule_id ac_rule_by_id(const char *id) {

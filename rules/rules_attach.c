@@ -67,15 +67,19 @@ void ac_alloc_snapshot_fill(struct ac_alloc_snapshot *snap, const struct ac_allo
   if (a->more) ac_origin_expand(&a->more->attach_origin, &snap->attach_origin);
 }
 
+struct ac_stream_facts ac_stream_facts_of(const struct ac_stream_ref *ref, uintptr_t handle) {
+  return (struct ac_stream_facts){ref->kind, ref->stream ? ref->stream->serial : 0, handle};
+}
+
 static void add(const struct ac_attach_call *c, enum ac_rule_id rule, struct ac_finding *out,
                 int *n) {
   struct ac_finding *f = &out[(*n)++];
   memset(f, 0, sizeof *f);
   f->rule = rule;
+  f->kind = AC_KIND_ATTACH;
   f->api = c->api;
   f->args = c->args;
-  f->stream_kind = c->stream.kind;
-  f->stream_serial = c->stream.stream ? c->stream.stream->serial : 0;
+  f->stream = ac_stream_facts_of(&c->stream, c->args.stream);
   f->mem_kind = c->mem_kind;
   f->thread = c->thread;
   ac_alloc_snapshot_fill(&f->alloc, c->alloc);

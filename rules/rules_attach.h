@@ -30,6 +30,9 @@ enum ac_guard_verdict {
 
 #define AC_ATTACH_MAX_FINDINGS 4
 
+/* The stream facts of a finding from what a stream argument (handle) refers to. */
+struct ac_stream_facts ac_stream_facts_of(const struct ac_stream_ref *ref, uintptr_t handle);
+
 /* Fills out[] with the findings of one call (at most AC_ATTACH_MAX_FINDINGS);
  * returns how many. The stack, thread, guard and driver result are the
  * caller's to fill. */

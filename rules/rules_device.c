@@ -24,7 +24,7 @@ bool ac_judge_device_access(const struct ac_model *m, const struct ac_alloc *a,
       continue;
     memset(out, 0, sizeof *out);
     out->rule = rule;
-    out->mem_kind = a->kind;
+    out->tick = ac_history_tick(m);
     ac_alloc_snapshot_fill(&out->alloc, a);
     if (rule == AC_RULE_AC301) {
       /* The stream the memory belongs to, as the "other side". */
@@ -33,10 +33,7 @@ bool ac_judge_device_access(const struct ac_model *m, const struct ac_alloc *a,
       out->alloc.assoc_stream_serial = stream[i]->serial;
       out->alloc.assoc_stream_handle = stream[i]->handle;
     }
-    if (x) {
-      out->stream_kind = x->kind;
-      out->stream_serial = x->serial;
-    }
+    if (x) out->stream = (struct ac_stream_facts){x->kind, x->serial, x->handle};
     return true;
   }
   return false;

@@ -51,10 +51,13 @@ void ac_busy_facts_fill(struct ac_busy_facts *b, const struct ac_model *m,
   b->tick = ac_history_tick(m);
 }
 
-static void finding_for(struct ac_finding *f, enum ac_rule_id rule, const struct ac_alloc *a,
-                        const struct ac_model *m, const struct ac_stream *busy) {
+static void finding_for(struct ac_finding *f, enum ac_rule_id rule, enum ac_finding_kind kind,
+                        const struct ac_alloc *a, const struct ac_model *m,
+                        const struct ac_stream *busy) {
   memset(f, 0, sizeof *f);
   f->rule = rule;
+  f->kind = kind;
+  f->tick = ac_history_tick(m);
   f->mem_kind = a->kind;
   ac_alloc_snapshot_fill(&f->alloc, a);
   ac_busy_facts_fill(&f->busy, m, busy);
@@ -65,7 +68,7 @@ bool ac_judge_host_access(struct ac_model *m, const struct ac_alloc *a,
   struct ac_stream *busy = NULL;
   enum ac_rule_id rule;
   if (ac_host_may_touch(m, a, access->callback_stream, &busy, &rule)) return false;
-  finding_for(out, rule, a, m, busy);
+  finding_for(out, rule, AC_KIND_HOST_ACCESS, a, m, busy);
   out->api = access->facts.via;
   out->access = access->facts;
   out->thread = access->thread;
@@ -83,7 +86,7 @@ bool ac_judge_attach_order(struct ac_model *m, const struct ac_alloc *a, struct 
   if (ac_alloc_attach_stream(a) == s && a->more->attach_seq > ordered)
     ordered = a->more->attach_seq;
   if (s->seq <= ordered || !ac_order_stream_busy(m, s)) return false;
-  finding_for(out, AC_RULE_AC401, a, m, s);
+  finding_for(out, AC_RULE_AC401, AC_KIND_ATTACH, a, m, s);
   return true;
 }
 
@@ -107,7 +110,8 @@ int ac_judge_stream_destroyed(struct ac_model *m, struct ac_stream *s,
   for (size_t i = 0; i < n; i++) {
     struct ac_alloc *a = members[i];
     struct ac_finding f;
-    finding_for(&f, AC_RULE_AC402, a, m, s);
+    finding_for(&f, AC_RULE_AC402, AC_KIND_STREAM_DESTROY, a, m, s);
+    f.stream = (struct ac_stream_facts){AC_STREAM_DESTROYED, s->serial, s->handle};
     enum ac_assoc fallback = a->default_flags == AC_ASSOC_HOST ? AC_ASSOC_HOST : AC_ASSOC_GLOBAL;
     /* The revert is an "attach" that completes with the stream's last operation. */
     ac_order_attach(m, a, fallback, s, s->seq, NULL);

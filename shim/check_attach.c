@@ -62,8 +62,8 @@ static int judge_order(struct ac_attach_call *c, struct ac_finding *out) {
   if (!ac_judge_attach_order(ac_model, c->alloc, c->stream.stream, out)) return 0;
   out->api = c->api;
   out->args = c->args;
-  out->stream_kind = c->stream.kind;
-  out->stream_serial = c->stream.stream->serial;
+  out->mem_kind = c->mem_kind;
+  out->stream = ac_stream_facts_of(&c->stream, c->args.stream);
   out->thread = c->thread;
   return 1;
 }

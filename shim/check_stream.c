@@ -96,9 +96,7 @@ void ac_check_stream_destroyed(const char *api, CUstream stream, uint64_t serial
   for (int i = 0; i < notes.n; i++) {
     struct ac_finding *f = &notes.f[i];
     f->api = api;
-    f->args.stream = (uintptr_t)stream;
-    f->stream_kind = AC_STREAM_DESTROYED;
-    f->stream_serial = serial;
+    f->stream.handle = (uintptr_t)stream; /* as the program passed it */
     f->thread = ac_thread_id();
     f->stack = stack;
     ac_emit_finding(f, AC_DRIVER_RETURNED, CUDA_SUCCESS);

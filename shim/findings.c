@@ -44,9 +44,10 @@ static void take_history(struct ac_finding *f, struct ac_finding_history *h) {
   if (!held) ac_model_enter();
   memset(h, 0, sizeof *h);
   h->tick = f->busy.present ? f->busy.tick : ac_history_tick(ac_model);
+  if (!f->tick) f->tick = h->tick; /* an attach: judged just now */
   copy_ring(&h->host, ac_history_host(ac_model), h->tick, f);
-  copy_stream(&h->call, f->stream_serial, h->tick, f);
-  if (f->busy.present && f->busy.stream_serial != f->stream_serial)
+  copy_stream(&h->call, f->stream.serial, h->tick, f);
+  if (f->busy.present && f->busy.stream_serial != f->stream.serial)
     copy_stream(&h->busy, f->busy.stream_serial, h->tick, f);
   const struct ac_alloc *a =
       f->alloc.present ? ac_model_find_alloc_at(ac_model, f->alloc.base) : NULL;
@@ -55,10 +56,47 @@ static void take_history(struct ac_finding *f, struct ac_finding_history *h) {
   f->history = h;
 }
 
+/* The devices as CUDA came up: the first one's name, and whether every one
+ * has concurrent managed access (then strict findings say what they mean
+ * there). Written once, before any finding can read them. */
+static struct {
+  char name[128];
+  int all_concurrent; /* atomic: 1 once known true */
+} devices;
+
+static void note_devices(const struct ac_cuda_facts *facts) {
+  int count = 0, concurrent = 1;
+  snprintf(devices.name, sizeof devices.name, "%s",
+           facts->device_count ? facts->device_names[0] : "this device");
+  if (!ac_real.cuDeviceGetCount || ac_real.cuDeviceGetCount(&count) != CUDA_SUCCESS || count < 1)
+    return;
+  for (int i = 0; i < count && concurrent; i++) {
+    CUdevice dev;
+    if (!ac_real.cuDeviceGet || ac_real.cuDeviceGet(&dev, i) != CUDA_SUCCESS ||
+        !ac_real.cuDeviceGetAttribute ||
+        ac_real.cuDeviceGetAttribute(&concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+                                     dev) != CUDA_SUCCESS)
+      concurrent = 0;
+  }
+  __atomic_store_n(&devices.all_concurrent, concurrent != 0, __ATOMIC_RELEASE);
+}
+
+/* A finding judged by strict semantics that a device with concurrent managed
+ * access would judge otherwise: it says so, with the device. */
+static void note_semantics(struct ac_finding *f) {
+  if (ac_rule_info(f->rule)->reach == AC_WRONG_EVERYWHERE ||
+      ac_opts.semantics != AC_SEMANTICS_STRICT ||
+      !__atomic_load_n(&devices.all_concurrent, __ATOMIC_ACQUIRE))
+    return;
+  f->semantics.present = true;
+  snprintf(f->semantics.device, sizeof f->semantics.device, "%s", devices.name);
+}
+
 void ac_emit_finding(struct ac_finding *f, enum ac_driver_outcome outcome, CUresult driver_result) {
   struct ac_finding_history history;
   const char *name = NULL;
   if (ac_model) take_history(f, &history);
+  note_semantics(f);
   f->outcome = outcome;
   f->driver_result = (int)driver_result;
   if (outcome == AC_DRIVER_CRASHES)
@@ -94,7 +132,10 @@ void ac_note_cuda_init(CUresult result) {
   if (__atomic_exchange_n(&told, 1, __ATOMIC_ACQ_REL)) return;
   struct ac_cuda_facts facts;
   memset(&facts, 0, sizeof facts);
-  if (result == CUDA_SUCCESS) describe_cuda(&facts);
+  if (result == CUDA_SUCCESS) {
+    describe_cuda(&facts);
+    note_devices(&facts);
+  }
   ac_report_cuda_init((int)result, &facts);
 }
 

@@ -62,7 +62,9 @@ static inline uintptr_t ac_copy_side(CUmemorytype type, const void *host, CUdevi
   ac_copy_side((p)->s##MemoryType, (p)->s##Host, (p)->s##Device,                                   \
                ((p)->s##Z * (p)->s##Height + (p)->s##Y) * (p)->s##Pitch + (p)->s##XInBytes)
 
-#define AC_MAX_WORK_FINDINGS 4
+/* One finding per allocation the work may not be given: two wrong buffers
+ * are two problems to fix. */
+#define AC_MAX_WORK_FINDINGS 8
 
 /* One piece of GPU work being judged, from ac_work_begin to ac_work_finish. */
 struct ac_gpu_work {
@@ -70,7 +72,11 @@ struct ac_gpu_work {
   struct ac_stream *stream;
   bool host_is_legal;
   bool records_reach; /* device semantics: what the work may touch is recorded */
+  bool graph;         /* a graph launch: its nodes' uses are judged */
   const struct ac_layout *layout;
+  struct ac_launch_dims dims;       /* a launch's */
+  enum ac_work_operation operation; /* what the work (or the graph node being judged) is */
+  uintptr_t dst, src;               /* a copy's operands */
   struct ac_finding findings[AC_MAX_WORK_FINDINGS];
   int n;
   uint64_t judged[AC_MAX_WORK_FINDINGS * 2]; /* allocations already judged */
@@ -89,7 +95,7 @@ bool ac_work_begin(struct ac_gpu_work *l, const char *api, CUstream stream, bool
 void ac_work_finish(struct ac_gpu_work *l, const struct ac_op_origin_slot *slot);
 /* The work is given a, through addr (model lock held). */
 void ac_work_judge_use(struct ac_gpu_work *l, struct ac_alloc *a, uintptr_t addr,
-                       const char *kernel, int param, size_t offset, const char *via);
+                       const char *kernel, int param, size_t offset, enum ac_work_via via);
 
 /* The allocation at addr if the work's use of it needs judging or recording;
  * model lock held. Never-attached GLOBAL memory breaks no device rule, and
@@ -104,7 +110,7 @@ static inline struct ac_alloc *ac_work_allocation(const struct ac_gpu_work *l, u
 
 /* One address the work is given; model lock held. */
 static inline void ac_work_judge_address(struct ac_gpu_work *l, uintptr_t addr, const char *kernel,
-                                         int param, size_t offset, const char *via) {
+                                         int param, size_t offset, enum ac_work_via via) {
   struct ac_alloc *a = ac_work_allocation(l, addr);
   if (a) ac_work_judge_use(l, a, addr, kernel, param, offset, via);
 }

@@ -52,8 +52,10 @@ struct graph_use {
   uintptr_t addr;
   int param; /* -1: a __managed__ variable, or a copy's or set's operand */
   size_t offset;
-  bool copy;       /* a copy's or set's operand: the driver moves HOST-attached memory itself */
-  const char *via; /* a static string */
+  enum ac_work_operation operation; /* a copy's or set's operand: the driver moves HOST-attached
+                                       memory itself */
+  enum ac_work_via via;
+  uintptr_t dst, src; /* a copy's or set's operands */
   char kernel[96];
 };
 
@@ -86,14 +88,14 @@ static size_t add_node(struct graph_exec *g, uintptr_t key, size_t within, CUgra
 
 /* Model lock held: node's use of addr, if addr is managed memory now. */
 static void add_use(struct graph_exec *g, size_t node, uintptr_t addr, int param, size_t offset,
-                    bool copy, const char *via, const char *kernel) {
+                    enum ac_work_operation operation, enum ac_work_via via, const char *kernel) {
   struct ac_alloc *a = addr ? ac_model_find_alloc(ac_model, addr) : NULL;
   if (!a || !ac_alloc_is_managed(a)) return;
   for (size_t i = g->count; i > 0 && g->uses[i - 1].node == node; i--)
     if (g->uses[i - 1].addr == addr && g->uses[i - 1].param == param) return;
   if (!AC_GROW(g->uses, g->count, g->cap, 8)) return;
   struct graph_use *u = &g->uses[g->count++];
-  *u = (struct graph_use){node, addr, param, offset, copy, via, ""};
+  *u = (struct graph_use){node, addr, param, offset, operation, via, 0, 0, ""};
   if (kernel) snprintf(u->kernel, sizeof u->kernel, "%s", kernel);
 }
 
@@ -117,27 +119,38 @@ static void note_kernel(struct graph_exec *g, size_t node, const struct kernel_a
     for (size_t off = 0; p && off + sizeof(uintptr_t) <= lay->size[i]; off += sizeof(uintptr_t)) {
       uintptr_t word;
       memcpy(&word, p + off, sizeof word);
-      add_use(g, node, word, i, off, false, "graph kernel argument", lay->name);
+      add_use(g, node, word, i, off, AC_WORK_KERNEL, AC_VIA_ARGUMENT, lay->name);
     }
   }
   const uintptr_t *base;
   size_t n = ac_module_variables(lay->module, &base);
   for (size_t i = 0; i < n; i++)
-    add_use(g, node, base[i], -1, 0, false, "__managed__ variable", lay->name);
+    add_use(g, node, base[i], -1, 0, AC_WORK_KERNEL, AC_VIA_MANAGED_VARIABLE, lay->name);
   ac_model_leave();
 }
 
+/* Model lock held: a copy's or set's operand, which names both operands. */
+static void add_operand(struct graph_exec *g, size_t node, uintptr_t addr,
+                        enum ac_work_operation operation, enum ac_work_via via, uintptr_t dst,
+                        uintptr_t src) {
+  size_t before = g->count;
+  add_use(g, node, addr, -1, 0, operation, via, NULL);
+  if (g->count == before) return;
+  g->uses[before].dst = dst;
+  g->uses[before].src = src;
+}
+
 /* The managed memory a copy or set node writes (dst) and reads (src, 0: none). */
-static void note_copy(struct graph_exec *g, size_t node, uintptr_t dst, const char *dst_via,
-                      uintptr_t src) {
+static void note_copy(struct graph_exec *g, size_t node, enum ac_work_operation operation,
+                      uintptr_t dst, uintptr_t src) {
   ac_model_enter();
-  add_use(g, node, dst, -1, 0, true, dst_via, NULL);
-  add_use(g, node, src, -1, 0, true, "graph copy source", NULL);
+  add_operand(g, node, dst, operation, AC_VIA_DESTINATION, dst, src);
+  add_operand(g, node, src, operation, AC_VIA_SOURCE, dst, src);
   ac_model_leave();
 }
 
 static void note_copy_3d(struct graph_exec *g, size_t node, const CUDA_MEMCPY3D *c) {
-  note_copy(g, node, AC_SIDE_3D(c, dst), "graph copy destination", AC_SIDE_3D(c, src));
+  note_copy(g, node, AC_WORK_COPY, AC_SIDE_3D(c, dst), AC_SIDE_3D(c, src));
 }
 
 /* A kernel node's parameters: through the 12.0 ABI, else the CUDA 10 one that
@@ -169,7 +182,7 @@ static void read_node(struct graph_exec *g, size_t index, CUgraphNode node, CUgr
     note_copy_3d(g, index, &copy);
   else if (type == CU_GRAPH_NODE_TYPE_MEMSET && ac_real.cuGraphMemsetNodeGetParams &&
            ac_real.cuGraphMemsetNodeGetParams(node, &set) == CUDA_SUCCESS)
-    note_copy(g, index, set.dst, "graph set destination", 0);
+    note_copy(g, index, AC_WORK_SET, set.dst, 0);
   else if (type == CU_GRAPH_NODE_TYPE_EVENT_RECORD && ac_real.cuGraphEventRecordNodeGetEvent) {
     CUevent event = NULL;
     if (ac_real.cuGraphEventRecordNodeGetEvent(node, &event) == CUDA_SUCCESS)
@@ -433,7 +446,7 @@ void ac_on_graph_copy_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_ME
 void ac_on_graph_memset_node_set(CUgraphExec exec, CUgraphNode node, CUdeviceptr dst) {
   struct graph_exec *part = one_node(node, CU_GRAPH_NODE_TYPE_MEMSET);
   if (!part) return;
-  note_copy(part, 0, dst, "graph set destination", 0);
+  note_copy(part, 0, AC_WORK_SET, dst, 0);
   node_changed(exec, node, part, false);
 }
 
@@ -505,15 +518,21 @@ void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool
   struct ac_op_origin_slot slot;
   bool kernels_host_legal = ac_concurrent_semantics();
   l.layout = NULL;
+  memset(&l.dims, 0, sizeof l.dims);
   bool judged = ac_work_begin(&l, api, stream, per_thread, kernels_host_legal, &slot);
+  l.graph = true;
   struct graph_exec *g = find_exec((uintptr_t)exec);
   record_graph_events(g, l.stream);
   if (judged) {
     for (int copies = 0; g && copies < 2; copies++)
       for (size_t i = 0; i < g->count; i++) {
         const struct graph_use *u = &g->uses[i];
-        if (u->copy != (copies == 1)) continue;
-        l.host_is_legal = u->copy || kernels_host_legal;
+        bool copy = u->operation != AC_WORK_KERNEL;
+        if (copy != (copies == 1)) continue;
+        l.host_is_legal = copy || kernels_host_legal;
+        l.operation = u->operation;
+        l.dst = u->dst;
+        l.src = u->src;
         ac_work_judge_address(&l, u->addr, u->kernel[0] ? u->kernel : NULL, u->param, u->offset,
                               u->via);
       }

@@ -20,7 +20,10 @@
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name Args;                                                                \
-    if (r == CUDA_SUCCESS) ac_on_launch(#Name, Func, Stream, PerThread, KernelParams, Extra);      \
+    struct ac_launch_dims dims = {                                                                 \
+        {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ}, sharedMemBytes};        \
+    if (r == CUDA_SUCCESS)                                                                         \
+      ac_on_launch(#Name, Func, &dims, Stream, PerThread, KernelParams, Extra);                    \
     return r;                                                                                      \
   }
 LAUNCH(cuLaunchKernel, false, AC_LAUNCH_PARAMS, AC_LAUNCH_ARGS, f, hStream, kernelParams, extra)
@@ -37,7 +40,10 @@ LAUNCH(cuLaunchCooperativeKernel_ptsz, true, AC_COOP_PARAMS, AC_COOP_ARGS, f, hS
     CUresult r = ac_real.Name(config, f, kernelParams, extra);                                     \
     if (r != CUDA_SUCCESS) return r;                                                               \
     ac_on_launch_events(config, PerThread);                                                        \
-    ac_on_launch(#Name, f, config->hStream, PerThread, kernelParams, extra);                       \
+    struct ac_launch_dims dims = {{config->gridDimX, config->gridDimY, config->gridDimZ},          \
+                                  {config->blockDimX, config->blockDimY, config->blockDimZ},       \
+                                  config->sharedMemBytes};                                         \
+    ac_on_launch(#Name, f, &dims, config->hStream, PerThread, kernelParams, extra);                \
     return r;                                                                                      \
   }
 LAUNCH_EX(cuLaunchKernelEx, false)

@@ -167,8 +167,29 @@ static bool already_judged(struct ac_gpu_work *l, uint64_t serial) {
   return false;
 }
 
+/* What a finding of this work says of it: the kernel and the argument, or
+ * the copy's operands (classified when it is reported). */
+static void describe_work(const struct ac_gpu_work *l, struct ac_finding *f, uintptr_t addr,
+                          const char *kernel, int param, size_t offset, enum ac_work_via via) {
+  struct ac_work_facts *w = &f->work;
+  f->kind = l->operation == AC_WORK_KERNEL ? AC_KIND_LAUNCH : AC_KIND_COPY;
+  *w = (struct ac_work_facts){.addr = addr,
+                              .operation = l->operation,
+                              .via = via,
+                              .graph = l->graph,
+                              .param = param,
+                              .offset = offset};
+  if (f->kind == AC_KIND_LAUNCH) {
+    w->dims = l->dims;
+    if (kernel) snprintf(w->kernel, sizeof w->kernel, "%s", kernel);
+  } else {
+    w->dst = l->dst;
+    w->src = l->src;
+  }
+}
+
 void ac_work_judge_use(struct ac_gpu_work *l, struct ac_alloc *a, uintptr_t addr,
-                       const char *kernel, int param, size_t offset, const char *via) {
+                       const char *kernel, int param, size_t offset, enum ac_work_via via) {
   if (!ac_alloc_is_managed(a) || already_judged(l, a->serial)) return;
   ac_order_add_reach(ac_model, l->stream, a);
   if (l->n == AC_MAX_WORK_FINDINGS) return;
@@ -176,8 +197,7 @@ void ac_work_judge_use(struct ac_gpu_work *l, struct ac_alloc *a, uintptr_t addr
   if (!ac_judge_device_access(ac_model, a, l->stream, l->host_is_legal, f)) return;
   f->api = l->api;
   f->thread = ac_thread_id();
-  f->device = (struct ac_device_facts){addr, "", param, offset, via};
-  if (kernel) snprintf(f->device.kernel, sizeof f->device.kernel, "%s", kernel);
+  describe_work(l, f, addr, kernel, param, offset, via);
   l->n++;
 }
 
@@ -186,7 +206,7 @@ static void scan_bytes(struct ac_gpu_work *l, const unsigned char *p, size_t siz
     uintptr_t word;
     memcpy(&word, p + off, sizeof word);
     stats.words++;
-    if (word) ac_work_judge_address(l, word, l->layout->name, param, off, "kernel argument");
+    if (word) ac_work_judge_address(l, word, l->layout->name, param, off, AC_VIA_ARGUMENT);
   }
 }
 
@@ -209,7 +229,7 @@ static void scan_module_variables(struct ac_gpu_work *l) {
   const uintptr_t *base;
   size_t n = ac_module_variables(l->layout->module, &base);
   for (size_t i = 0; i < n; i++)
-    ac_work_judge_address(l, base[i], l->layout->name, -1, 0, "__managed__ variable");
+    ac_work_judge_address(l, base[i], l->layout->name, -1, 0, AC_VIA_MANAGED_VARIABLE);
 }
 
 /* `device` semantics hold only where every device has concurrent managed
@@ -277,6 +297,8 @@ bool ac_work_begin(struct ac_gpu_work *l, const char *api, CUstream stream, bool
                    bool host_is_legal, struct ac_op_origin_slot *slot) {
   l->api = api;
   l->n = l->judged_n = 0;
+  l->graph = false;
+  l->dst = l->src = 0;
   l->host_is_legal = host_is_legal;
   ac_model_enter();
   l->stream = ac_on_work_locked(api, stream, per_thread, slot);
@@ -292,19 +314,26 @@ void ac_work_finish(struct ac_gpu_work *l, const struct ac_op_origin_slot *slot)
   ac_stack_capture(&stack);
   ac_on_work_busy_stack(slot, &stack);
   for (int i = 0; i < l->n; i++) {
-    l->findings[i].stack = stack;
-    ac_emit_finding(&l->findings[i], AC_DRIVER_RETURNED, CUDA_SUCCESS);
+    struct ac_finding *f = &l->findings[i];
+    f->stack = stack;
+    if (f->kind == AC_KIND_COPY) { /* what the other operand is, for the report */
+      f->work.dst_kind = ac_check_classify(f->work.dst);
+      f->work.src_kind = ac_check_classify(f->work.src);
+    }
+    ac_emit_finding(f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
   }
 }
 
 /* A launch the driver accepted: an operation of its stream whose arguments
  * are judged (see check_order.c for the operation itself). */
-void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_thread, void **params,
-                  void **extra) {
+void ac_on_launch(const char *api, CUfunction f, const struct ac_launch_dims *dims, CUstream stream,
+                  bool per_thread, void **params, void **extra) {
   struct ac_gpu_work l;
   struct ac_op_origin_slot slot;
   bool host_is_legal = ac_concurrent_semantics();
   l.layout = f ? ac_layout_of(f) : NULL;
+  l.dims = *dims;
+  l.operation = AC_WORK_KERNEL;
   if (ac_work_begin(&l, api, stream, per_thread, host_is_legal, &slot) && l.layout &&
       l.layout->known) {
     double started = ac_opts.verbose ? now_seconds() : 0;
@@ -316,15 +345,27 @@ void ac_on_launch(const char *api, CUfunction f, CUstream stream, bool per_threa
   ac_work_finish(&l, &slot);
 }
 
+/* What an asynchronous copy-like call is, by its entry point's name. */
+static enum ac_work_operation copy_operation(const char *api) {
+  if (strstr(api, "Memset")) return AC_WORK_SET;
+  if (strstr(api, "Value") || strstr(api, "BatchMemOp")) return AC_WORK_VALUE;
+  return AC_WORK_COPY;
+}
+
 /* An asynchronous copy or set: its operands are given to the stream's work. */
 void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src) {
   struct ac_gpu_work l;
   struct ac_op_origin_slot slot;
   l.layout = NULL;
+  l.operation = copy_operation(api);
   /* The driver copies HOST-attached memory itself: only AC301 applies. */
   if (ac_work_begin(&l, api, stream, per_thread, true, &slot)) {
-    if (dst) ac_work_judge_address(&l, dst, NULL, -1, 0, "copy destination");
-    if (src) ac_work_judge_address(&l, src, NULL, -1, 0, "copy source");
+    l.dst = dst;
+    l.src = src;
+    if (dst)
+      ac_work_judge_address(&l, dst, NULL, -1, 0,
+                            l.operation == AC_WORK_VALUE ? AC_VIA_ADDRESS : AC_VIA_DESTINATION);
+    if (src) ac_work_judge_address(&l, src, NULL, -1, 0, AC_VIA_SOURCE);
   }
   ac_work_finish(&l, &slot);
 }

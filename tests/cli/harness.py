@@ -13,6 +13,8 @@ SHIM = os.path.join(BUILD, "lib", "libattachcheck.so")
 DEMO = os.path.join(BUILD, "examples", "attach_mistakes")
 FORKS = os.path.join(BUILD, "tests", "cli", "two_processes")
 ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
+# The start of the shim's lines (with its process's id: ==attachcheck:1234==).
+PREFIX = r"==attachcheck(?::\d+)?== "
 _counts = {"passed": 0, "failed": 0}
 
 

@@ -9,11 +9,11 @@ import re
 import sys
 import tempfile
 
-from harness import CLI, DEMO, ENV, FORKS, SHIM, check, finish, run, write_file
+from harness import CLI, DEMO, ENV, FORKS, PREFIX, SHIM, check, finish, run, write_file
 
 
 def findings_printed(text):
-    return len(re.findall(r"^==attachcheck== AC\d{3} ", text, re.M))
+    return len(re.findall(r"^" + PREFIX + r"AC\d{3} ", text, re.M))
 
 
 with tempfile.TemporaryDirectory() as d:

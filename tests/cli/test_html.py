@@ -1,8 +1,13 @@
 """test_html.py - the HTML report (--html): one self-contained page made from
 the merged report, checked as static HTML (what a reader without JavaScript
 gets) and in headless Chromium with networking off (the timeline the script
-draws: lanes, the findings' marks, the selected finding's stacks). A screenshot
-is kept in the build folder: tests/cli/html-report.png."""
+draws: lanes, the findings' marks, the selected finding's stacks), and on a
+report of 60 findings: the rule pages inside it, stacks wrapped with the
+program's own frames emphasised and the C library's folded, no row a finding's
+kind does not have, the timeline showing both sides of each selected finding
+(or a marker towards the one out of view), no line over a label, findings in
+the model's order, the version, date, command line and options. Screenshots
+are kept in the build folder: tests/cli/html-report.png, html-60*.png."""
 import json
 import os
 import re
@@ -17,6 +22,7 @@ from harness import BUILD, CLI, ENV, FORKS, SHIM, check, finish, run, write_file
 
 PROG = os.path.join(BUILD, "tests", "cli", "timeline_prog")
 SHOT = os.path.join(BUILD, "tests", "cli", "html-report.png")
+MANY = os.path.join(BUILD, "tests", "cli", "many_findings")
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -115,8 +121,10 @@ def test_static_page(folder):
         f = next(f for f in report["findings"] if f["rule"] == rule)
         check(f"html: {rule} has its message and fix", f["message"] in a["text"] and
               f["fix"] in a["text"], a["text"][:200])
-        check(f"html: {rule} links its rule page",
-              any(e["attrs"].get("href") == f"docs/rules/{rule}.md" for e in page.find("a")))
+        check(f"html: {rule} links its rule page, which is inside the report",
+              any(e["attrs"].get("href") == f"#page-{rule}" for e in page.find("a")) and
+              page.find("details", id=f"page-{rule}") and
+              f"# {rule} " in page.find("details", id=f"page-{rule}")[0]["text"])
         lines = re.findall(r"timeline_prog\.c:(\d+)", a["text"])
         check(f"html: {rule} shows both stacks at file:line", len(set(lines)) >= 2, lines)
     ac201 = next(a for a in arts if a["attrs"]["data-rule"] == "AC201")
@@ -293,6 +301,135 @@ def test_shim_alone(folder):
           not [n for n in os.listdir(folder) if n.startswith("alone") and n.endswith(".jsonl")])
 
 
+# Run in the page once it is drawn: each thing the test asserts, measured in
+# the DOM as Chromium laid it out, into body[data-probe] for --dump-dom.
+PROBE = r"""<script>
+addEventListener("load", function () {
+  var out = { sides: [], labels: 0, covered: [], overflowing: 0, own: 0, ownBold: 0,
+              foreign: 0, foreignShown: 0, rows: [], order: [] };
+  var data = JSON.parse(document.getElementById("ac-data").textContent);
+  function centre(e) { var b = e.getBoundingClientRect(); return (b.left + b.right) / 2; }
+  data.forEach(function (f) {               /* each finding selected from the list */
+    document.querySelector("#f" + f.index + " h3").click();
+    var g = document.querySelector('.finding-mark[data-index="' + f.index + '"]');
+    var frame = g.closest(".tl-frame"), r = frame.querySelector(".scroll").getBoundingClientRect();
+    var rings = g.querySelectorAll(".f-ring"), a = rings[rings.length - 1];
+    var b = rings.length > 1 ? rings[0] : null, m = frame.querySelector(".offscreen:not([hidden])");
+    var seen = function (c) { var x = centre(c); return x >= r.left && x <= r.right; };
+    out.sides.push({ index: f.index, rule: f.rule, a: seen(a), b: !b || seen(b),
+                     marker: m ? (m.classList.contains("left") ? "left" : "right") : "",
+                     towards: b ? (centre(b) < r.left ? "left" : "right") : "" });
+  });
+  document.querySelectorAll(".offscreen").forEach(function (m) { m.hidden = true; });
+  document.querySelectorAll(".tl-frame").forEach(function (frame) {   /* every label, page by page */
+    var scroll = frame.querySelector(".scroll");
+    for (var x = 0; x < scroll.scrollWidth; x += scroll.clientWidth / 2) {
+      scroll.scrollLeft = x;
+      frame.scrollIntoView({ block: "start" });
+      var r = scroll.getBoundingClientRect();
+      frame.querySelectorAll("text.op-label, text.f-tag").forEach(function (t) {
+        var b = t.getBoundingClientRect(), y = (b.top + b.bottom) / 2;
+        if (b.left < r.left || b.right > r.right || b.top < 0 || b.bottom > innerHeight) return;
+        out.labels++;
+        [b.left + 2, centre(t), b.right - 2].forEach(function (x) {
+          var hit = document.elementFromPoint(x, y), cls = hit && hit.getAttribute("class") || "";
+          if (/f-line|f-ring|ev-link/.test(cls)) out.covered.push(t.textContent + " by " + cls);
+        });
+      });
+    }
+  });
+  document.querySelectorAll("#findings .stack ol").forEach(function (ol) {
+    if (ol.scrollWidth > ol.clientWidth + 1) out.overflowing++;
+  });
+  document.querySelectorAll("#findings .stack li.own .fn").forEach(function (e) {
+    out.own++;
+    if (Number(getComputedStyle(e).fontWeight) >= 600) out.ownBold++;
+  });
+  document.querySelectorAll("#findings .stack li.foreign").forEach(function (e) {
+    out.foreign++;
+    if (e.checkVisibility ? e.checkVisibility() : e.getClientRects().length) out.foreignShown++;
+  });
+  document.querySelectorAll("#findings article.finding").forEach(function (a) {
+    var i = Number(a.dataset.index), tl = data[i].timeline;
+    out.order.push(tl ? tl.tick : -1);
+    var rows = [];
+    a.querySelectorAll("dl.facts dt").forEach(function (dt) { rows.push(dt.textContent); });
+    out.rows.push({ kind: a.dataset.kind, rows: rows });
+  });
+  document.body.dataset.probe = JSON.stringify(out);
+});
+</script>"""
+
+# The facts each kind of finding may show (docs/report-schema.md's kinds).
+ROWS = {"attach": {"call", "driver", "busy", "memory"},
+        "launch": {"launch", "argument", "memory", "owner", "semantics"},
+        "copy": {"copy", "set", "memory operation", "destination", "source", "address", "memory",
+                 "owner"},
+        "stream_destroy": {"destroy", "busy", "memory"},
+        "host_access": {"access", "busy", "memory", "semantics"}}
+
+
+def test_sixty_findings(folder):
+    """A report of 60 findings, each item of a readable page asserted."""
+    p, report, text, path = make_report(folder, "sixty", [], [MANY])
+    check("60: the run has its sixty findings", len(report.get("findings", [])) == 60,
+          (p.stderr[-300:], len(report.get("findings", []))))
+    page = Page(text)
+    made = page.find("p", cls="made")
+    check("60: the version, the date, the command line and the options on the page",
+          made and "attachcheck 0.1.0" in made[0]["text"] and
+          re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", made[0]["text"]) and
+          "many_findings" in page.find("p", cls="run")[0]["text"] and
+          "--guard-pages" in page.find("details", cls="options")[0]["text"],
+          made and made[0]["text"])
+    pages = {d["attrs"]["id"] for d in page.find("details", cls="rule-page")}
+    check("60: the rule pages are inside the page, linked from each finding, nothing outside",
+          pages == {"page-AC101", "page-AC201", "page-AC301"} and
+          all(a["attrs"]["href"].startswith("#page-") for a in page.find("a", cls="doc")) and
+          external_loads(text) == [], pages)
+    probe = write_file(folder, "sixty-probe.html", text.replace("</body>", PROBE + "</body>"))
+    dom = Page(dump_dom(probe, ["--window-size=1400,1000", "--hide-scrollbars"]))
+    body = dom.find("body")
+    out = json.loads(body[0]["attrs"].get("data-probe", "{}")) if body else {}
+    sides = out.get("sides", [])
+    check("60: each selected finding shows its own side", len(sides) == 60 and
+          all(x["a"] for x in sides), [x for x in sides if not x["a"]][:3])
+    check("60: and the other side, or a marker at the edge towards it",
+          all(x["b"] or x["marker"] == x["towards"] for x in sides),
+          [x for x in sides if not (x["b"] or x["marker"] == x["towards"])][:3])
+    check("60: near sides both in view, far ones marked (both happen here)",
+          any(x["b"] and not x["marker"] for x in sides) and any(x["marker"] for x in sides),
+          [(x["rule"], x["b"], x["marker"]) for x in sides][:6])
+    check("60: no line crosses a label", out.get("labels", 0) > 100 and not out.get("covered"),
+          (out.get("labels"), out.get("covered", [])[:5]))
+    check("60: stacks wrap, none scrolls sideways", out.get("overflowing", 1) == 0,
+          out.get("overflowing"))
+    check("60: the program's own frames emphasised",
+          out.get("own", 0) > 60 and out.get("ownBold") == out.get("own"), out)
+    check("60: the C library's and the loader's frames folded",
+          out.get("foreign", 0) > 0 and out.get("foreignShown") == 0,
+          (out.get("foreign"), out.get("foreignShown")))
+    order = out.get("order", [])
+    check("60: findings listed in the model's order", len(order) == 60 and order == sorted(order),
+          order[:12])
+    wrong = [r for r in out.get("rows", []) if not set(r["rows"]) <= ROWS.get(r["kind"], set())]
+    check("60: no row a finding's kind does not have", len(out.get("rows", [])) == 60 and not wrong,
+          wrong[:3])
+    shots = [os.path.join(BUILD, "tests", "cli", "html-60.png"),
+             os.path.join(BUILD, "tests", "cli", "html-60-far.png")]
+    far = max(x["index"] for x in sides if x["marker"]) if any(x["marker"] for x in sides) else 0
+    selected = write_file(folder, "sixty-far.html", text.replace("</body>", (
+        "<script>addEventListener('load',function(){document.querySelector('#f%d h3').click();"
+        "document.getElementById('timeline').scrollIntoView();});</script></body>") % far))
+    for shot, source in zip(shots, [path, selected]):
+        if os.path.exists(shot):
+            os.unlink(shot)
+        chromium(["--hide-scrollbars", "--window-size=1400,1000", "--screenshot=" + shot,
+                  "file://" + source])
+    check("60: the screenshots are kept in the build folder",
+          all(os.path.exists(s) and os.path.getsize(s) > 20000 for s in shots), shots)
+
+
 def test_bad_path(folder):
     """An unwritable --html path stops the CLI before the program starts."""
     p = run([CLI, "--html", os.path.join(folder, "missing", "r.html"), PROG])
@@ -311,6 +448,7 @@ def main():
             test_in_chromium(folder)
             test_without_script(folder)
             test_size_bound(folder)
+            test_sixty_findings(folder)
     finish("report.html")
 
 

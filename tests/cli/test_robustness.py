@@ -16,7 +16,7 @@ import subprocess
 import sys
 import tempfile
 
-from harness import CLI, DEMO, ENV, SHIM, SOURCE, check, finish, run, write_file
+from harness import CLI, DEMO, ENV, PREFIX, SHIM, SOURCE, check, finish, run, write_file
 
 CUDA_INCLUDE, DRIVER_STUB = sys.argv[2], sys.argv[3]
 PROG = os.path.join(os.path.dirname(CLI), "..", "tests", "cli", "robust_prog")
@@ -24,12 +24,12 @@ FAKE_DRIVER = os.path.join(ENV["LD_LIBRARY_PATH"], "libcuda.so.1")
 
 
 def rules_printed(text):
-    return sorted(re.findall(r"^==attachcheck== (AC\d{3}) ", text, re.M))
+    return sorted(re.findall(r"^" + PREFIX + r"(AC\d{3}) ", text, re.M))
 
 
 def shim_lines(text):
     """Lines of the shim's on a program's stderr, the CLI's summary aside."""
-    return [l for l in text.splitlines() if l.startswith("==attachcheck==") and
+    return [l for l in text.splitlines() if l.startswith("==attachcheck") and
             "summary:" not in l]
 
 

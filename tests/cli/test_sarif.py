@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """SARIF and multi-process reports: the log validates against the official
 SARIF 2.1.0 schema (sarif-schema-2.1.0.json beside this file, OASIS errata01),
-results point at the program's own code with the stack and code flows, the
-fingerprints do not change from run to run (the program loads at other
-addresses each time), and a program that forks gives one merged report in
-which every finding says which processes it came from."""
+results point at the program's own code with the stack and code flows, each
+rule carries its page's text, the fingerprints do not change from run to run
+(the program loads at other addresses each time) nor from commit to commit (a
+comment added above the bug, a function added elsewhere) but do when the bug's
+line changes, and a program that forks gives one merged report in which every
+finding says which processes it came from."""
+import glob
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -35,6 +39,85 @@ def schema_errors(log):
     return [e.message for e in jsonschema.Draft4Validator(SCHEMA).iter_errors(log)][:3]
 
 
+# A program with two findings (AC101 in attach_wrong, AC102 in main), built
+# from this template as three commits would have it.
+PROGRAM = r"""#include <cuda.h>
+#include <dlfcn.h>
+#include <stdlib.h>
+{unrelated}
+static __typeof__(&cuStreamAttachMemAsync) attach;
+
+static void attach_wrong(CUdeviceptr m) {{
+  {comment}
+  {bug}
+}}
+
+int main(void) {{
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!cuda) return 1;
+  __typeof__(&cuInit) init = (__typeof__(&cuInit))dlsym(cuda, "cuInit");
+  __typeof__(&cuDevicePrimaryCtxRetain) retain =
+      (__typeof__(&cuDevicePrimaryCtxRetain))dlsym(cuda, "cuDevicePrimaryCtxRetain");
+  __typeof__(&cuCtxSetCurrent) set = (__typeof__(&cuCtxSetCurrent))dlsym(cuda, "cuCtxSetCurrent");
+  __typeof__(&cuMemAllocManaged) alloc =
+      (__typeof__(&cuMemAllocManaged))dlsym(cuda, "cuMemAllocManaged");
+  attach = (__typeof__(&cuStreamAttachMemAsync))dlsym(cuda, "cuStreamAttachMemAsync");
+  CUcontext ctx;
+  CUdeviceptr m;
+  if (init(0) || retain(&ctx, 0) || set(ctx) || alloc(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL)) return 1;
+  attach_wrong(m);
+  attach(CU_STREAM_LEGACY, m, 4096, CU_MEM_ATTACH_GLOBAL);
+  return 0;
+}}
+"""
+BUG = "attach(CU_STREAM_LEGACY, m, 0, CU_MEM_ATTACH_SINGLE);"
+
+
+def build_tools():
+    """The build's C compiler (a cross compiler in the aarch64 build) and the CUDA headers."""
+    cache = dict(re.findall(r"^([A-Za-z_]+):[A-Z]+=(.*)$", open(os.path.join(BUILD, "CMakeCache.txt"))
+                            .read(), re.M))
+    include = os.path.join(os.path.dirname(cache.get("CUDAToolkit_BIN_DIR", "/usr/local/cuda/bin")),
+                           "include")
+    found = [m for f in glob.glob(os.path.join(BUILD, "CMakeFiles", "*", "CMakeCCompiler.cmake"))
+             for m in re.findall(r'^set\(CMAKE_C_COMPILER "([^"]+)"\)', open(f).read(), re.M)]
+    return (found[0] if found else "cc"), include
+
+
+def fingerprints_of(folder, name, **parts):
+    """The program as one commit has it, in a checkout of its own (same file names)."""
+    folder = os.path.join(folder, name)
+    os.makedirs(folder)
+    source = write_file(folder, "program.c", PROGRAM.format(**dict(
+        {"unrelated": "", "comment": "", "bug": BUG}, **parts)))
+    cc, include = build_tools()
+    exe = os.path.join(folder, "program")
+    built = subprocess.run([cc, "-g", "-O0", "-I", include, "-o", exe, source, "-ldl"],
+                           capture_output=True, text=True)
+    if built.returncode:
+        return {"build failed": built.stderr[-300:]}
+    _, log, _ = attachcheck(folder, name, exe)
+    return {r["ruleId"]: r["partialFingerprints"]["attachcheckSource/v2"]
+            for r in log["runs"][0]["results"]}
+
+
+def test_fingerprints_across_commits(d):
+    """Code scanning keeps one alert across commits: a comment above the bug
+    and a function added elsewhere move every line but change no
+    fingerprint; changing the bug's own line changes its fingerprint only."""
+    first = fingerprints_of(d, "commit1")
+    moved = fingerprints_of(d, "commit2", comment="/* the legacy stream takes no SINGLE */",
+                            unrelated="static int unrelated(int x) {\n  return 3 * x;\n}\n")
+    changed = fingerprints_of(d, "commit3", bug=BUG.replace("0, CU_MEM", "0 /* all */, CU_MEM"))
+    check("fingerprints: both findings of the rebuilt program",
+          sorted(first) == ["AC101", "AC102"], first)
+    check("fingerprints: a comment above the bug, a function added: the same", moved == first,
+          (first, moved))
+    check("fingerprints: the bug's line changed: its fingerprint changes, the other's does not",
+          changed.get("AC101") != first.get("AC101") and changed.get("AC102") == first.get("AC102"),
+          (first, changed))
+
+
 with tempfile.TemporaryDirectory() as d:
     p, log, report = attachcheck(d, "demo", DEMO)
     check("demo: SARIF written", p.returncode == 0, p.stderr)
@@ -44,11 +127,23 @@ with tempfile.TemporaryDirectory() as d:
     check("rules table: the whole catalogue, with help",
           len(rules) >= 13 and all(r["id"].startswith("AC") and r["help"]["text"] for r in rules))
     docs = os.path.join(SOURCE, "docs")
-    check("every rule has its page in docs/rules/, linked from its help and the index",
-          all(os.path.exists(os.path.join(docs, "rules", r["id"] + ".md")) and
-              f"docs/rules/{r['id']}.md" in r["help"]["markdown"] and
-              f"(rules/{r['id']}.md)" in open(os.path.join(docs, "rules.md")).read() for r in rules),
-          [r["id"] for r in rules])
+    pages = {r["id"]: open(os.path.join(docs, "rules", r["id"] + ".md")).read() for r in rules
+             if os.path.exists(os.path.join(docs, "rules", r["id"] + ".md"))}
+    check("every rule has its page in docs/rules/, listed in the index",
+          len(pages) == len(rules) and all(f"(rules/{i}.md)" in open(os.path.join(docs, "rules.md"))
+                                           .read() for i in pages), sorted(pages))
+    check("help carries the rule page's text (code and all), no link needed",
+          all(r["help"]["markdown"].split("\n")[0] == pages[r["id"]].split("\n")[0] and
+              "\n```" in r["help"]["markdown"] and "\n```" in r["help"]["text"] for r in rules))
+    check("without --docs-url: no helpUri, no informationUri, no relative link left",
+          not any("helpUri" in r or re.search(r"\]\((?!http)", r["help"]["markdown"])
+                  for r in rules) and "informationUri" not in run["tool"]["driver"],
+          [r["help"]["markdown"][-200:] for r in rules][:1])
+    check("fullDescription: the rule's description, not its summary again",
+          all(r["fullDescription"]["text"] != r["shortDescription"]["text"] and
+              len(r["fullDescription"]["text"]) > 80 and
+              r["fullDescription"]["text"][:40] in " ".join(pages[r["id"]].split()) for r in rules),
+          [r["fullDescription"]["text"][:60] for r in rules])
     results = run["results"]
     ids = [r["ruleId"] for r in results]
     check("one result per finding, same rules as the JSON report",
@@ -83,9 +178,17 @@ with tempfile.TemporaryDirectory() as d:
           "strict" and run["invocations"][0]["machine"] == proc["host"] and
           run["invocations"][0]["properties"]["gpus"] == proc["gpus"], proc)
 
+    files = [fr["location"]["physicalLocation"].get("artifactLocation", {}).get("uri", "")
+             for r in results for fr in r["stacks"][0]["frames"]]
+    check("frames outside the program's source are no files of the repository",
+          files and not [u for u in files if u.startswith("../") or
+                         (not u.startswith("file:///") and "sysdeps" in u)] and
+          all(u.endswith("attach_mistakes.c") or not u.endswith((".c", ".h")) for u in files),
+          sorted(set(files)))
+
     _, again, _ = attachcheck(d, "again", DEMO)
     # (AC201 comes from the page guard's reporter thread: its place in the order may vary.)
-    prints = lambda log: sorted((r["ruleId"], r["partialFingerprints"]["attachcheckStack/v1"])
+    prints = lambda log: sorted((r["ruleId"], r["partialFingerprints"]["attachcheckSource/v2"])
                                 for r in log["runs"][0]["results"])
     check("fingerprints: the same from run to run", prints(again) == prints(log),
           (prints(again), prints(log)))
@@ -162,5 +265,20 @@ with tempfile.TemporaryDirectory() as d:
           loc["logicalLocations"][0]["name"] == "model::buffer<float>::attach_to_legacy_stream()",
           loc)
     check("SARIF with source lines: valid", not schema_errors(cpp_log), schema_errors(cpp_log))
+
+    # --docs-url: the rules' pages linked where they are published.
+    base = "https://example.org/attachcheck/blob/v1/docs/"
+    _, linked, _ = attachcheck(d, "linked", DEMO, "--docs-url", base)
+    lrules = linked["runs"][0]["tool"]["driver"]["rules"]
+    check("--docs-url: helpUri, informationUri, absolute links in the help",
+          all(r["helpUri"] == f"{base}rules/{r['id']}.md" and
+              f"]({base}suppressions.md)" in r["help"]["markdown"] for r in lrules) and
+          linked["runs"][0]["tool"]["driver"]["informationUri"] == base + "rules.md",
+          lrules[0].get("helpUri"))
+    p = subprocess.run([CLI, "--docs-url", "docs/", DEMO], env=ENV, capture_output=True, text=True)
+    check("--docs-url: a relative address is refused", p.returncode == 2 and
+          "absolute" in p.stderr, p.stderr)
+
+    test_fingerprints_across_commits(d)
 
 finish("sarif")

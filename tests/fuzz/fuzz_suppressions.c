@@ -11,13 +11,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct ac_suppressions set = {0};
   char err[512];
   if (ac_suppressions_parse(&set, (const char *)data, size, "fuzz.supp", err, sizeof err)) {
-    json_t *stack = json_pack("[{s:s, s:s, s:s}, {s:s}]", "function", "ns::f<int>()", "file",
-                              "/src/a.cu", "module", "/usr/lib/libthird.so", "module", "");
-    for (size_t i = 0; i < set.count; i++)
-      ac_suppressions_match(&set, set.items[i].rule[0] == '*' ? "AC101" : set.items[i].rule, stack);
+    json_t *finding =
+        json_pack("{s:s, s:{s:s, s:i}, s:[{s:s, s:s, s:i, s:s}, {s:s}]}", "rule", "AC301",
+                  "argument", "kind", "parameter", "index", 1, "stack", "function", "ns::f<int>()",
+                  "file", "/src/a.cu", "line", 12, "module", "/usr/lib/libthird.so", "module", "");
+    for (size_t i = 0; i < set.count; i++) {
+      json_object_set_new(finding, "rule",
+                          json_string(set.items[i].rule[0] == '*' ? "AC101" : set.items[i].rule));
+      ac_suppressions_match(&set, finding);
+    }
     char line[700];
-    ac_suppression_suggest("AC202", stack, line, sizeof line);
-    json_decref(stack);
+    ac_suppression_suggest(finding, line, sizeof line);
+    json_decref(finding);
   } else if (!err[0]) {
     __builtin_trap(); /* a refusal must say why */
   }

@@ -44,6 +44,8 @@ status=0
     fi
     echo "== scenarios (real driver, $backend)"
     python3 "$here/tests/scenarios/run.py" --build "$build" --driver real || status=1
+    echo "== golden reports: each rule's finding in every format (real driver, $backend)"
+    python3 "$here/tests/golden/run.py" "$build" --driver real || status=1
     echo "== transparency: each case bare and under attachcheck (real driver, $backend)"
     python3 "$here/tests/transparency/run.py" --build "$build" --driver real || status=1
     echo "== two devices (real driver, $backend)"

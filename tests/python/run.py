@@ -8,6 +8,7 @@ was reached through cuGetProcAddress and that attachcheck answered it."""
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -62,7 +63,7 @@ with tempfile.TemporaryDirectory() as d:
         if p.returncode != 0:
             problems.append(f"exit status {p.returncode}")
         if verbose and not all(f"cuGetProcAddress({name}," in p.stderr and
-                               any(line.startswith(f"==attachcheck== cuGetProcAddress({name},")
+                               any(re.match(r"==attachcheck(:\d+)?== cuGetProcAddress\(" + name + ",", line)
                                    and line.endswith(": wrapped") for line in p.stderr.splitlines())
                                for name in ["cuStreamAttachMemAsync", "cuLaunchKernel"]):
             problems.append("the driver was not reached through attachcheck's cuGetProcAddress")

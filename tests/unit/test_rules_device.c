@@ -23,7 +23,7 @@ static void test_foreign_stream(void) {
   CHECK(strcmp(device_rule(a, t, false), "AC301") == 0);
   struct ac_finding f;
   CHECK(ac_judge_device_access(m, a, t, false, &f) && f.busy.stream_serial == s->serial);
-  CHECK(f.stream_serial == t->serial && f.alloc.assoc_stream_serial == s->serial);
+  CHECK(f.stream.serial == t->serial && f.alloc.assoc_stream_serial == s->serial);
   /* Re-attached to t: right on t at once (stream order), AC301 on s until complete. */
   ac_order_host_syncs_stream(m, s);
   attach(a, AC_ASSOC_SINGLE, t);
