@@ -4,9 +4,12 @@
  * Layout of shim/:
  *   entrypoints.inc       the one table of wrapped entry points
  *   driver_api.inc        every function cuda.h declares: wrapped, or why not
+ *   libc_interceptors.inc  the C library functions the shim exports
+ *   exports.map.in        the version script, made from the two tables
+ *   libc_real.c           the C library's own definitions of those, resolved at load
  *   init.c                lazy, re-entrancy-safe start-up; exit; fork
  *   doors.c               dlsym and cuGetProcAddress: answers by pointer identity
- *   dlsym_x86_64.S        the exported dlsym, keeping the caller's identity
+ *   dlsym_*.S             the exported dlsym, keeping the caller's identity (per processor)
  *   interceptors_*.c      the hand-written wrappers: thin, they only call in here
  *   check_attach.c        the attach pipeline: gather facts, judge, guard, forward
  *   check_memory.c        allocations: recording, and classifying unknown pointers
@@ -15,7 +18,9 @@
  *   check_context.c       the context of each stream: a context's events and synchronisation
  *   kernel_args.c         what launches and copies give the GPU: AC301, AC302, reach
  *   graph_args.c          what an executable graph gives the GPU, following its changes
- *   kernel_image.c, module_images.c  parameter layouts read from module images
+ *   kernel_image.c        parameter layouts read from a module image (PTX, cubin)
+ *   module_images.c       the images of the modules loaded, for drivers before 12.4
+ *   gpu_work.h            what one launch or copy gives the GPU
  *   guard/                the page guard, its own room: guard/guard.h is its face
  *   stack.c               call stacks with libunwind
  *   findings.c            hands findings to report/ with the process's details

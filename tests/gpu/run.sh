@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/gpu/run.sh BUILD - the GPU suite: the scenarios, the transparency cases
-# and the examples under attachcheck over the real driver (the two-device
+# (and their long runs - a million-operation soak... - unless SKIP_LONG=1) and
+# the examples under attachcheck over the real driver (the two-device
 # scenarios of multi_gpu.txt where there are two GPUs), then the benchmarks.
 # Writes its logs to $OUT (or ./gpu-results). Build here with tools/build.sh;
 # the build folder carries the libunwind copy the shim needs.
@@ -48,6 +49,11 @@ status=0
     python3 "$here/tests/golden/run.py" "$build" --driver real || status=1
     echo "== transparency: each case bare and under attachcheck (real driver, $backend)"
     python3 "$here/tests/transparency/run.py" --build "$build" --driver real || status=1
+    if [ "${SKIP_LONG:-0}" != 1 ]; then
+      echo "== transparency, long runs: a million-operation soak, signal threads... ($backend)"
+      python3 "$here/tests/transparency/run.py" --build "$build" --driver real \
+        --cases "$here/tests/transparency/cases_long.txt" || status=1
+    fi
     echo "== two devices (real driver, $backend)"
     gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
     if [ "${gpus:-0}" -ge 2 ]; then

@@ -1,0 +1,167 @@
+/* keys_fault.c - the protection keys at a transition and at a fault: the
+ * verdicts each transition publishes (which slot is forbidden now) and the
+ * slots some running thread disagrees with; the pages a judged fault lets
+ * go; a fault or a system call's buffer on keyed pages, let through by
+ * catching the thread up with the verdicts in its signal frame or its PKRU.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "classes.h"
+#include "guard_internal.h"
+#include "keys_internal.h"
+#include "shim.h"
+
+static void disable_busy_stream(const struct ac_stream *s, void *disabled) {
+  int slot = keys_slot_of_class(s);
+  if (slot >= 0) *(uint32_t *)disabled |= 1u << slot;
+}
+
+/* The slots whose class is forbidden now. strict: globally attached memory
+ * is forbidden while anything is busy. */
+static uint32_t verdicts(bool any_busy, bool strict) {
+  uint32_t disabled = 0;
+  if (any_busy && !ac_keys.standing_aside) {
+    int global = keys_slot_of_class(&ac_guard_global_class);
+    if (strict && global >= 0) disabled |= 1u << global;
+    ac_guard_classes_for_each_busy_stream(disable_busy_stream, &disabled);
+  }
+  return disabled;
+}
+
+/* The slots with pages tagged now. */
+static uint32_t keyed_slots(void) {
+  uint32_t slots = 0;
+  for (int s = 0; !ac_keys.standing_aside && s < ac_keys.key_count; s++)
+    if (ac_keys.tagged[s].n) slots |= 1u << s;
+  return slots;
+}
+
+void ac_guard_keys_agree(bool any_busy, bool strict, struct range_list *give_up) {
+  AC_ASSERT_MODEL_HELD();
+  give_up->n = 0;
+  if (!ac_guard_keys_active()) return;
+  /* Published first: a thread that starts running again from now on reads
+   * these verdicts, and one that ran before is in the scan below. */
+  uint32_t disabled = verdicts(any_busy, strict);
+  __atomic_store_n(&ac_keys.disabled_now, disabled, __ATOMIC_SEQ_CST);
+  uint32_t differ = ac_guard_threads_disagreeing(disabled, keyed_slots());
+  if (!differ) return;
+  static struct range_list joined;
+  for (int s = 0; s < ac_keys.key_count; s++)
+    if (differ & (1u << s)) {
+      range_union(&joined, give_up, &ac_keys.tagged[s]);
+      range_swap(give_up, &joined);
+    }
+  ac_guard.stats.disagreements++;
+}
+
+void ac_guard_keys_transition(void) {
+  AC_ASSERT_MODEL_HELD();
+  ac_guard_threads_catch_up(); /* the calling thread writes its own PKRU */
+}
+
+/* A page lifted by a fault gets its key back (lock held, normal context). */
+void ac_guard_keys_restore_lifted(void) {
+  static struct range_list touched;
+  AC_ASSERT_MODEL_HELD();
+  if (!ac_keys.key_lifted_count) return;
+  touched.n = 0;
+  uintptr_t size = (uintptr_t)ac_guard.page_size;
+  for (size_t i = 0; i < ac_keys.key_lifted_count; i++) {
+    const struct lifted_page *l = &ac_keys.key_lifted[i];
+    ac_guard_tag_pages(l->page, l->page + size, ac_keys.keys[l->slot]);
+    range_push(&touched, l->page, l->page + size);
+  }
+  ac_keys.key_lifted_count = 0;
+  keys_forget_protection_of(&touched);
+}
+
+/* In the handler: the page at addr, of slot, let go alone; false when the
+ * table is full or the kernel refused. */
+static bool lift_keyed_page(int slot, uintptr_t addr) {
+  uintptr_t page = ac_guard_page_floor(addr);
+  if (ac_keys.key_lifted_count == KEY_LIFTED_MAX ||
+      ac_guard_tag_pages(page, page + (uintptr_t)ac_guard.page_size, 0) != 0)
+    return false;
+  ac_keys.key_lifted[ac_keys.key_lifted_count++] = (struct lifted_page){page, slot};
+  return true;
+}
+
+/* A fault of a thread interrupted inside the shim (lock held, model maybe
+ * half-changed): let through unjudged, in the frame only. */
+bool ac_guard_keys_let_through(int slot, void *ucontext) {
+  if (!ac_pkeys_frame_pkru(ucontext)) return false;
+  ac_guard_threads_in_frame(ucontext, 1u << slot);
+  return true;
+}
+
+/* The slot of hardware key pkey, or -1 when it is not ours. */
+int ac_guard_keys_slot_of(int pkey) {
+  for (int s = 0; s < ac_keys.key_count; s++)
+    if (ac_keys.keys[s] == pkey) return s;
+  return -1;
+}
+
+bool ac_guard_keys_slot_forbidden(int slot) {
+  return (__atomic_load_n(&ac_keys.disabled_now, __ATOMIC_SEQ_CST) >> slot) & 1;
+}
+
+/* The calling thread gets slot enabled: in the PKRU of its signal frame
+ * (ucontext) or, without one, in its PKRU. allowed: the model lets it touch
+ * that memory now, so it keeps the key at its later steps. A forbidden
+ * access in a fault lets go of its page alone (lift_keyed_page) while the
+ * table has room. False when the frame has no PKRU to edit: the keys are
+ * given up, the access let through. */
+bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr) {
+  AC_ASSERT_MODEL_HELD();
+  if (ucontext && !ac_pkeys_frame_pkru(ucontext)) {
+    /* No PKRU in the frame: the access cannot be let through by key. */
+    ac_keys.keys_broken = true;
+    uintptr_t page = ac_guard_page_floor(addr);
+    ac_guard_tag_pages(page, page + (uintptr_t)ac_guard.page_size, 0);
+    return false;
+  }
+  /* Allowed: the thread's PKRU was behind the model, and catches up. A
+   * forbidden access in a fault lets go of its page alone (every other page
+   * of the class still faults and is judged) while the table has room, else
+   * the thread is granted the key until it next catches up. */
+  uint32_t grant = 0;
+  if (!allowed && !(ucontext && lift_keyed_page(slot, addr))) grant = 1u << slot;
+  if (ucontext)
+    ac_guard_threads_in_frame(ucontext, grant);
+  else
+    ac_guard_threads_grant(grant);
+  return true;
+}
+
+/* The same, exactly, from the tagged lists themselves (lock held). */
+static int disabled_in_tagged(uint32_t pkru, uintptr_t start, uintptr_t end, uintptr_t *page) {
+  int found = -1;
+  for (int s = 0; s < ac_keys.key_count; s++) {
+    if (!(pkru & ac_pkru_disable_bits(ac_keys.keys[s]))) continue;
+    size_t i = range_first_ending_after(&ac_keys.tagged[s], start);
+    if (i == ac_keys.tagged[s].n || ac_keys.tagged[s].r[i].start >= end) continue;
+    uintptr_t at = ac_keys.tagged[s].r[i].start > start ? ac_keys.tagged[s].r[i].start
+                                                        : ac_guard_page_floor(start);
+    if (found < 0 || at < *page) found = s, *page = at;
+  }
+  return found;
+}
+
+static bool slot_disabled_in(int slot, void *pkru) {
+  return *(uint32_t *)pkru & ac_pkru_disable_bits(ac_keys.keys[slot]);
+}
+
+/* The first keyed page of [start, end) whose key the calling thread has
+ * disabled, and its slot; -1 if none. Without the lock it reads the
+ * published copy, and when more ranges were tagged than published *maybe
+ * says the caller must ask again under the lock, which reads the lists. */
+int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, bool *maybe) {
+  *maybe = false;
+  if (!ac_guard_keys_active()) return -1;
+  uint32_t pkru = ac_pkru_read();
+  if (!(pkru & ac_keys.our_bits)) return -1; /* every key of ours enabled here */
+  if (ac_model_held()) return disabled_in_tagged(pkru, start, end, page);
+  return ac_published_find(&ac_keys.published, start, end, slot_disabled_in, &pkru, page, maybe);
+}

@@ -1,0 +1,169 @@
+/* keys_patch.c - the protection keys' layout patched between layouts, and
+ * what the keys shut.
+ *
+ * Laying the keys out looks at every class whole, and until it is done again
+ * after a move the keys stand aside: a program that allocates, frees or
+ * attaches a little at every step of its loop (a temporary buffer each
+ * iteration) would never have its keys. When a few bytes moved, the pages
+ * they lie on - the only ones whose owners can have changed, as a page's
+ * owners are the classes of the bytes in it - give up their keys instead:
+ * tagged with key 0 they go to mprotect, and each keyed class's and all
+ * managed memory's unkeyed bytes are brought up to date there (elsewhere
+ * nothing changed). That costs what moved. Past an eighth of the pages that
+ * had keys, the keys stand aside until the next layout. */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "classes.h"
+#include "guard_internal.h"
+#include "keys_internal.h"
+#include "shim.h"
+
+/* The pages (normalised, page-aligned) where bytes moved class lose their
+ * keys; false, and nothing changed, when the keys stand aside or so many
+ * pages gave theirs up that they should. Each class's bytes there follow
+ * (ac_guard_keys_patch_class, _end). */
+bool ac_guard_keys_patch_begin(const struct range_list *pages) {
+  static struct range_list gone[AC_PKEYS_HW_MAX], rest;
+  AC_ASSERT_MODEL_HELD();
+  if (!ac_guard_keys_active() || ac_keys.standing_aside) return false;
+  size_t count = 0;
+  for (int s = 0; s < ac_keys.key_count; s++) {
+    range_clip(&gone[s], &ac_keys.tagged[s], pages);
+    count += keys_pages_in(&gone[s]);
+  }
+  if (ac_keys.demoted_pages + count > 32 + ac_keys.keyed_pages / 8) return false;
+  ac_keys.demoted_pages += count;
+  ac_guard_keys_restore_lifted(); /* the tags changed below are then the kernel's */
+  ac_keys.patch_touched.n = 0;
+  for (int s = 0; s < ac_keys.key_count; s++) {
+    if (gone[s].n) {
+      keys_tag_ranges(&gone[s], 0, &ac_keys.patch_touched);
+      range_subtract(&rest, &ac_keys.tagged[s], pages);
+      range_swap(&ac_keys.tagged[s], &rest);
+    }
+    range_subtract(&rest, &ac_keys.residual[s], pages);
+    range_swap(&ac_keys.residual[s], &rest);
+  }
+  range_subtract(&rest, &ac_keys.managed_residual, pages);
+  range_swap(&ac_keys.managed_residual, &rest);
+  return true;
+}
+
+/* Class id's bytes inside the patched pages (normalised). */
+void ac_guard_keys_patch_class(const void *id, const struct range_list *bytes) {
+  static struct range_list joined;
+  int s = keys_slot_of_class(id);
+  if (s < 0 || !bytes->n) return;
+  range_union(&joined, &ac_keys.residual[s], bytes);
+  range_swap(&ac_keys.residual[s], &joined);
+}
+
+/* All managed bytes inside the patched pages (normalised). */
+void ac_guard_keys_patch_end(const struct range_list *managed) {
+  static struct range_list joined;
+  range_union(&joined, &ac_keys.managed_residual, managed);
+  range_swap(&ac_keys.managed_residual, &joined);
+  ac_guard.stats.patches++;
+  if (!ac_keys.patch_touched.n) return;
+  keys_forget_protection_of(&ac_keys.patch_touched); /* normalises it */
+  keys_note_rekeyed(&ac_keys.patch_touched);
+  keys_publish_tags();
+}
+
+/* The slots whose tagged pages no thread can touch now: disabled, with
+ * every tagged page holding its key (none lifted) and the keys not
+ * standing aside. */
+static uint32_t shut_slots(void) {
+  if (!ac_guard_keys_active() || ac_keys.standing_aside || ac_keys.key_lifted_count) return 0;
+  return __atomic_load_n(&ac_keys.disabled_now, __ATOMIC_SEQ_CST);
+}
+
+/* The pages tagged with a key disabled now, normalised (lock held). */
+void ac_guard_keys_shut_pages(struct range_list *out) {
+  static struct range_list joined;
+  AC_ASSERT_MODEL_HELD();
+  out->n = 0;
+  uint32_t shut = shut_slots();
+  for (int s = 0; s < ac_keys.key_count; s++)
+    if (shut & (1u << s)) {
+      range_union(&joined, out, &ac_keys.tagged[s]);
+      range_swap(out, &joined);
+    }
+}
+
+/* Where l covers at, the end of that cover; at itself where it does not. */
+static uintptr_t covered_until(const struct range_list *l, uintptr_t at) {
+  size_t i = range_first_ending_after(l, at);
+  return i < l->n && l->r[i].start <= at ? l->r[i].end : at;
+}
+
+/* Whether no thread can touch any page the bytes [start, end) lie on: each
+ * is in mprotected (normalised) or tagged with a key disabled now. */
+bool ac_guard_keys_pages_shut(const struct range_list *mprotected, uintptr_t start, uintptr_t end) {
+  AC_ASSERT_MODEL_HELD();
+  uint32_t shut = shut_slots();
+  uintptr_t at = ac_guard_page_floor(start);
+  while (at < end) {
+    uintptr_t next = covered_until(mprotected, at);
+    for (int s = 0; next == at && s < ac_keys.key_count; s++)
+      if (shut & (1u << s)) next = covered_until(&ac_keys.tagged[s], at);
+    if (next == at) return false;
+    at = next;
+  }
+  return true;
+}
+
+/* --guard-verify: what is wrong with the keys as they stand against the
+ * classes offered since ac_guard_keys_layout_begin (not laid out), or NULL:
+ * each slot's pages hold bytes of its class alone, and what no key covers of
+ * its class and of all managed memory is exactly the rest. Standing aside
+ * the keys protect nothing, and nothing is wrong. */
+const char *ac_guard_keys_layout_wrong(const struct range_list *all_managed) {
+  static struct range_list others, pages, x, all_tagged, joined;
+  static const struct range_list none;
+  if (!ac_guard_keys_active() || ac_keys.standing_aside) return NULL;
+  all_tagged.n = 0;
+  for (int s = 0; s < ac_keys.key_count; s++) {
+    const struct range_list *bytes = &none;
+    for (size_t i = 0; i < ac_keys.offered_count; i++)
+      if (ac_keys.offered[i].id == ac_keys.slot_owner[s]) bytes = &ac_keys.offered[i].bytes;
+    range_subtract(&others, all_managed, bytes);
+    range_round_out(&pages, &others, (uintptr_t)ac_guard.page_size);
+    range_clip(&x, &ac_keys.tagged[s], &pages);
+    if (x.n) return "a keyed page holds bytes of another class";
+    range_subtract(&x, bytes, &ac_keys.tagged[s]);
+    if (!range_equal(&x, &ac_keys.residual[s]))
+      return "a class's bytes without a key are not its rest";
+    range_union(&joined, &all_tagged, &ac_keys.tagged[s]);
+    range_swap(&all_tagged, &joined);
+  }
+  range_subtract(&x, all_managed, &all_tagged);
+  if (!range_equal(&x, &ac_keys.managed_residual))
+    return "the managed bytes without a key are not the rest";
+  return NULL;
+}
+
+/* The bytes of class id that mprotect must protect when it is forbidden. */
+const struct range_list *ac_guard_keys_unkeyed(const void *id, const struct range_list *bytes) {
+  if (!ac_guard_keys_active() || ac_keys.standing_aside) return bytes;
+  int s = keys_slot_of_class(id);
+  return s < 0 ? bytes : &ac_keys.residual[s];
+}
+
+const struct range_list *ac_guard_keys_unkeyed_managed(const struct range_list *all_managed) {
+  return ac_guard_keys_active() && !ac_keys.standing_aside ? &ac_keys.managed_residual
+                                                           : all_managed;
+}
+
+void ac_guard_keys_program_keyed(uintptr_t start, uintptr_t end, int key) {
+  AC_ASSERT_MODEL_HELD();
+  if (key < 0 || !ac_guard_keys_active() || ac_keys.standing_aside) return;
+  for (int s = 0; s < ac_keys.key_count; s++) {
+    size_t i = range_first_ending_after(&ac_keys.tagged[s], start);
+    if (i < ac_keys.tagged[s].n && ac_keys.tagged[s].r[i].start < end) {
+      ac_guard_keys_stand_aside(); /* opening keeps the program's new key (pages.c) */
+      return;
+    }
+  }
+}
