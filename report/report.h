@@ -17,6 +17,8 @@
  *   symbolize.c   (module, offset, function, file, line) of a return address
  *   source.c      the text of a source line (SARIF fingerprints, the reports)
  *   output.c      the log, stderr and the stream, safe from a program's descriptors
+ *   rule_pages.c  the rule pages (docs/rules) embedded, for SARIF and HTML
+ *   embed.cmake, html_style.css, html_script.js  the HTML page's parts, embedded
  * Their raw system calls and the options are the floor below, base/.
  */
 #ifndef AC_REPORT_H
