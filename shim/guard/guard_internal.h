@@ -110,8 +110,10 @@ const struct range_list *ac_guard_keys_unkeyed_managed(const struct range_list *
 void ac_guard_keys_agree(bool any_busy, bool strict, struct range_list *give_up);
 /* After it: the calling thread writes its own PKRU. */
 void ac_guard_keys_transition(void);
-/* The slots forbidden now (atomic, any context). */
+/* The slots forbidden now (atomic, any context), and a count that moves
+ * whenever they change. */
 uint32_t ac_guard_keys_disabled_now(void);
+unsigned ac_guard_keys_verdicts_epoch(void);
 /* pkru with every key of the guard's set: the slots of disabled and the
  * closing key disabled, the other slots enabled, the program's keys as they
  * were. */

@@ -39,6 +39,10 @@ uint32_t ac_guard_keys_disabled_now(void) {
   return __atomic_load_n(&ac_keys.disabled_now, __ATOMIC_SEQ_CST);
 }
 
+unsigned ac_guard_keys_verdicts_epoch(void) {
+  return __atomic_load_n(&ac_keys.verdicts_epoch, __ATOMIC_SEQ_CST);
+}
+
 uint32_t ac_guard_keys_pkru_for(uint32_t pkru, uint32_t disabled) {
   uint32_t bits = ac_pkru_bits_of(disabled, ac_keys.keys, ac_keys.key_count) | ac_keys.closing_bits;
   return ac_pkru_merge(pkru, ac_keys.our_bits | ac_keys.closing_bits, bits);

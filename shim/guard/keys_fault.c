@@ -44,7 +44,8 @@ void ac_guard_keys_agree(bool any_busy, bool strict, struct range_list *give_up)
   /* Published first: a thread that starts running again from now on reads
    * these verdicts, and one that ran before is in the scan below. */
   uint32_t disabled = verdicts(any_busy, strict);
-  __atomic_store_n(&ac_keys.disabled_now, disabled, __ATOMIC_SEQ_CST);
+  if (__atomic_exchange_n(&ac_keys.disabled_now, disabled, __ATOMIC_SEQ_CST) != disabled)
+    __atomic_add_fetch(&ac_keys.verdicts_epoch, 1, __ATOMIC_SEQ_CST);
   uint32_t differ = ac_guard_threads_disagreeing(disabled, keyed_slots());
   if (!differ) return;
   static struct range_list joined;

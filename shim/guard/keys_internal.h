@@ -49,10 +49,11 @@ struct keyed_range {
 struct ac_keys_state {
   int keys[AC_PKEYS_HW_MAX], key_count;
   int closing_key;
-  uint32_t our_bits;     /* the PKRU bits of every class key of ours */
-  uint32_t closing_bits; /* and of the closing key */
-  uint32_t disabled_now; /* atomic: slots whose memory is forbidden now */
-  bool keys_broken;      /* a frame without PKRU was met: keys given up */
+  uint32_t our_bits;       /* the PKRU bits of every class key of ours */
+  uint32_t closing_bits;   /* and of the closing key */
+  uint32_t disabled_now;   /* atomic: slots whose memory is forbidden now */
+  unsigned verdicts_epoch; /* atomic: moves whenever disabled_now changes */
+  bool keys_broken;        /* a frame without PKRU was met: keys given up */
   struct offered_class *offered;
   size_t offered_count, offered_cap;
   const void *slot_owner[AC_PKEYS_HW_MAX];     /* the class each slot went to */

@@ -51,6 +51,21 @@ _Static_assert(sizeof(struct ac_guard_thread) == 32, "records tile a block exact
 static struct ac_guard_thread *all;   /* atomic: the head of the list */
 static struct ac_guard_thread *spare; /* atomic: the next record of the last block mapped */
 static __thread struct ac_guard_thread *self;
+/* Slots the calling thread was granted though forbidden (a judged buffer
+ * handed to a system call, a full table of lifted pages), for as long as
+ * the verdicts stay what they were when granted: its own, so thread-local. */
+static __thread uint32_t granted;
+static __thread unsigned granted_epoch;
+
+/* What the calling thread is granted now. */
+static uint32_t grant_now(void) {
+  return granted && granted_epoch == ac_guard_keys_verdicts_epoch() ? granted : 0;
+}
+
+static void grant(uint32_t slots) {
+  granted = slots;
+  granted_epoch = ac_guard_keys_verdicts_epoch();
+}
 static pthread_key_t exit_key;
 static int exit_key_made; /* atomic */
 
@@ -151,16 +166,19 @@ void ac_guard_threads_catch_up(void) {
   if (!ac_guard_keys_active()) return;
   struct ac_guard_thread *t = this_thread();
   if (!t || __atomic_load_n(&t->state, __ATOMIC_RELAXED) == DRIVER) return;
+  uint32_t also = grant_now();
   if (__atomic_load_n(&t->mask_valid, __ATOMIC_SEQ_CST) &&
-      __atomic_load_n(&t->mask, __ATOMIC_RELAXED) == ac_guard_keys_disabled_now())
+      __atomic_load_n(&t->mask, __ATOMIC_RELAXED) == (ac_guard_keys_disabled_now() & ~also))
     return; /* agrees already: the common case, a few loads */
-  write_own(t, 0);
+  write_own(t, also);
 }
 
 void ac_guard_threads_in_frame(void *ucontext, uint32_t also) {
   uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
   struct ac_guard_thread *t = this_thread();
   if (!pkru) return;
+  if (also) grant(also | grant_now());
+  also = grant_now();
   if (t) __atomic_store_n(&t->mask_valid, 0, __ATOMIC_SEQ_CST);
   uint32_t disabled = ac_guard_keys_disabled_now() & ~also;
   *pkru = ac_guard_keys_pkru_for(*pkru, disabled);
@@ -171,7 +189,8 @@ void ac_guard_threads_in_frame(void *ucontext, uint32_t also) {
 
 void ac_guard_threads_grant(uint32_t slots) {
   struct ac_guard_thread *t = this_thread();
-  if (t) write_own(t, slots);
+  if (slots) grant(slots | grant_now());
+  if (t) write_own(t, grant_now());
 }
 
 /* ---- what a transition asks ---- */
@@ -251,7 +270,7 @@ void ac_guard_unpark(void) {
   /* Running again before it reads the verdicts: a transition either sees it
    * running (and its record invalid while it writes) or is seen here. */
   __atomic_store_n(&t->state, RUNNING, __ATOMIC_SEQ_CST);
-  if (ac_guard_keys_active()) write_own(t, 0);
+  if (ac_guard_keys_active()) write_own(t, grant_now());
 }
 
 bool ac_guard_thread_is_driver(void) {
