@@ -40,6 +40,10 @@ AC_EXPORT ssize_t read(int fd, void *buf, size_t n) {
 
 AC_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
   REAL(write);
+  ssize_t unwinder;
+  if (AC_UNLIKELY(ac_pc_in_unwinder((uintptr_t)__builtin_return_address(0))) &&
+      ac_unwinder_write(fd, buf, &unwinder))
+    return unwinder; /* libunwind's probe of an address (interceptors_own.c) */
   ac_guard_check_buffer("write(2)", buf, n, false);
   return real_write(fd, buf, n);
 }

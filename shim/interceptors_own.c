@@ -57,6 +57,19 @@ bool ac_unwinder_read(int fd, ssize_t *result) {
   return true;
 }
 
+/* libunwind's probe: on x86-64 it writes the byte through syscall(2), on
+ * aarch64 through write(2); both come here. */
+bool ac_unwinder_write(int fd, const void *addr, ssize_t *result) {
+  if (fd != -1) return false;
+  if (readable(addr)) {
+    *result = 1;
+  } else {
+    errno = EFAULT;
+    *result = -1;
+  }
+  return true;
+}
+
 /* The caller of the wrapper that calls this is one of the shim's own
  * libraries. */
 #define FROM_OWN_LIBRARY() ac_own_code_contains((uintptr_t)__builtin_return_address(0))
@@ -111,12 +124,11 @@ __attribute__((no_sanitize("address"))) AC_EXPORT long syscall(long number, ...)
   for (int i = 0; i < 6; i++)
     a[i] = va_arg(ap, long);
   va_end(ap);
-  if (number == SYS_write && (int)a[0] == -1 && /* an int argument: its upper half is not set */
-      ac_pc_in_unwinder((uintptr_t)__builtin_return_address(0))) {
-    if (readable((const void *)a[1])) return 1;
-    errno = EFAULT;
-    return -1;
-  }
+  ssize_t unwinder;
+  if (number == SYS_write && /* an int argument: its upper half is not set */
+      ac_pc_in_unwinder((uintptr_t)__builtin_return_address(0)) &&
+      ac_unwinder_write((int)a[0], (const void *)a[1], &unwinder))
+    return unwinder;
   bool forks = forks_a_process(number, a);
   if (forks) ac_before_foreign_clone();
   long r = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);

@@ -186,6 +186,7 @@ bool ac_pc_in_shim(const void *pc);
 bool ac_pc_in_unwinder(uintptr_t pc);
 /* interceptors_own.c: libunwind's read of the pipe it does not have. */
 bool ac_unwinder_read(int fd, ssize_t *result);
+bool ac_unwinder_write(int fd, const void *addr, ssize_t *result);
 /* With --verbose: how many stacks were taken and what they cost. */
 void ac_stack_print_stats(void);
 /* The stack of the code a signal interrupted (async-signal-safe). */
