@@ -8,12 +8,16 @@
 
 struct ac_libc_table ac_libc;
 
-/* The condition-variable waits every program built since glibc 2.3.2 calls;
- * the exported dlsym is the shim's own stub (doors.c), never forwarded here. */
+/* The condition-variable waits every program built since glibc 2.3.2 calls
+ * (x86-64); a C library with one version of them (aarch64's, from 2.17 on)
+ * has no 2.3.2 and its only one is the right one. The exported dlsym is the
+ * shim's own stub (doors.c), never forwarded here. */
 static void *lookup(const char *name) {
   if (strcmp(name, "dlsym") == 0) return NULL;
-  if (strcmp(name, "pthread_cond_wait") == 0 || strcmp(name, "pthread_cond_timedwait") == 0)
-    return dlvsym(RTLD_NEXT, name, "GLIBC_2.3.2");
+  if (strcmp(name, "pthread_cond_wait") == 0 || strcmp(name, "pthread_cond_timedwait") == 0) {
+    void *v = dlvsym(RTLD_NEXT, name, "GLIBC_2.3.2");
+    if (v) return v;
+  }
   return ac_real_dlsym(RTLD_NEXT, name);
 }
 
