@@ -321,21 +321,35 @@ static int other_sigaction(int sig, const struct sigaction *act, struct sigactio
   return r;
 }
 
+/* Whether the C library reads the restorer back from the kernel: x86-64's
+ * glibc gives every action its own restorer and reads it back; aarch64's has
+ * none and leaves the field of the caller's struct as it was. */
+#if defined(__x86_64__)
+#define RESTORER_READ_BACK 1
+#else
+#define RESTORER_READ_BACK 0
+#endif
+
 /* SIGSEGV's action as the program set it, with what glibc gives the kernel
  * beside it (SA_RESTORER and its restorer, on x86-64): the same as those of
  * the action installed in its place (disposition lock). */
 static void with_kernel_fields(struct sigaction *a) {
   struct sigaction k;
+  memset(&k, 0, sizeof k);
   if (real_sigaction(SIGSEGV, NULL, &k) != 0) return;
   a->sa_flags = (a->sa_flags & PROGRAM_FLAGS) | (k.sa_flags & ~PROGRAM_FLAGS);
-  a->sa_restorer = k.sa_restorer;
+  if (RESTORER_READ_BACK) a->sa_restorer = k.sa_restorer;
 }
 
 AC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
   if (sig != SIGSEGV || !__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
     return other_sigaction(sig, act, old);
   ac_lock(AC_LOCK_disposition);
-  if (old) *old = program_segv;
+  if (old) {
+    void (*untouched)(void) = old->sa_restorer;
+    *old = program_segv;
+    if (!RESTORER_READ_BACK) old->sa_restorer = untouched;
+  }
   if (act) {
     program_segv = *act;
     install_ours_locked();
