@@ -75,8 +75,10 @@ static void assign(uintptr_t start, uintptr_t end, int prot, int key) {
   while (j < piece_count && pieces[j].end <= end)
     j++;
   if (j < piece_count && pieces[j].start < end) pieces[j].start = end;
-  memmove(pieces + i, pieces + j, (piece_count - j) * sizeof *pieces);
-  piece_count -= j - i;
+  if (j > i) { /* pieces is NULL until the first piece: no pointer arithmetic on it */
+    memmove(pieces + i, pieces + j, (piece_count - j) * sizeof *pieces);
+    piece_count -= j - i;
+  }
   if ((prot != DEFAULT_PROT || key != 0) && make_room(i, 1))
     pieces[i] = (struct piece){start, end, prot, key};
 }
