@@ -79,7 +79,7 @@ struct ac_stream {
   unsigned flags;           /* CU_STREAM_DEFAULT / CU_STREAM_NON_BLOCKING */
   int priority;
   bool live;
-  bool capturing;
+  bool capturing;        /* its work is captured into a graph, not run (capture != 0) */
   bool blocking;         /* synchronises with the legacy NULL stream */
   bool in_slot;          /* its handle names it still (a destroyed one: AC106's) */
   bool candidate;        /* to be forgotten, maybe (model_stream.c) */
@@ -88,6 +88,7 @@ struct ac_stream {
   /* Its context's legacy NULL stream, which it synchronises with when
    * blocking (itself for a legacy stream): each context has its own. */
   struct ac_stream *legacy;
+  uint64_t capture;             /* the capture sequence it takes part in; 0: none */
   uint64_t seq;                 /* operations enqueued so far */
   struct ac_clock waited;       /* what its next operation waits for (other streams) */
   struct ac_origin busy_origin; /* first operation the host has not seen complete */
@@ -254,9 +255,17 @@ void ac_order_event_recorded(struct ac_model *m, uintptr_t event, struct ac_stre
  * known complete). */
 void ac_order_event_recorded_over(struct ac_model *m, uintptr_t event, struct ac_stream *const *s,
                                   size_t n);
+/* A plain record on s while it captures: the event stands for s's place in
+ * its capture and covers no work that runs now (a stream waiting for it joins
+ * the capture). */
+void ac_order_event_captured(struct ac_model *m, uintptr_t event, struct ac_stream *s);
 /* false if the event was never recorded (then it synchronises nothing). */
 bool ac_order_host_syncs_event(struct ac_model *m, uintptr_t event);
-void ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintptr_t event);
+/* s's later operations wait for what the event covers at this call; an event
+ * recorded in a capture in progress makes s join that capture instead. A
+ * capturing s waits for nothing that runs now. Returns whether s waits (the
+ * wait is an operation of its own stream's history): not when it captures. */
+bool ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintptr_t event);
 void ac_order_event_destroyed(struct ac_model *m, uintptr_t event);
 /* What the host knows complete once operation seq of s starts (a host function):
  * everything s waited for, and s's own operations before seq. */
@@ -286,8 +295,23 @@ void ac_order_set_busy_stack(struct ac_model *m, struct ac_stream *s, uint64_t s
 /* Takes back operation seq of s (its forward failed) if it is still the
  * last one; a stream that turns idle by it moves the generation. */
 bool ac_order_retract(struct ac_model *m, struct ac_stream *s, uint64_t seq);
-/* Marks s as capturing a graph (its operations then run only when the graph does). */
-void ac_model_set_capturing(struct ac_model *m, struct ac_stream *s, bool capturing);
+/* ---- capture sequences across streams (model_capture.c) ----
+ * A capture is begun on one stream, its origin. A stream that waits for an
+ * event recorded in a capture in progress joins it: its operations are
+ * captured too, not run. The origin's end of the capture, whatever the driver
+ * answers, ends it for every stream of it. */
+
+/* s begins a capture sequence. */
+void ac_capture_begin(struct ac_model *m, struct ac_stream *s);
+/* s ends the capture it began: every stream of it leaves it. A stream that
+ * only joined a capture cannot end it (the driver refuses), and changes
+ * nothing. */
+void ac_capture_end(struct ac_model *m, struct ac_stream *s);
+/* s joins capture (an event recorded in it was waited for); false when that
+ * capture is over. */
+bool ac_capture_join(struct ac_model *m, struct ac_stream *s, uint64_t capture);
+/* Every capture ends (their context did). */
+void ac_capture_end_all(struct ac_model *m);
 /* Records an attach enqueued on s as operation seq; false when memory ran
  * out (nothing changed then). origin NULL keeps the last attach's. */
 bool ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc,

@@ -135,11 +135,6 @@ bool ac_order_retract(struct ac_model *m, struct ac_stream *s, uint64_t seq) {
   return true;
 }
 
-void ac_model_set_capturing(struct ac_model *m, struct ac_stream *s, bool capturing) {
-  (void)m;
-  s->capturing = capturing;
-}
-
 /* ---- attaches, settled when the host observes them ---- */
 
 /* *field = s, keeping the streams' reference counts. */
@@ -235,6 +230,7 @@ void ac_order_event_recorded_over(struct ac_model *m, uintptr_t event, struct ac
   struct event_slot *e = event_get(m, event, true);
   if (!e) return;
   e->snapshot.n = 0; /* a new record replaces what the last one covered */
+  e->capture = 0;
   for (size_t i = 0; i < n; i++) {
     apply_legacy_semantics(m, s[i]);
     ac_clock_join(&e->snapshot, &s[i]->waited);
@@ -250,9 +246,20 @@ bool ac_order_host_syncs_event(struct ac_model *m, uintptr_t event) {
   return true;
 }
 
-void ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintptr_t event) {
+void ac_order_event_captured(struct ac_model *m, uintptr_t event, struct ac_stream *s) {
+  struct event_slot *e = event_get(m, event, true);
+  if (!e) return;
+  e->snapshot.n = 0;
+  e->recorded = false;
+  e->capture = s->capture;
+}
+
+bool ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintptr_t event) {
   struct event_slot *e = event_get(m, event, false);
+  if (e && e->capture && ac_capture_join(m, s, e->capture)) return false;
+  if (s->capturing) return false; /* a dependency inside the graph, or a wait node of it */
   if (e && e->recorded) ac_clock_join(&s->waited, &e->snapshot);
+  return true;
 }
 
 void ac_order_event_destroyed(struct ac_model *m, uintptr_t event) {

@@ -93,10 +93,16 @@ void ac_on_sync_copy(const char *api, bool per_thread) {
   ac_model_leave();
 }
 
-void ac_on_event_record(CUevent event, CUstream stream, bool per_thread) {
+/* A plain record on a capturing stream captures the event: a stream that
+ * waits for it joins the capture. An external one there is an event-record
+ * node of the graph (graph_args.c records it at each launch) and leaves the
+ * event as it was. */
+void ac_on_event_record(CUevent event, CUstream stream, unsigned flags, bool per_thread) {
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
-  if (s && !s->capturing) {
+  if (s && s->capturing && !(flags & CU_EVENT_RECORD_EXTERNAL)) {
+    ac_order_event_captured(ac_model, (uintptr_t)event, s);
+  } else if (s && !s->capturing) {
     ac_order_event_recorded(ac_model, (uintptr_t)event, s);
     ac_history_push(ac_model, s, AC_OP_EVENT_RECORD, NULL, ac_thread_id())->addr = (uintptr_t)event;
   }
@@ -150,13 +156,12 @@ void ac_on_event_sync(CUevent event) {
   ac_model_leave();
 }
 
+/* A wait for an event recorded in a capture makes the stream join it. */
 void ac_on_stream_wait(CUstream stream, CUevent event, bool per_thread) {
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
-  if (s && !s->capturing) {
-    ac_order_stream_waits_event(ac_model, s, (uintptr_t)event);
+  if (s && ac_order_stream_waits_event(ac_model, s, (uintptr_t)event))
     ac_history_push(ac_model, s, AC_OP_EVENT_WAIT, NULL, ac_thread_id())->addr = (uintptr_t)event;
-  }
   ac_model_leave();
 }
 
@@ -171,11 +176,10 @@ void ac_event_recorded_over_locked(CUevent event, struct ac_stream *const *strea
 }
 void ac_streams_wait_event_locked(CUevent event, struct ac_stream *const *streams, size_t n) {
   AC_ASSERT_MODEL_HELD();
-  for (size_t i = 0; i < n; i++) {
-    ac_order_stream_waits_event(ac_model, streams[i], (uintptr_t)event);
-    ac_history_push(ac_model, streams[i], AC_OP_EVENT_WAIT, NULL, ac_thread_id())->addr =
-        (uintptr_t)event;
-  }
+  for (size_t i = 0; i < n; i++)
+    if (ac_order_stream_waits_event(ac_model, streams[i], (uintptr_t)event))
+      ac_history_push(ac_model, streams[i], AC_OP_EVENT_WAIT, NULL, ac_thread_id())->addr =
+          (uintptr_t)event;
 }
 
 /* A green context's event covers the work of each of its streams the shim saw

@@ -168,6 +168,44 @@ static void test_destroyed_stream_stays_busy(void) {
   ac_model_destroy(m);
 }
 
+/* A stream that waits for an event recorded in a capture joins it; its work
+ * is captured, not run, until the origin ends the capture for all of them. */
+static void test_capture_joins(void) {
+  m = ac_model_create();
+  struct ac_stream *origin = stream(0x100, NON_BLOCKING), *fork = stream(0x200, NON_BLOCKING);
+  struct ac_stream *other = stream(0x300, NON_BLOCKING), *gone = stream(0x400, NON_BLOCKING);
+  ac_capture_begin(m, origin);
+  ac_order_event_captured(m, 0xe1, origin);
+  CHECK(!ac_order_stream_waits_event(m, fork, 0xe1));
+  CHECK(fork->capturing && fork->capture == origin->capture);
+  CHECK(!ac_order_stream_waits_event(m, gone, 0xe1) && gone->capturing);
+  ac_model_stream_destroyed(m, 0x400);
+  stream(0x400, NON_BLOCKING); /* its handle again: the record is forgotten */
+  ac_capture_end(m, fork);     /* only the origin ends a capture */
+  CHECK(fork->capturing);
+  ac_order_event_captured(m, 0xe2, fork);
+  CHECK(!ac_order_stream_waits_event(m, origin, 0xe2)); /* the join, inside the graph */
+  CHECK(!ac_order_host_syncs_event(m, 0xe2));           /* it covers no work that runs */
+  ac_capture_end(m, origin);
+  CHECK(!origin->capturing && !fork->capturing && origin->capture == 0);
+  /* The capture is over: waiting for its event joins nothing, orders nothing. */
+  CHECK(ac_order_stream_waits_event(m, other, 0xe1) && !other->capturing);
+  /* Recorded outside a capture, it is an ordinary event again. */
+  op(fork);
+  ac_order_event_recorded(m, 0xe1, fork);
+  ac_order_stream_waits_event(m, other, 0xe1);
+  op(other);
+  ac_order_host_syncs_stream(m, other);
+  CHECK(!ac_order_stream_busy(m, fork));
+  /* A context's end ends its captures. */
+  ac_capture_begin(m, origin);
+  ac_order_event_captured(m, 0xe3, origin);
+  ac_order_stream_waits_event(m, fork, 0xe3);
+  ac_capture_end_all(m);
+  CHECK(!origin->capturing && !fork->capturing);
+  ac_model_destroy(m);
+}
+
 static void test_host_function_start(void) {
   m = ac_model_create();
   struct ac_stream *a = stream(0x100, NON_BLOCKING);
@@ -348,6 +386,7 @@ int main(void) {
   test_events();
   test_event_over_streams();
   test_destroyed_stream_stays_busy();
+  test_capture_joins();
   test_host_function_start();
   test_attach_binds_until_complete();
   return TEST_SUMMARY("test_order");

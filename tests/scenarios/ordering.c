@@ -1,0 +1,319 @@
+/* ordering.c - the orderings the driver guarantees, each followed by the
+ * model transitively: a CPU read of a globally attached flag is legal exactly
+ * when every stream's work is known complete (strict semantics), so each
+ * right case reads it after a synchronisation that covers all the work - by
+ * the rule under test - and each wrong case reads it where some work is not
+ * covered. docs/design.md, "The ordering rules", names the reference line
+ * each rests on.
+ *
+ * The sample cases reproduce a fork/join of a correct NVIDIA sample: stream 1
+ * works and records A; stream 2 waits for A, copies to the host, waits for B
+ * (recorded on stream 1), frees a stream-ordered allocation and records C;
+ * stream 1 waits for C; stream 2 and the events are destroyed with that work
+ * queued; the host synchronises stream 1 and reads the flag. The same work
+ * runs directly, captured into a graph (stream 2 joins the capture by waiting
+ * for A) and as a graph built node by node, each launched on stream 1.
+ *
+ *   ordering CASE
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#include "scenario.h"
+
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                          ".visible .entry square(.param .u64 in, .param .u64 out)\n{\n  ret;\n}\n"
+                          ".visible .entry negate(.param .u64 in, .param .u64 out)\n{\n  ret;\n}\n"
+                          ".visible .entry work()\n{\n  ret;\n}\n";
+
+enum { BYTES = 1 << 16 };
+
+static CUfunction square, negate, work;
+static CUstream s1;        /* the sample's stream 1, the one synchronised */
+static CUdeviceptr flag;   /* managed, CU_MEM_ATTACH_GLOBAL */
+static CUdeviceptr device; /* cuMemAlloc: the value operations' word */
+static unsigned char host_in[BYTES], host_sq[BYTES], host_neg[BYTES];
+static volatile int sink;
+
+static void read_flag(void) {
+  sink = *(volatile int *)(uintptr_t)flag;
+}
+
+static void launch2(CUfunction f, CUstream on, CUdeviceptr a, CUdeviceptr b) {
+  void *args[] = {&a, &b};
+  EXPECT_RC(cu.cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, on, args, NULL), CUDA_SUCCESS);
+}
+static void launch0(CUstream on) {
+  EXPECT_RC(cu.cuLaunchKernel(work, 1, 1, 1, 32, 1, 1, 0, on, NULL, NULL), CUDA_SUCCESS);
+}
+
+static CUevent event(void) {
+  CUevent e;
+  EXPECT_RC(cu.cuEventCreate(&e, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+  return e;
+}
+static CUstream stream(void) {
+  CUstream s;
+  EXPECT_RC(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  return s;
+}
+static void record(CUevent e, CUstream on) {
+  EXPECT_RC(cu.cuEventRecord(e, on), CUDA_SUCCESS);
+}
+static void wait_event(CUstream on, CUevent e) {
+  EXPECT_RC(cu.cuStreamWaitEvent(on, e, 0), CUDA_SUCCESS);
+}
+static void sync1(void) {
+  EXPECT_RC(cu.cuStreamSynchronize(s1), CUDA_SUCCESS);
+}
+
+/* ---- the sample's fork/join ---- */
+
+/* The fork/join enqueued on `on` (directly, or into a capture begun there);
+ * joined: stream 1 waits for C. */
+static void fork_join(CUstream on, bool joined) {
+  CUstream s2 = stream();
+  CUevent a = event(), b = event(), c = event();
+  CUdeviceptr in, sq, neg;
+  EXPECT_RC(cuMemAllocAsync(&in, BYTES, on), CUDA_SUCCESS);
+  EXPECT_RC(cuMemAllocAsync(&sq, BYTES, on), CUDA_SUCCESS);
+  EXPECT_RC(cuMemcpyHtoDAsync(in, host_in, BYTES, on), CUDA_SUCCESS);
+  launch2(square, on, in, sq);
+  record(a, on);
+  wait_event(s2, a);
+  EXPECT_RC(cuMemcpyDtoHAsync(host_sq, sq, BYTES, s2), CUDA_SUCCESS);
+  EXPECT_RC(cuMemFreeAsync(in, on), CUDA_SUCCESS);
+  EXPECT_RC(cuMemAllocAsync(&neg, BYTES, on), CUDA_SUCCESS);
+  launch2(negate, on, sq, neg);
+  record(b, on);
+  EXPECT_RC(cuMemcpyDtoHAsync(host_neg, neg, BYTES, on), CUDA_SUCCESS);
+  EXPECT_RC(cuMemFreeAsync(neg, on), CUDA_SUCCESS);
+  wait_event(s2, b);
+  EXPECT_RC(cuMemFreeAsync(sq, s2), CUDA_SUCCESS);
+  record(c, s2);
+  if (joined) wait_event(on, c);
+  EXPECT_RC(cu.cuStreamDestroy(s2), CUDA_SUCCESS); /* its work still queued */
+  EXPECT_RC(cu.cuEventDestroy(a), CUDA_SUCCESS);   /* the waits were enqueued */
+  EXPECT_RC(cu.cuEventDestroy(b), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuEventDestroy(c), CUDA_SUCCESS);
+}
+
+/* The same captured on a stream of its own, instantiated. */
+static CUgraphExec captured_fork_join(void) {
+  CUstream on = stream();
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
+  EXPECT_RC(cu.cuStreamBeginCapture(on, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  fork_join(on, true);
+  EXPECT_RC(cu.cuStreamEndCapture(on, &graph), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphInstantiate(&exec, graph, 0), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamDestroy(on), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphDestroy(graph), CUDA_SUCCESS);
+  return exec;
+}
+
+/* Node builders of the explicit form. */
+static CUgraphNode alloc_node(CUgraph g, CUgraphNode *dep, CUdeviceptr *out) {
+  CUDA_MEM_ALLOC_NODE_PARAMS p;
+  CUgraphNode n = NULL;
+  memset(&p, 0, sizeof p);
+  p.bytesize = BYTES;
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.poolProps.location.id = 0;
+  EXPECT_RC(cuGraphAddMemAllocNode(&n, g, dep, dep ? 1 : 0, &p), CUDA_SUCCESS);
+  *out = p.dptr;
+  return n;
+}
+static CUgraphNode copy_node(CUgraph g, CUgraphNode dep, bool to_device, CUdeviceptr d,
+                             void *host) {
+  CUDA_MEMCPY3D c;
+  CUgraphNode n = NULL;
+  CUcontext ctx = NULL;
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = to_device ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+  c.srcHost = to_device ? host : NULL;
+  c.srcDevice = to_device ? 0 : d;
+  c.dstMemoryType = to_device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  c.dstHost = to_device ? NULL : host;
+  c.dstDevice = to_device ? d : 0;
+  c.WidthInBytes = BYTES;
+  c.Height = c.Depth = 1;
+  EXPECT_RC(cu.cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphAddMemcpyNode(&n, g, &dep, 1, &c, ctx), CUDA_SUCCESS);
+  return n;
+}
+static CUgraphNode kernel_node(CUgraph g, CUgraphNode dep, CUfunction f, CUdeviceptr *a,
+                               CUdeviceptr *b) {
+  CUDA_KERNEL_NODE_PARAMS k;
+  CUgraphNode n = NULL;
+  void *args[] = {a, b};
+  memset(&k, 0, sizeof k);
+  k.func = f;
+  k.gridDimX = k.gridDimY = k.gridDimZ = 1;
+  k.blockDimX = 32;
+  k.blockDimY = k.blockDimZ = 1;
+  k.kernelParams = args;
+  EXPECT_RC(cuGraphAddKernelNode(&n, g, &dep, 1, &k), CUDA_SUCCESS);
+  return n;
+}
+static CUgraphNode free_node(CUgraph g, const CUgraphNode *deps, size_t n, CUdeviceptr d) {
+  CUgraphNode node = NULL;
+  EXPECT_RC(cuGraphAddMemFreeNode(&node, g, deps, n, d), CUDA_SUCCESS);
+  return node;
+}
+
+/* The same built node by node, as the sample does, instantiated. */
+static CUgraphExec explicit_fork_join(void) {
+  CUgraph g;
+  CUgraphExec exec = NULL;
+  CUdeviceptr in, sq, neg;
+  EXPECT_RC(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+  CUgraphNode alloc_in = alloc_node(g, NULL, &in);
+  CUgraphNode alloc_sq = alloc_node(g, &alloc_in, &sq);
+  CUgraphNode copy_in = copy_node(g, alloc_sq, true, in, host_in);
+  CUgraphNode sq_kernel = kernel_node(g, copy_in, square, &in, &sq);
+  CUgraphNode copy_sq = copy_node(g, sq_kernel, false, sq, host_sq);
+  CUgraphNode free_in = free_node(g, &sq_kernel, 1, in);
+  CUgraphNode alloc_neg = alloc_node(g, &free_in, &neg);
+  CUgraphNode neg_kernel = kernel_node(g, alloc_neg, negate, &sq, &neg);
+  CUgraphNode before_free_sq[] = {copy_sq, neg_kernel};
+  free_node(g, before_free_sq, 2, sq);
+  CUgraphNode copy_neg = copy_node(g, neg_kernel, false, neg, host_neg);
+  free_node(g, &copy_neg, 1, neg);
+  EXPECT_RC(cuGraphInstantiate(&exec, g, 0), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphDestroy(g), CUDA_SUCCESS);
+  return exec;
+}
+
+static void launch_graph(CUgraphExec exec, CUstream on) {
+  EXPECT_RC(cuGraphLaunch(exec, on), CUDA_SUCCESS);
+}
+
+/* right: each form, then stream 1 synchronised, then the read */
+static void sample_direct(void) {
+  fork_join(s1, true);
+  sync1();
+  read_flag();
+}
+static void sample_captured(void) {
+  CUgraphExec exec = captured_fork_join();
+  launch_graph(exec, s1);
+  sync1();
+  read_flag();
+  EXPECT_RC(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+}
+static void sample_explicit(void) {
+  CUgraphExec exec = explicit_fork_join();
+  launch_graph(exec, s1);
+  sync1();
+  read_flag();
+  EXPECT_RC(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+}
+/* right: the three in a row, as the sample runs them */
+static void sample_all(void) {
+  sample_direct();
+  sample_captured();
+  sample_explicit();
+}
+/* wrong: the read before the synchronise (AC202) */
+static void sample_direct_read_early(void) {
+  fork_join(s1, true);
+  read_flag();
+  sync1();
+}
+static void sample_captured_read_early(void) {
+  CUgraphExec exec = captured_fork_join();
+  launch_graph(exec, s1);
+  read_flag();
+  sync1();
+}
+static void sample_explicit_read_early(void) {
+  CUgraphExec exec = explicit_fork_join();
+  launch_graph(exec, s1);
+  read_flag();
+  sync1();
+}
+/* wrong: stream 2 is not joined back: its work, queued on a stream destroyed
+ * since, is not covered by stream 1's synchronisation (AC202 naming it) */
+static void sample_direct_unjoined(void) {
+  fork_join(s1, false);
+  sync1();
+  read_flag();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+/* right: captured without the join, the capture is refused - its work never
+ * runs, and stream 2, which joined the capture, never did any */
+static void sample_captured_unjoined(void) {
+  CUstream on = stream();
+  CUgraph graph = NULL;
+  EXPECT_RC(cu.cuStreamBeginCapture(on, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  fork_join(on, false);
+  EXPECT_RC(cu.cuStreamEndCapture(on, &graph), CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+  read_flag();
+  EXPECT_RC(cu.cuStreamDestroy(on), CUDA_SUCCESS);
+}
+
+/* ---- captures that span streams ---- */
+
+/* A capture on `on` that forks onto t and joins back, ended. */
+static void capture_fork(CUstream on, CUstream t) {
+  CUevent a = event(), c = event();
+  CUgraph graph = NULL;
+  EXPECT_RC(cu.cuStreamBeginCapture(on, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  launch0(on);
+  record(a, on);
+  wait_event(t, a);
+  launch0(t);
+  record(c, t);
+  wait_event(on, c);
+  EXPECT_RC(cu.cuStreamEndCapture(on, &graph), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphDestroy(graph), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuEventDestroy(a), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuEventDestroy(c), CUDA_SUCCESS);
+}
+/* right: captured work - the joined stream's too - does not run */
+static void capture_fork_not_run(void) {
+  capture_fork(stream(), stream());
+  read_flag();
+}
+/* wrong: once the capture ended, the joined stream's work runs again (AC202) */
+static void capture_fork_then_work(void) {
+  CUstream t = stream();
+  capture_fork(stream(), t);
+  launch0(t);
+  read_flag();
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+}
+
+static const struct scenario_case cases[] = {
+    {"sample_direct", sample_direct},
+    {"sample_captured", sample_captured},
+    {"sample_explicit", sample_explicit},
+    {"sample_all", sample_all},
+    {"sample_direct_read_early", sample_direct_read_early},
+    {"sample_captured_read_early", sample_captured_read_early},
+    {"sample_explicit_read_early", sample_explicit_read_early},
+    {"sample_direct_unjoined", sample_direct_unjoined},
+    {"sample_captured_unjoined", sample_captured_unjoined},
+    {"capture_fork_not_run", capture_fork_not_run},
+    {"capture_fork_then_work", capture_fork_then_work},
+};
+
+int main(int argc, char **argv) {
+  const struct scenario_case *c = CASE_FROM_ARGS(cases, argc, argv);
+  if (!c) return 2;
+  CUmodule mod;
+  start_cuda("link");
+  EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&square, mod, "square"), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&negate, mod, "negate"), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&work, mod, "work"), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&flag, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAlloc(&device, 4096), CUDA_SUCCESS);
+  s1 = stream();
+  if (failures) return finish();
+  c->run();
+  return finish();
+}
