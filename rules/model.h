@@ -88,9 +88,13 @@ struct ac_stream {
   /* Its context's legacy NULL stream, which it synchronises with when
    * blocking (itself for a legacy stream): each context has its own. */
   struct ac_stream *legacy;
-  uint64_t capture;             /* the capture sequence it takes part in; 0: none */
-  uint64_t seq;                 /* operations enqueued so far */
-  struct ac_clock waited;       /* what its next operation waits for (other streams) */
+  uint64_t capture;       /* the capture sequence it takes part in; 0: none */
+  uint64_t seq;           /* operations enqueued so far */
+  struct ac_clock waited; /* what its next operation waits for (other streams) */
+  /* What its work waits for since it last turned busy for the host: its first
+   * outstanding operation's clock, or an earlier one (which waits for less). */
+  struct ac_clock busy_from;
+  uint64_t host_function;       /* the operation of its host function running now; 0: none */
   struct ac_origin busy_origin; /* first operation the host has not seen complete */
   struct ac_origin created;     /* the call that made it; api NULL when not seen */
   /* Allocations its outstanding work was given (serials), for `device`
@@ -274,9 +278,17 @@ bool ac_order_snapshot_before(struct ac_model *m, struct ac_stream *s, uint64_t 
 bool ac_order_stream_busy(const struct ac_model *m, const struct ac_stream *s);
 /* Operations of s the host has not observed complete. */
 uint64_t ac_order_outstanding(const struct ac_model *m, const struct ac_stream *s);
-/* A busy stream other than except (NULL if none), preferring one with an
- * origin, then the one busy longest. */
-struct ac_stream *ac_order_any_busy(struct ac_model *m, const struct ac_stream *except);
+/* Whether s is idle for code inside a host function of stream inside (NULL:
+ * none): s is that stream, or all s's outstanding work waits for the function
+ * (cuLaunchHostFunc: work ordered behind a host function does not make its
+ * stream active until the function has run). */
+bool ac_order_idle_inside(const struct ac_model *m, const struct ac_stream *s,
+                          const struct ac_stream *inside);
+/* A host function of s, operation seq, starts (seq) or returns (0). */
+void ac_order_host_function_runs(struct ac_model *m, struct ac_stream *s, uint64_t seq);
+/* A busy stream that is not idle inside a host function of `inside` (NULL
+ * if none), preferring one with an origin, then the one busy longest. */
+struct ac_stream *ac_order_any_busy(struct ac_model *m, const struct ac_stream *inside);
 /* How many streams are busy for the host. */
 size_t ac_order_busy_count(const struct ac_model *m);
 /* Moves whenever a stream turns busy or idle for the host, each time (a
@@ -336,9 +348,9 @@ void ac_model_set_reach_semantics(struct ac_model *m, bool on);
 bool ac_model_reach_semantics(const struct ac_model *m);
 /* Records that s's outstanding work was given a (for reach semantics). */
 void ac_order_add_reach(struct ac_model *m, struct ac_stream *s, const struct ac_alloc *a);
-/* Whether some busy stream other than except can reach a. */
+/* Whether some busy stream not idle inside a host function of `inside` can reach a. */
 struct ac_stream *ac_order_busy_reaching(struct ac_model *m, const struct ac_alloc *a,
-                                         const struct ac_stream *except);
+                                         const struct ac_stream *inside);
 /* The associations that bind work on stream x (like ac_order_binding_assocs,
  * but an attach is complete for x once x is ordered after it). */
 int ac_order_binding_for_stream(const struct ac_model *m, const struct ac_alloc *a,

@@ -223,10 +223,13 @@ struct host_call {
   struct ac_clock before;
 };
 
+/* The stream's record stays while the function runs: its operation is not
+ * complete until it returns. */
 static void run_host_call(void *arg) {
   struct host_call *c = arg;
   ac_model_enter();
   ac_order_host_observes(ac_model, &c->before);
+  ac_order_host_function_runs(ac_model, c->stream, c->seq);
   ac_model_leave();
   const struct ac_stream *outer = running_host_function;
   running_host_function = c->stream;
@@ -239,6 +242,9 @@ static void run_host_call(void *arg) {
   else
     c->callback(c->handle, CUDA_SUCCESS, c->data);
   if (driver_thread) ac_guard_thread_as_program(false);
+  ac_model_enter();
+  ac_order_host_function_runs(ac_model, c->stream, 0);
+  ac_model_leave();
   running_host_function = outer;
   ac_clock_free(&c->before);
   free(c);

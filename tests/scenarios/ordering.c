@@ -287,6 +287,65 @@ static void capture_fork_then_work(void) {
   EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
 }
 
+/* ---- host functions ---- */
+
+/* The host function reads the flag once the program has enqueued what the
+ * case enqueues after it (a host function may wait for the host, not for
+ * work the driver orders after it). */
+static int enqueued;
+static void read_once_enqueued(void *arg) {
+  (void)arg;
+  for (int i = 0; i < 10000 && !__atomic_load_n(&enqueued, __ATOMIC_ACQUIRE); i++)
+    usleep(1000);
+  read_flag();
+}
+/* A host function on s1, and work on t that is ordered behind it or not. */
+static void host_fn_and_work(bool gated) {
+  CUstream t = stream();
+  CUevent e = event();
+  EXPECT_RC(cu.cuLaunchHostFunc(s1, read_once_enqueued, NULL), CUDA_SUCCESS);
+  record(e, s1);
+  if (gated) wait_event(t, e);
+  launch0(t);
+  __atomic_store_n(&enqueued, 1, __ATOMIC_RELEASE);
+  sync1();
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+}
+/* right: work ordered behind a host function does not make its stream active
+ * before the function ran */
+static void host_fn_gates_work(void) {
+  host_fn_and_work(true);
+}
+/* wrong: t's work may run meanwhile (AC202) */
+static void host_fn_beside_work(void) {
+  host_fn_and_work(false);
+}
+static void read_now(void *arg) {
+  (void)arg;
+  read_flag();
+}
+/* A host function on s1 after s1 waited for t's first kernel (and t's second
+ * one, second: after the record). */
+static void host_fn_after_join(bool second) {
+  CUstream t = stream();
+  CUevent e = event();
+  launch0(t);
+  record(e, t);
+  if (second) launch0(t);
+  wait_event(s1, e);
+  EXPECT_RC(cu.cuLaunchHostFunc(s1, read_now, NULL), CUDA_SUCCESS);
+  sync1();
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+}
+/* right: its start synchronises the streams joined before it */
+static void host_fn_start_joins(void) {
+  host_fn_after_join(false);
+}
+/* wrong: t's work after the record is not joined (AC202) */
+static void host_fn_start_partial(void) {
+  host_fn_after_join(true);
+}
+
 static const struct scenario_case cases[] = {
     {"sample_direct", sample_direct},
     {"sample_captured", sample_captured},
@@ -299,6 +358,10 @@ static const struct scenario_case cases[] = {
     {"sample_captured_unjoined", sample_captured_unjoined},
     {"capture_fork_not_run", capture_fork_not_run},
     {"capture_fork_then_work", capture_fork_then_work},
+    {"host_fn_gates_work", host_fn_gates_work},
+    {"host_fn_beside_work", host_fn_beside_work},
+    {"host_fn_start_joins", host_fn_start_joins},
+    {"host_fn_start_partial", host_fn_start_partial},
 };
 
 int main(int argc, char **argv) {

@@ -220,6 +220,30 @@ static void test_host_function_start(void) {
   ac_model_destroy(m);
 }
 
+/* Inside a host function, a stream whose outstanding work all waits for the
+ * function is idle; one with work beside it, or that turned busy before the
+ * wait, is not. */
+static void test_host_function_gates(void) {
+  m = ac_model_create();
+  struct ac_stream *a = stream(0x100, NON_BLOCKING), *b = stream(0x200, NON_BLOCKING);
+  struct ac_stream *c = stream(0x300, NON_BLOCKING);
+  uint64_t fn = ac_order_enqueue(m, a, NULL);
+  ac_order_event_recorded(m, 0xe1, a);
+  ac_order_stream_waits_event(m, b, 0xe1);
+  op(b); /* behind the function */
+  op(c); /* beside it */
+  ac_order_stream_waits_event(m, c, 0xe1);
+  op(c);
+  CHECK(!ac_order_idle_inside(m, b, a)); /* no function runs yet */
+  ac_order_host_function_runs(m, a, fn);
+  CHECK(ac_order_idle_inside(m, a, a) && ac_order_idle_inside(m, b, a));
+  CHECK(!ac_order_idle_inside(m, c, a) && !ac_order_idle_inside(m, b, NULL));
+  CHECK(ac_order_any_busy(m, a) == c);
+  ac_order_host_function_runs(m, a, 0);
+  CHECK(!ac_order_idle_inside(m, b, a));
+  ac_model_destroy(m);
+}
+
 static void test_attach_binds_until_complete(void) {
   m = ac_model_create();
   struct ac_stream *a = stream(0x100, NON_BLOCKING);
@@ -388,6 +412,7 @@ int main(void) {
   test_destroyed_stream_stays_busy();
   test_capture_joins();
   test_host_function_start();
+  test_host_function_gates();
   test_attach_binds_until_complete();
   return TEST_SUMMARY("test_order");
 }
