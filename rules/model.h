@@ -270,6 +270,13 @@ bool ac_order_host_syncs_event(struct ac_model *m, uintptr_t event);
  * capturing s waits for nothing that runs now. Returns whether s waits (the
  * wait is an operation of its own stream's history): not when it captures. */
 bool ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintptr_t event);
+/* s's later operations wait for what the event's last record outside a
+ * capture covers now (none: nothing), whatever s is: a graph's event-wait
+ * node at its launch. */
+void ac_order_stream_waits_recorded(struct ac_model *m, struct ac_stream *s, uintptr_t event);
+/* s's later operations wait for c (a clock the caller kept, as
+ * ac_order_snapshot_before gives). */
+void ac_order_stream_waits_clock(struct ac_model *m, struct ac_stream *s, const struct ac_clock *c);
 void ac_order_event_destroyed(struct ac_model *m, uintptr_t event);
 /* What the host knows complete once operation seq of s starts (a host function):
  * everything s waited for, and s's own operations before seq. */

@@ -263,6 +263,17 @@ bool ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintpt
   return true;
 }
 
+void ac_order_stream_waits_recorded(struct ac_model *m, struct ac_stream *s, uintptr_t event) {
+  struct event_slot *e = event_get(m, event, false);
+  if (e && e->recorded) ac_clock_join(&s->waited, &e->snapshot);
+}
+
+void ac_order_stream_waits_clock(struct ac_model *m, struct ac_stream *s,
+                                 const struct ac_clock *c) {
+  (void)m;
+  ac_clock_join(&s->waited, c);
+}
+
 void ac_order_event_destroyed(struct ac_model *m, uintptr_t event) {
   struct event_slot *e = event_get(m, event, false);
   if (!e) return;

@@ -78,6 +78,7 @@ struct ac_real_table {
   __typeof__(&cuGraphMemcpyNodeGetParams) cuGraphMemcpyNodeGetParams;
   __typeof__(&cuGraphMemsetNodeGetParams) cuGraphMemsetNodeGetParams;
   __typeof__(&cuGraphEventRecordNodeGetEvent) cuGraphEventRecordNodeGetEvent;
+  __typeof__(&cuGraphEventWaitNodeGetEvent) cuGraphEventWaitNodeGetEvent;
   __typeof__(&cuGraphGetEdges_v2) cuGraphGetEdges_v2; /* 12.3 on */
   __typeof__(&cuDriverGetVersion) cuDriverGetVersion;
   __typeof__(&cuDeviceGetCount) cuDeviceGetCount;

@@ -600,6 +600,12 @@ FAKE_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec exec, CUgrap
     return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }
+FAKE_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec exec, CUgraphNode node,
+                                                      CUevent event) {
+  if (!event || exec_node(exec, node, CU_GRAPH_NODE_TYPE_WAIT_EVENT) < 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
 
 FAKE_EXPORT CUresult cuGraphExecNodeSetParams(CUgraphExec exec, CUgraphNode node,
                                               CUgraphNodeParams *p) {

@@ -146,15 +146,9 @@ static CUgraphNode copy_node(CUgraph g, CUgraphNode dep, bool to_device, CUdevic
 }
 static CUgraphNode kernel_node(CUgraph g, CUgraphNode dep, CUfunction f, CUdeviceptr *a,
                                CUdeviceptr *b) {
-  CUDA_KERNEL_NODE_PARAMS k;
   CUgraphNode n = NULL;
   void *args[] = {a, b};
-  memset(&k, 0, sizeof k);
-  k.func = f;
-  k.gridDimX = k.gridDimY = k.gridDimZ = 1;
-  k.blockDimX = 32;
-  k.blockDimY = k.blockDimZ = 1;
-  k.kernelParams = args;
+  CUDA_KERNEL_NODE_PARAMS k = one_block_node(f, args);
   EXPECT_RC(cuGraphAddKernelNode(&n, g, &dep, 1, &k), CUDA_SUCCESS);
   return n;
 }
@@ -287,6 +281,89 @@ static void capture_fork_then_work(void) {
   EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
 }
 
+/* ---- graph launches ---- */
+
+/* An executable of one kernel, or of a wait for e then a kernel (*wait: that node). */
+static CUgraphExec graph_of(CUevent e, CUgraphNode *wait) {
+  CUgraph g;
+  CUgraphNode first = NULL, k = NULL;
+  CUgraphExec exec = NULL;
+  CUDA_KERNEL_NODE_PARAMS kp = one_block_node(work, NULL);
+  EXPECT_RC(cuGraphCreate(&g, 0), CUDA_SUCCESS);
+  if (e) EXPECT_RC(cuGraphAddEventWaitNode(&first, g, NULL, 0, e), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphAddKernelNode(&k, g, first ? &first : NULL, first ? 1 : 0, &kp), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphInstantiate(&exec, g, 0), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphDestroy(g), CUDA_SUCCESS);
+  if (wait) *wait = first;
+  return exec;
+}
+/* right: a launch is ordered after the executable's previous launch, on
+ * whichever stream */
+static void graph_launch_after_launch(void) {
+  CUgraphExec exec = graph_of(NULL, NULL);
+  launch_graph(exec, stream());
+  launch_graph(exec, s1);
+  sync1();
+  read_flag();
+}
+/* wrong: another executable's launch orders nothing (AC202) */
+static void graph_other_executable(void) {
+  CUgraphExec one = graph_of(NULL, NULL), two = graph_of(NULL, NULL);
+  launch_graph(one, stream());
+  launch_graph(two, s1);
+  sync1();
+  read_flag();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+/* right: a launch completes after its event-wait node's event */
+static void graph_wait_node(void) {
+  CUstream t = stream();
+  CUevent e = event();
+  CUgraphExec exec = graph_of(e, NULL);
+  launch0(t);
+  record(e, t);
+  launch_graph(exec, s1);
+  sync1();
+  read_flag();
+}
+/* wrong: the event was recorded before t's work (AC202) */
+static void graph_wait_node_early(void) {
+  CUstream t = stream();
+  CUevent e = event();
+  CUgraphExec exec = graph_of(e, NULL);
+  record(e, t);
+  launch0(t);
+  launch_graph(exec, s1);
+  sync1();
+  read_flag();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+/* The executable waits for `early` (recorded before t's work), then its wait
+ * node is given `late` (recorded after it) or not. */
+static void exec_wait_set(bool to_late) {
+  CUstream t = stream();
+  CUevent early = event(), late = event();
+  CUgraphNode wait = NULL;
+  CUgraphExec exec = graph_of(late, &wait);
+  record(early, t);
+  launch0(t);
+  record(late, t);
+  CUevent now = to_late ? late : early;
+  EXPECT_RC(cuGraphExecEventWaitNodeSetEvent(exec, wait, now), CUDA_SUCCESS);
+  launch_graph(exec, s1);
+  sync1();
+  read_flag();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+/* right: given an event recorded after t's work */
+static void exec_wait_set_late(void) {
+  exec_wait_set(true);
+}
+/* wrong: given one recorded before it (AC202) */
+static void exec_wait_set_early(void) {
+  exec_wait_set(false);
+}
+
 /* ---- host functions ---- */
 
 /* The host function reads the flag once the program has enqueued what the
@@ -358,6 +435,12 @@ static const struct scenario_case cases[] = {
     {"sample_captured_unjoined", sample_captured_unjoined},
     {"capture_fork_not_run", capture_fork_not_run},
     {"capture_fork_then_work", capture_fork_then_work},
+    {"graph_launch_after_launch", graph_launch_after_launch},
+    {"graph_other_executable", graph_other_executable},
+    {"graph_wait_node", graph_wait_node},
+    {"graph_wait_node_early", graph_wait_node_early},
+    {"exec_wait_set_late", exec_wait_set_late},
+    {"exec_wait_set_early", exec_wait_set_early},
     {"host_fn_gates_work", host_fn_gates_work},
     {"host_fn_beside_work", host_fn_beside_work},
     {"host_fn_start_joins", host_fn_start_joins},
