@@ -249,6 +249,62 @@ static void sample_captured_unjoined(void) {
   EXPECT_RC(cu.cuStreamDestroy(on), CUDA_SUCCESS);
 }
 
+/* ---- events destroyed after the wait ---- */
+
+/* right: the wait takes what the event covers then; its destruction after
+ * the wait changes nothing */
+static void event_destroyed_after_wait(void) {
+  CUstream t = stream();
+  CUevent e = event();
+  launch0(t);
+  record(e, t);
+  wait_event(s1, e);
+  EXPECT_RC(cu.cuEventDestroy(e), CUDA_SUCCESS);
+  sync1();
+  read_flag();
+}
+/* wrong: a record after the wait covers more, but the wait took the earlier
+ * one: t's second kernel is not covered (AC202) */
+static void event_rerecorded_after_wait(void) {
+  CUstream t = stream();
+  CUevent e = event();
+  launch0(t);
+  record(e, t);
+  wait_event(s1, e);
+  launch0(t);
+  record(e, t);
+  EXPECT_RC(cu.cuEventDestroy(e), CUDA_SUCCESS);
+  sync1();
+  read_flag();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+/* ---- streams destroyed with work queued ---- */
+
+/* right: the destroyed stream's work still completes, and still orders what
+ * waits for an event recorded after it */
+static void destroyed_stream_joined(void) {
+  CUstream t = stream();
+  CUevent e = event();
+  launch0(t);
+  record(e, t);
+  EXPECT_RC(cu.cuStreamDestroy(t), CUDA_SUCCESS);
+  wait_event(s1, e);
+  sync1();
+  read_flag();
+  EXPECT_RC(cu.cuEventDestroy(e), CUDA_SUCCESS);
+}
+/* wrong: nothing waits for it; its work is still queued (AC202 naming it) */
+static void destroyed_stream_unjoined(void) {
+  CUstream t = stream();
+  launch0(t);
+  EXPECT_RC(cu.cuStreamDestroy(t), CUDA_SUCCESS);
+  launch0(s1);
+  sync1();
+  read_flag();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
 /* ---- captures that span streams ---- */
 
 /* A capture on `on` that forks onto t and joins back, ended. */
@@ -364,6 +420,42 @@ static void exec_wait_set_early(void) {
   exec_wait_set(false);
 }
 
+/* ---- stream-ordered allocation and free ---- */
+
+/* t allocates and frees; s1 waits for t (joined) or not */
+static void alloc_free_on_other(bool joined) {
+  CUstream t = stream();
+  CUevent e = event();
+  CUdeviceptr p;
+  EXPECT_RC(cuMemAllocAsync(&p, BYTES, t), CUDA_SUCCESS);
+  EXPECT_RC(cuMemFreeAsync(p, t), CUDA_SUCCESS);
+  record(e, t);
+  if (joined) wait_event(s1, e);
+  sync1();
+  read_flag();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+/* right: work of its stream, ordered like any other */
+static void alloc_free_joined(void) {
+  alloc_free_on_other(true);
+}
+/* wrong: the allocator's own dependencies are not the program's (AC202) */
+static void alloc_free_unjoined(void) {
+  alloc_free_on_other(false);
+}
+/* right: captured, they are graph nodes and do not run */
+static void alloc_free_captured(void) {
+  CUstream on = stream();
+  CUgraph graph = NULL;
+  CUdeviceptr p;
+  EXPECT_RC(cu.cuStreamBeginCapture(on, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  EXPECT_RC(cuMemAllocAsync(&p, BYTES, on), CUDA_SUCCESS);
+  EXPECT_RC(cuMemFreeAsync(p, on), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamEndCapture(on, &graph), CUDA_SUCCESS);
+  read_flag();
+  EXPECT_RC(cuGraphDestroy(graph), CUDA_SUCCESS);
+}
+
 /* ---- host functions ---- */
 
 /* The host function reads the flag once the program has enqueued what the
@@ -423,6 +515,31 @@ static void host_fn_start_partial(void) {
   host_fn_after_join(true);
 }
 
+/* ---- stream memory operations ---- */
+
+/* t writes the word, s1 waits for it (and for an event of t, evented). */
+static void value_wait(bool evented) {
+  CUstream t = stream();
+  CUevent e = event();
+  EXPECT_RC(cuMemsetD32(device, 0, 1), CUDA_SUCCESS);
+  launch0(t);
+  EXPECT_RC(cuStreamWriteValue32(t, device, 1, CU_STREAM_WRITE_VALUE_DEFAULT), CUDA_SUCCESS);
+  record(e, t);
+  EXPECT_RC(cuStreamWaitValue32(s1, device, 1, CU_STREAM_WAIT_VALUE_EQ), CUDA_SUCCESS);
+  if (evented) wait_event(s1, e);
+  sync1();
+  read_flag();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+}
+/* right: the order is expressed with an event too, as the driver requires */
+static void value_wait_and_event(void) {
+  value_wait(true);
+}
+/* wrong: an order the driver does not see (AC202) */
+static void value_wait_alone(void) {
+  value_wait(false);
+}
+
 static const struct scenario_case cases[] = {
     {"sample_direct", sample_direct},
     {"sample_captured", sample_captured},
@@ -433,6 +550,10 @@ static const struct scenario_case cases[] = {
     {"sample_explicit_read_early", sample_explicit_read_early},
     {"sample_direct_unjoined", sample_direct_unjoined},
     {"sample_captured_unjoined", sample_captured_unjoined},
+    {"event_destroyed_after_wait", event_destroyed_after_wait},
+    {"event_rerecorded_after_wait", event_rerecorded_after_wait},
+    {"destroyed_stream_joined", destroyed_stream_joined},
+    {"destroyed_stream_unjoined", destroyed_stream_unjoined},
     {"capture_fork_not_run", capture_fork_not_run},
     {"capture_fork_then_work", capture_fork_then_work},
     {"graph_launch_after_launch", graph_launch_after_launch},
@@ -441,10 +562,15 @@ static const struct scenario_case cases[] = {
     {"graph_wait_node_early", graph_wait_node_early},
     {"exec_wait_set_late", exec_wait_set_late},
     {"exec_wait_set_early", exec_wait_set_early},
+    {"alloc_free_joined", alloc_free_joined},
+    {"alloc_free_unjoined", alloc_free_unjoined},
+    {"alloc_free_captured", alloc_free_captured},
     {"host_fn_gates_work", host_fn_gates_work},
     {"host_fn_beside_work", host_fn_beside_work},
     {"host_fn_start_joins", host_fn_start_joins},
     {"host_fn_start_partial", host_fn_start_partial},
+    {"value_wait_and_event", value_wait_and_event},
+    {"value_wait_alone", value_wait_alone},
 };
 
 int main(int argc, char **argv) {
