@@ -16,7 +16,9 @@ void ac_model_destroy(struct ac_model *m) {
   if (!m) return;
   ac_model_free_allocs(m);
   ac_model_free_order(m);
+  ac_model_free_captures(m);
   ac_clock_free(&m->legacy_stream.waited);
+  ac_clock_free(&m->legacy_stream.busy_from);
   ac_history_free(&m->legacy_stream.history);
   ac_history_free(&m->host_history);
   free(m->legacy_stream.reach);

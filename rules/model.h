@@ -79,7 +79,7 @@ struct ac_stream {
   unsigned flags;           /* CU_STREAM_DEFAULT / CU_STREAM_NON_BLOCKING */
   int priority;
   bool live;
-  bool capturing;
+  bool capturing;        /* its work is captured into a graph, not run (capture != 0) */
   bool blocking;         /* synchronises with the legacy NULL stream */
   bool in_slot;          /* its handle names it still (a destroyed one: AC106's) */
   bool candidate;        /* to be forgotten, maybe (model_stream.c) */
@@ -88,8 +88,13 @@ struct ac_stream {
   /* Its context's legacy NULL stream, which it synchronises with when
    * blocking (itself for a legacy stream): each context has its own. */
   struct ac_stream *legacy;
-  uint64_t seq;                 /* operations enqueued so far */
-  struct ac_clock waited;       /* what its next operation waits for (other streams) */
+  uint64_t capture;       /* the capture sequence it takes part in; 0: none */
+  uint64_t seq;           /* operations enqueued so far */
+  struct ac_clock waited; /* what its next operation waits for (other streams) */
+  /* What its work waits for since it last turned busy for the host: its first
+   * outstanding operation's clock, or an earlier one (which waits for less). */
+  struct ac_clock busy_from;
+  uint64_t host_function;       /* the operation of its host function running now; 0: none */
   struct ac_origin busy_origin; /* first operation the host has not seen complete */
   struct ac_origin created;     /* the call that made it; api NULL when not seen */
   /* Allocations its outstanding work was given (serials), for `device`
@@ -254,9 +259,24 @@ void ac_order_event_recorded(struct ac_model *m, uintptr_t event, struct ac_stre
  * known complete). */
 void ac_order_event_recorded_over(struct ac_model *m, uintptr_t event, struct ac_stream *const *s,
                                   size_t n);
+/* A plain record on s while it captures: the event stands for s's place in
+ * its capture and covers no work that runs now (a stream waiting for it joins
+ * the capture). */
+void ac_order_event_captured(struct ac_model *m, uintptr_t event, struct ac_stream *s);
 /* false if the event was never recorded (then it synchronises nothing). */
 bool ac_order_host_syncs_event(struct ac_model *m, uintptr_t event);
-void ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintptr_t event);
+/* s's later operations wait for what the event covers at this call; an event
+ * recorded in a capture in progress makes s join that capture instead. A
+ * capturing s waits for nothing that runs now. Returns whether s waits (the
+ * wait is an operation of its own stream's history): not when it captures. */
+bool ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintptr_t event);
+/* s's later operations wait for what the event's last record outside a
+ * capture covers now (none: nothing), whatever s is: a graph's event-wait
+ * node at its launch. */
+void ac_order_stream_waits_recorded(struct ac_model *m, struct ac_stream *s, uintptr_t event);
+/* s's later operations wait for c (a clock the caller kept, as
+ * ac_order_snapshot_before gives). */
+void ac_order_stream_waits_clock(struct ac_model *m, struct ac_stream *s, const struct ac_clock *c);
 void ac_order_event_destroyed(struct ac_model *m, uintptr_t event);
 /* What the host knows complete once operation seq of s starts (a host function):
  * everything s waited for, and s's own operations before seq. */
@@ -265,9 +285,17 @@ bool ac_order_snapshot_before(struct ac_model *m, struct ac_stream *s, uint64_t 
 bool ac_order_stream_busy(const struct ac_model *m, const struct ac_stream *s);
 /* Operations of s the host has not observed complete. */
 uint64_t ac_order_outstanding(const struct ac_model *m, const struct ac_stream *s);
-/* A busy stream other than except (NULL if none), preferring one with an
- * origin, then the one busy longest. */
-struct ac_stream *ac_order_any_busy(struct ac_model *m, const struct ac_stream *except);
+/* Whether s is idle for code inside a host function of stream inside (NULL:
+ * none): s is that stream, or all s's outstanding work waits for the function
+ * (cuLaunchHostFunc: work ordered behind a host function does not make its
+ * stream active until the function has run). */
+bool ac_order_idle_inside(const struct ac_model *m, const struct ac_stream *s,
+                          const struct ac_stream *inside);
+/* A host function of s, operation seq, starts (seq) or returns (0). */
+void ac_order_host_function_runs(struct ac_model *m, struct ac_stream *s, uint64_t seq);
+/* A busy stream that is not idle inside a host function of `inside` (NULL
+ * if none), preferring one with an origin, then the one busy longest. */
+struct ac_stream *ac_order_any_busy(struct ac_model *m, const struct ac_stream *inside);
 /* How many streams are busy for the host. */
 size_t ac_order_busy_count(const struct ac_model *m);
 /* Moves whenever a stream turns busy or idle for the host, each time (a
@@ -286,8 +314,23 @@ void ac_order_set_busy_stack(struct ac_model *m, struct ac_stream *s, uint64_t s
 /* Takes back operation seq of s (its forward failed) if it is still the
  * last one; a stream that turns idle by it moves the generation. */
 bool ac_order_retract(struct ac_model *m, struct ac_stream *s, uint64_t seq);
-/* Marks s as capturing a graph (its operations then run only when the graph does). */
-void ac_model_set_capturing(struct ac_model *m, struct ac_stream *s, bool capturing);
+/* ---- capture sequences across streams (model_capture.c) ----
+ * A capture is begun on one stream, its origin. A stream that waits for an
+ * event recorded in a capture in progress joins it: its operations are
+ * captured too, not run. The origin's end of the capture, whatever the driver
+ * answers, ends it for every stream of it. */
+
+/* s begins a capture sequence. */
+void ac_capture_begin(struct ac_model *m, struct ac_stream *s);
+/* s ends the capture it began: every stream of it leaves it. A stream that
+ * only joined a capture cannot end it (the driver refuses), and changes
+ * nothing. */
+void ac_capture_end(struct ac_model *m, struct ac_stream *s);
+/* s joins capture (an event recorded in it was waited for); false when that
+ * capture is over. */
+bool ac_capture_join(struct ac_model *m, struct ac_stream *s, uint64_t capture);
+/* Every capture ends (their context did). */
+void ac_capture_end_all(struct ac_model *m);
 /* Records an attach enqueued on s as operation seq; false when memory ran
  * out (nothing changed then). origin NULL keeps the last attach's. */
 bool ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc,
@@ -312,9 +355,9 @@ void ac_model_set_reach_semantics(struct ac_model *m, bool on);
 bool ac_model_reach_semantics(const struct ac_model *m);
 /* Records that s's outstanding work was given a (for reach semantics). */
 void ac_order_add_reach(struct ac_model *m, struct ac_stream *s, const struct ac_alloc *a);
-/* Whether some busy stream other than except can reach a. */
+/* Whether some busy stream not idle inside a host function of `inside` can reach a. */
 struct ac_stream *ac_order_busy_reaching(struct ac_model *m, const struct ac_alloc *a,
-                                         const struct ac_stream *except);
+                                         const struct ac_stream *inside);
 /* The associations that bind work on stream x (like ac_order_binding_assocs,
  * but an attach is complete for x once x is ordered after it). */
 int ac_order_binding_for_stream(const struct ac_model *m, const struct ac_alloc *a,

@@ -61,8 +61,16 @@ struct legacy_slot {
 struct event_slot {
   uintptr_t handle;
   bool recorded;
+  uint64_t capture; /* last recorded in this capture sequence (0: recorded, or never) */
   struct ac_clock snapshot;
   UT_hash_handle hh;
+};
+
+/* A stream taking part in a capture sequence (model_capture.c). */
+struct capture_member {
+  uint64_t capture;
+  uint64_t serial; /* the stream's: its record may be forgotten meanwhile */
+  bool origin;     /* the stream the capture began on */
 };
 
 /* The model's intrusive lists (utlist's, through named links): a record is
@@ -133,6 +141,9 @@ struct ac_model {
 
   struct ac_clock host_observed; /* what the host knows complete */
   struct event_slot *events;
+  struct capture_member *captures; /* the streams of the captures in progress */
+  size_t capture_count, capture_cap;
+  uint64_t last_capture;
   uint64_t generation;
   uint64_t layout;      /* moves when allocations or associations change */
   uint64_t allocations; /* moves when an allocation is made or removed */
@@ -158,6 +169,7 @@ struct ac_model {
 };
 
 void ac_model_free_order(struct ac_model *m);
+void ac_model_free_captures(struct ac_model *m);
 
 void ac_model_free_allocs(struct ac_model *m);
 void ac_model_free_streams(struct ac_model *m);

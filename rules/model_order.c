@@ -97,6 +97,7 @@ static bool turn_idle(struct ac_model *m, struct ac_stream *s) {
 uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_busy) {
   apply_legacy_semantics(m, s);
   bool was_busy = ac_order_stream_busy(m, s);
+  if (!was_busy) ac_clock_copy(&s->busy_from, &s->waited); /* out of memory: the last one, less */
   s->seq++;
   if (s != s->legacy && s->blocking) AC_LIST_ADD(s->legacy->unjoined, s, join_prev, join_next);
   if (!was_busy) {
@@ -133,11 +134,6 @@ bool ac_order_retract(struct ac_model *m, struct ac_stream *s, uint64_t seq) {
     ac_model_forget_candidates(m);
   }
   return true;
-}
-
-void ac_model_set_capturing(struct ac_model *m, struct ac_stream *s, bool capturing) {
-  (void)m;
-  s->capturing = capturing;
 }
 
 /* ---- attaches, settled when the host observes them ---- */
@@ -235,6 +231,7 @@ void ac_order_event_recorded_over(struct ac_model *m, uintptr_t event, struct ac
   struct event_slot *e = event_get(m, event, true);
   if (!e) return;
   e->snapshot.n = 0; /* a new record replaces what the last one covered */
+  e->capture = 0;
   for (size_t i = 0; i < n; i++) {
     apply_legacy_semantics(m, s[i]);
     ac_clock_join(&e->snapshot, &s[i]->waited);
@@ -250,9 +247,31 @@ bool ac_order_host_syncs_event(struct ac_model *m, uintptr_t event) {
   return true;
 }
 
-void ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintptr_t event) {
+void ac_order_event_captured(struct ac_model *m, uintptr_t event, struct ac_stream *s) {
+  struct event_slot *e = event_get(m, event, true);
+  if (!e) return;
+  e->snapshot.n = 0;
+  e->recorded = false;
+  e->capture = s->capture;
+}
+
+bool ac_order_stream_waits_event(struct ac_model *m, struct ac_stream *s, uintptr_t event) {
+  struct event_slot *e = event_get(m, event, false);
+  if (e && e->capture && ac_capture_join(m, s, e->capture)) return false;
+  if (s->capturing) return false; /* a dependency inside the graph, or a wait node of it */
+  if (e && e->recorded) ac_clock_join(&s->waited, &e->snapshot);
+  return true;
+}
+
+void ac_order_stream_waits_recorded(struct ac_model *m, struct ac_stream *s, uintptr_t event) {
   struct event_slot *e = event_get(m, event, false);
   if (e && e->recorded) ac_clock_join(&s->waited, &e->snapshot);
+}
+
+void ac_order_stream_waits_clock(struct ac_model *m, struct ac_stream *s,
+                                 const struct ac_clock *c) {
+  (void)m;
+  ac_clock_join(&s->waited, c);
 }
 
 void ac_order_event_destroyed(struct ac_model *m, uintptr_t event) {
@@ -269,10 +288,24 @@ bool ac_order_snapshot_before(struct ac_model *m, struct ac_stream *s, uint64_t 
   return ac_clock_copy(out, &s->waited) && ac_clock_raise(out, s->serial, seq - 1);
 }
 
-struct ac_stream *ac_order_any_busy(struct ac_model *m, const struct ac_stream *except) {
+bool ac_order_idle_inside(const struct ac_model *m, const struct ac_stream *s,
+                          const struct ac_stream *inside) {
+  (void)m;
+  if (!inside) return false;
+  if (s == inside) return true; /* idle for the duration of its host function */
+  return inside->host_function &&
+         ac_clock_get(&s->busy_from, inside->serial) >= inside->host_function;
+}
+
+void ac_order_host_function_runs(struct ac_model *m, struct ac_stream *s, uint64_t seq) {
+  (void)m;
+  s->host_function = seq;
+}
+
+struct ac_stream *ac_order_any_busy(struct ac_model *m, const struct ac_stream *inside) {
   struct ac_stream *s, *found = NULL;
   DL_FOREACH2(m->busy, s, busy_next) {
-    if (s == except) continue;
+    if (ac_order_idle_inside(m, s, inside)) continue;
     if (s->busy_origin.api) return s;
     if (!found) found = s;
   }
@@ -354,7 +387,10 @@ void ac_order_sweep_clocks(struct ac_model *m) {
   m->forgotten_unswept = 0;
   ac_clock_retain(&m->host_observed, serial_held, m);
   struct ac_stream *s, *stmp;
-  HASH_ITER(by_serial, m->by_serial, s, stmp) ac_clock_retain(&s->waited, serial_held, m);
+  HASH_ITER(by_serial, m->by_serial, s, stmp) {
+    ac_clock_retain(&s->waited, serial_held, m);
+    ac_clock_retain(&s->busy_from, serial_held, m);
+  }
   struct event_slot *e, *etmp;
   HASH_ITER(hh, m->events, e, etmp) ac_clock_retain(&e->snapshot, serial_held, m);
 }
@@ -388,10 +424,10 @@ void ac_order_add_reach(struct ac_model *m, struct ac_stream *s, const struct ac
 }
 
 struct ac_stream *ac_order_busy_reaching(struct ac_model *m, const struct ac_alloc *a,
-                                         const struct ac_stream *except) {
+                                         const struct ac_stream *inside) {
   struct ac_stream *s;
   DL_FOREACH2(m->busy, s, busy_next) {
-    if (s == except) continue;
+    if (ac_order_idle_inside(m, s, inside)) continue;
     for (size_t i = 0; i < s->reach_count; i++)
       if (s->reach[i].serial == a->serial) return s;
   }

@@ -199,6 +199,7 @@ void ac_model_consider_forgetting(struct ac_model *m, struct ac_stream *s) {
 
 static void free_stream(struct ac_stream *s) {
   ac_clock_free(&s->waited);
+  ac_clock_free(&s->busy_from);
   ac_history_free(&s->history);
   free(s->reach);
   free(s);

@@ -17,8 +17,8 @@ bool ac_host_may_touch(struct ac_model *m, const struct ac_alloc *a,
   int n = ac_order_binding_assocs(m, a, assoc, stream);
   /* A single attachment names the stream at fault; judge those first. */
   for (int i = 0; i < n; i++) {
-    if (assoc[i] != AC_ASSOC_SINGLE || !stream[i] || stream[i] == callback_stream ||
-        !ac_order_stream_busy(m, stream[i]))
+    if (assoc[i] != AC_ASSOC_SINGLE || !stream[i] ||
+        ac_order_idle_inside(m, stream[i], callback_stream) || !ac_order_stream_busy(m, stream[i]))
       continue;
     *blocker = stream[i];
     *rule = AC_RULE_AC201;

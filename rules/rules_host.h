@@ -18,7 +18,8 @@ struct ac_host_access {
   struct ac_access_facts facts;
   uint64_t thread;
   /* The stream whose host function the thread is running, or NULL: inside one,
-   * that stream is idle (its later work waits for the function to return). */
+   * that stream is idle (its later work waits for the function to return), and
+   * so is every stream whose outstanding work all waits for the function. */
   const struct ac_stream *callback_stream;
 };
 

@@ -93,10 +93,16 @@ void ac_on_sync_copy(const char *api, bool per_thread) {
   ac_model_leave();
 }
 
-void ac_on_event_record(CUevent event, CUstream stream, bool per_thread) {
+/* A plain record on a capturing stream captures the event: a stream that
+ * waits for it joins the capture. An external one there is an event-record
+ * node of the graph (graph_args.c records it at each launch) and leaves the
+ * event as it was. */
+void ac_on_event_record(CUevent event, CUstream stream, unsigned flags, bool per_thread) {
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
-  if (s && !s->capturing) {
+  if (s && s->capturing && !(flags & CU_EVENT_RECORD_EXTERNAL)) {
+    ac_order_event_captured(ac_model, (uintptr_t)event, s);
+  } else if (s && !s->capturing) {
     ac_order_event_recorded(ac_model, (uintptr_t)event, s);
     ac_history_push(ac_model, s, AC_OP_EVENT_RECORD, NULL, ac_thread_id())->addr = (uintptr_t)event;
   }
@@ -150,13 +156,12 @@ void ac_on_event_sync(CUevent event) {
   ac_model_leave();
 }
 
+/* A wait for an event recorded in a capture makes the stream join it. */
 void ac_on_stream_wait(CUstream stream, CUevent event, bool per_thread) {
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);
-  if (s && !s->capturing) {
-    ac_order_stream_waits_event(ac_model, s, (uintptr_t)event);
+  if (s && ac_order_stream_waits_event(ac_model, s, (uintptr_t)event))
     ac_history_push(ac_model, s, AC_OP_EVENT_WAIT, NULL, ac_thread_id())->addr = (uintptr_t)event;
-  }
   ac_model_leave();
 }
 
@@ -171,11 +176,10 @@ void ac_event_recorded_over_locked(CUevent event, struct ac_stream *const *strea
 }
 void ac_streams_wait_event_locked(CUevent event, struct ac_stream *const *streams, size_t n) {
   AC_ASSERT_MODEL_HELD();
-  for (size_t i = 0; i < n; i++) {
-    ac_order_stream_waits_event(ac_model, streams[i], (uintptr_t)event);
-    ac_history_push(ac_model, streams[i], AC_OP_EVENT_WAIT, NULL, ac_thread_id())->addr =
-        (uintptr_t)event;
-  }
+  for (size_t i = 0; i < n; i++)
+    if (ac_order_stream_waits_event(ac_model, streams[i], (uintptr_t)event))
+      ac_history_push(ac_model, streams[i], AC_OP_EVENT_WAIT, NULL, ac_thread_id())->addr =
+          (uintptr_t)event;
 }
 
 /* A green context's event covers the work of each of its streams the shim saw
@@ -219,10 +223,13 @@ struct host_call {
   struct ac_clock before;
 };
 
+/* The stream's record stays while the function runs: its operation is not
+ * complete until it returns. */
 static void run_host_call(void *arg) {
   struct host_call *c = arg;
   ac_model_enter();
   ac_order_host_observes(ac_model, &c->before);
+  ac_order_host_function_runs(ac_model, c->stream, c->seq);
   ac_model_leave();
   const struct ac_stream *outer = running_host_function;
   running_host_function = c->stream;
@@ -235,6 +242,9 @@ static void run_host_call(void *arg) {
   else
     c->callback(c->handle, CUDA_SUCCESS, c->data);
   if (driver_thread) ac_guard_thread_as_program(false);
+  ac_model_enter();
+  ac_order_host_function_runs(ac_model, c->stream, 0);
+  ac_model_leave();
   running_host_function = outer;
   ac_clock_free(&c->before);
   free(c);

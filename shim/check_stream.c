@@ -107,26 +107,28 @@ void ac_check_stream_destroyed(const char *api, CUstream stream, uint64_t serial
   ac_model_leave();
 }
 
-static void set_capturing(CUstream stream, bool per_thread, bool capturing) {
+/* A capture begins on its origin stream, or ends there for every stream
+ * that joined it (model_capture.c). */
+static void capture_changed(CUstream stream, bool per_thread,
+                            void (*change)(struct ac_model *, struct ac_stream *)) {
   ac_model_enter();
   struct ac_stream_ref ref = ac_resolve_stream_locked(stream, per_thread, ac_thread_id());
-  if (ref.stream) ac_model_set_capturing(ac_model, ref.stream, capturing);
+  if (ref.stream) change(ac_model, ref.stream);
   ac_model_leave();
 }
 
 void ac_check_capture_begun(CUstream stream, bool per_thread) {
-  set_capturing(stream, per_thread, true);
+  capture_changed(stream, per_thread, ac_capture_begin);
 }
 
 void ac_check_capture_ended(CUstream stream, bool per_thread) {
-  set_capturing(stream, per_thread, false);
+  capture_changed(stream, per_thread, ac_capture_end);
 }
 
 /* ---- the end of the context: every stream of it ends ---- */
 
 static void end_stream(struct ac_stream *s, void *unused) {
   (void)unused;
-  if (s->capturing) ac_model_set_capturing(ac_model, s, false);
   if (s->kind == AC_STREAM_CREATED && s->live) ac_model_stream_destroyed(ac_model, s->handle);
 }
 
@@ -137,5 +139,6 @@ static void end_stream(struct ac_stream *s, void *unused) {
 void ac_check_streams_ended_locked(void) {
   AC_ASSERT_MODEL_HELD();
   ac_order_host_syncs_all(ac_model);
+  ac_capture_end_all(ac_model);
   ac_model_for_each_stream(ac_model, end_stream, NULL);
 }

@@ -31,6 +31,13 @@
  * event tells the host nothing: a finding may be made up there, none hidden.
  * What the driver answers here: docs/driver-facts.md, "Graph edges and
  * event-record nodes".
+ *
+ * A launch is ordered after the executable's previous launch, whichever
+ * stream that was on, and completes after the events its event-wait nodes
+ * wait for, child graphs' included (cuda.h: cuGraphLaunch, cuGraphAddEventWaitNode):
+ * the stream's later work waits for both - after the launch's own records,
+ * which a wait node need not precede, so they are told as covering less.
+ * A wait node waits for what its event covers when the graph is launched.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +50,7 @@ struct exec_node {
   uintptr_t alias; /* its pair in the graph of the last update, or 0 */
   size_t within;   /* 1 + the index of the child graph node it lies in; 0 at the top */
   CUgraphNodeType type;
-  uintptr_t event; /* an event-record node's event */
+  uintptr_t event; /* an event-record or event-wait node's event */
   bool covers_all; /* ... which every working node of the top-level graph precedes */
 };
 
@@ -61,6 +68,7 @@ struct graph_use {
 
 struct graph_exec {
   uintptr_t handle;
+  struct ac_clock last_launch; /* what its last launch comes after, itself included */
   struct exec_node *nodes;
   size_t node_count, node_cap;
   struct graph_use *uses;
@@ -72,6 +80,7 @@ static struct graph_exec *execs; /* under ac_model_lock */
 
 static void exec_free(struct graph_exec *g) {
   if (!g) return;
+  ac_clock_free(&g->last_launch);
   free(g->nodes);
   free(g->uses);
   free(g);
@@ -170,6 +179,15 @@ static bool kernel_node(CUgraphNode node, struct kernel_args *k) {
   return true;
 }
 
+/* The event of an event-record or event-wait node, or 0. */
+static uintptr_t node_event(CUgraphNode node, CUgraphNodeType type) {
+  __typeof__(&cuGraphEventRecordNodeGetEvent) get = type == CU_GRAPH_NODE_TYPE_EVENT_RECORD
+                                                        ? ac_real.cuGraphEventRecordNodeGetEvent
+                                                        : ac_real.cuGraphEventWaitNodeGetEvent;
+  CUevent event = NULL;
+  return get && get(node, &event) == CUDA_SUCCESS ? (uintptr_t)event : 0;
+}
+
 /* One node's parameters, asked of the driver (outside the model lock). */
 static void read_node(struct graph_exec *g, size_t index, CUgraphNode node, CUgraphNodeType type) {
   struct kernel_args k;
@@ -183,11 +201,8 @@ static void read_node(struct graph_exec *g, size_t index, CUgraphNode node, CUgr
   else if (type == CU_GRAPH_NODE_TYPE_MEMSET && ac_real.cuGraphMemsetNodeGetParams &&
            ac_real.cuGraphMemsetNodeGetParams(node, &set) == CUDA_SUCCESS)
     note_copy(g, index, AC_WORK_SET, set.dst, 0);
-  else if (type == CU_GRAPH_NODE_TYPE_EVENT_RECORD && ac_real.cuGraphEventRecordNodeGetEvent) {
-    CUevent event = NULL;
-    if (ac_real.cuGraphEventRecordNodeGetEvent(node, &event) == CUDA_SUCCESS)
-      g->nodes[index].event = (uintptr_t)event;
-  }
+  else if (type == CU_GRAPH_NODE_TYPE_EVENT_RECORD || type == CU_GRAPH_NODE_TYPE_WAIT_EVENT)
+    g->nodes[index].event = node_event(node, type);
 }
 
 /* Nodes that do no work of their own: a record need not follow them. */
@@ -277,10 +292,15 @@ static struct graph_exec *find_exec(uintptr_t handle) {
   return g;
 }
 
-/* g stands for its handle from now on. */
+/* g stands for its handle from now on; an update keeps its launches' order. */
 static void replace_exec(struct graph_exec *g) {
   struct graph_exec *old = find_exec(g->handle);
-  if (old) HASH_DEL(execs, old);
+  if (old) {
+    HASH_DEL(execs, old);
+    struct ac_clock kept = g->last_launch;
+    g->last_launch = old->last_launch;
+    old->last_launch = kept;
+  }
   exec_free(old);
   HASH_ADD(hh, execs, handle, sizeof g->handle, g);
 }
@@ -457,13 +477,15 @@ void ac_on_graph_child_node_set(CUgraphExec exec, CUgraphNode node, CUgraph chil
   node_changed(exec, node, part, true);
 }
 
-/* An event-record node of exec records `event` from now on; where it lies
- * in the graph, and so what its record covers, stays. */
+/* An event-record or event-wait node of exec records or waits for `event`
+ * from now on; where it lies in the graph, and so what a record covers,
+ * stays. */
 void ac_on_graph_event_node_set(CUgraphExec exec, CUgraphNode node, CUevent event) {
   ac_model_enter();
   struct graph_exec *g = find_exec((uintptr_t)exec);
   size_t i = g ? node_index(g, (uintptr_t)node) : SIZE_MAX;
-  if (i != SIZE_MAX && g->nodes[i].type == CU_GRAPH_NODE_TYPE_EVENT_RECORD)
+  if (i != SIZE_MAX && (g->nodes[i].type == CU_GRAPH_NODE_TYPE_EVENT_RECORD ||
+                        g->nodes[i].type == CU_GRAPH_NODE_TYPE_WAIT_EVENT))
     g->nodes[i].event = (uintptr_t)event;
   ac_model_leave();
 }
@@ -488,6 +510,9 @@ void ac_on_graph_node_params_set(CUgraphExec exec, CUgraphNode node, const CUgra
   case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     ac_on_graph_event_node_set(exec, node, p->eventRecord.event);
     break;
+  case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+    ac_on_graph_event_node_set(exec, node, p->eventWait.event);
+    break;
   default: /* a node that gives the GPU no memory the shim follows */
     break;
   }
@@ -511,6 +536,19 @@ static void record_graph_events(const struct graph_exec *g, struct ac_stream *s)
       ac_event_recorded_over_locked((CUevent)g->nodes[i].event, &s, g->nodes[i].covers_all);
 }
 
+/* Model lock held, the launch enqueued on s as operation seq: s's later work
+ * waits for the executable's previous launch and its wait nodes' events, and
+ * the next launch waits for this one. */
+static void order_launch(struct graph_exec *g, struct ac_stream *s, uint64_t seq) {
+  AC_ASSERT_MODEL_HELD();
+  if (!g || !s || s->capturing) return;
+  ac_order_stream_waits_clock(ac_model, s, &g->last_launch);
+  for (size_t i = 0; i < g->node_count; i++)
+    if (g->nodes[i].type == CU_GRAPH_NODE_TYPE_WAIT_EVENT && g->nodes[i].event)
+      ac_order_stream_waits_recorded(ac_model, s, g->nodes[i].event);
+  ac_order_snapshot_before(ac_model, s, seq + 1, &g->last_launch);
+}
+
 /* Kernels' uses first: a kernel may not be given HOST-attached memory that a
  * copy may (AC302), and each allocation is judged once per launch. */
 void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread) {
@@ -523,6 +561,7 @@ void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool
   l.graph = true;
   struct graph_exec *g = find_exec((uintptr_t)exec);
   record_graph_events(g, l.stream);
+  order_launch(g, l.stream, slot.seq);
   if (judged) {
     for (int copies = 0; g && copies < 2; copies++)
       for (size_t i = 0; i < g->count; i++) {

@@ -101,6 +101,7 @@ static bool resolve_driver(char *why, size_t len) {
   RESOLVE(cuGraphMemcpyNodeGetParams)
   RESOLVE(cuGraphMemsetNodeGetParams)
   RESOLVE(cuGraphEventRecordNodeGetEvent)
+  RESOLVE(cuGraphEventWaitNodeGetEvent)
   RESOLVE(cuGraphGetEdges_v2)
   RESOLVE(cuDriverGetVersion)
   RESOLVE(cuDeviceGetCount)

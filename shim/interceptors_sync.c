@@ -59,18 +59,18 @@ EVENT_SYNC(cuEventQuery)
 EVENT_DESTROY(cuEventDestroy)
 EVENT_DESTROY(cuEventDestroy_v2)
 
-#define RECORD(Name, PerThread, Params, Args)                                                      \
+#define RECORD(Name, PerThread, Params, Args, Flags)                                               \
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name Args;                                                                \
-    if (r == CUDA_SUCCESS) ac_on_event_record(hEvent, hStream, PerThread);                         \
+    if (r == CUDA_SUCCESS) ac_on_event_record(hEvent, hStream, Flags, PerThread);                  \
     return r;                                                                                      \
   }
-RECORD(cuEventRecord, false, (CUevent hEvent, CUstream hStream), (hEvent, hStream))
-RECORD(cuEventRecord_ptsz, true, (CUevent hEvent, CUstream hStream), (hEvent, hStream))
+RECORD(cuEventRecord, false, (CUevent hEvent, CUstream hStream), (hEvent, hStream), 0)
+RECORD(cuEventRecord_ptsz, true, (CUevent hEvent, CUstream hStream), (hEvent, hStream), 0)
 #define RECORD_FLAGS_PARAMS (CUevent hEvent, CUstream hStream, unsigned int flags)
-RECORD(cuEventRecordWithFlags, false, RECORD_FLAGS_PARAMS, (hEvent, hStream, flags))
-RECORD(cuEventRecordWithFlags_ptsz, true, RECORD_FLAGS_PARAMS, (hEvent, hStream, flags))
+RECORD(cuEventRecordWithFlags, false, RECORD_FLAGS_PARAMS, (hEvent, hStream, flags), flags)
+RECORD(cuEventRecordWithFlags_ptsz, true, RECORD_FLAGS_PARAMS, (hEvent, hStream, flags), flags)
 
 #define WAIT(Name, PerThread)                                                                      \
   AC_EXPORT CUresult Name(CUstream hStream, CUevent hEvent, unsigned int Flags) {                  \

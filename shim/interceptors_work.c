@@ -274,6 +274,9 @@ NODE_SET(cuGraphExecChildGraphNodeSetParams,
 NODE_SET(cuGraphExecEventRecordNodeSetEvent,
          (CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event), (hGraphExec, hNode, event),
          event, ac_on_graph_event_node_set(hGraphExec, hNode, event))
+NODE_SET(cuGraphExecEventWaitNodeSetEvent,
+         (CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event), (hGraphExec, hNode, event),
+         event, ac_on_graph_event_node_set(hGraphExec, hNode, event))
 NODE_SET(cuGraphExecNodeSetParams,
          (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *p), (hGraphExec, hNode, p),
          p, ac_on_graph_node_params_set(hGraphExec, hNode, p))

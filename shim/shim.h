@@ -78,6 +78,7 @@ struct ac_real_table {
   __typeof__(&cuGraphMemcpyNodeGetParams) cuGraphMemcpyNodeGetParams;
   __typeof__(&cuGraphMemsetNodeGetParams) cuGraphMemsetNodeGetParams;
   __typeof__(&cuGraphEventRecordNodeGetEvent) cuGraphEventRecordNodeGetEvent;
+  __typeof__(&cuGraphEventWaitNodeGetEvent) cuGraphEventWaitNodeGetEvent;
   __typeof__(&cuGraphGetEdges_v2) cuGraphGetEdges_v2; /* 12.3 on */
   __typeof__(&cuDriverGetVersion) cuDriverGetVersion;
   __typeof__(&cuDeviceGetCount) cuDeviceGetCount;
@@ -314,7 +315,8 @@ void ac_on_ctx_sync(CUcontext ctx);
 void ac_on_ctx_event_record(CUcontext ctx, CUevent event);
 void ac_on_ctx_event_wait(CUcontext ctx, CUevent event);
 void ac_on_sync_copy(const char *api, bool per_thread);
-void ac_on_event_record(CUevent event, CUstream stream, bool per_thread);
+/* flags: cuEventRecordWithFlags's (0 for cuEventRecord). */
+void ac_on_event_record(CUevent event, CUstream stream, unsigned flags, bool per_thread);
 /* cuLaunchKernelEx's event attributes, told before the launch itself. */
 void ac_on_launch_events(const CUlaunchConfig *config, bool per_thread);
 void ac_on_event_sync(CUevent event);

@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -455,6 +456,91 @@ static void test_graph_events(CUfunction kernel) {
   CHECK(cuStreamDestroy(s) == CUDA_SUCCESS && cuMemFree(d) == CUDA_SUCCESS);
 }
 
+/* Whether graph g has the edge from -> to. */
+static bool has_edge(CUgraph g, CUgraphNode from, CUgraphNode to) {
+  CUgraphNode f[16], t[16];
+  size_t n = 16;
+  if (cuGraphGetEdges(g, f, t, NULL, &n) != CUDA_SUCCESS) return false;
+  for (size_t i = 0; i < n && i < 16; i++)
+    if (f[i] == from && t[i] == to) return true;
+  return false;
+}
+
+/* A stream that waits for an event recorded in a capture joins it: its work
+ * is nodes of the capture's graph after the event's, and the origin ends the
+ * capture once it waited for the stream's last work (cuda.h: otherwise
+ * CUDA_ERROR_STREAM_CAPTURE_UNJOINED, and the stream leaves the capture all
+ * the same). Stream-ordered allocations and frees captured are memory nodes;
+ * graphs take such nodes and event-wait nodes built by hand too. */
+static void test_capture_fork_join(void) {
+  CUstream s, t;
+  CUevent a, c;
+  CUgraph graph = NULL;
+  CUgraphNode nodes[8];
+  CUgraphNodeType type;
+  CUdeviceptr d, p;
+  size_t n = 8;
+  CHECK(cuMemAlloc(&d, 4096) == CUDA_SUCCESS);
+  CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CHECK(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS);
+  CHECK(cuEventCreate(&a, CU_EVENT_DEFAULT) == CUDA_SUCCESS);
+  CHECK(cuEventCreate(&c, CU_EVENT_DEFAULT) == CUDA_SUCCESS);
+  CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  CHECK(cuMemsetD32Async(d, 1, 16, s) == CUDA_SUCCESS);
+  CHECK(cuEventRecord(a, s) == CUDA_SUCCESS);
+  CHECK(cuStreamWaitEvent(t, a, 0) == CUDA_SUCCESS);
+  CHECK(cuMemsetD32Async(d, 2, 16, t) == CUDA_SUCCESS);
+  CHECK(cuEventRecord(c, t) == CUDA_SUCCESS);
+  CHECK(cuStreamWaitEvent(s, c, 0) == CUDA_SUCCESS);
+  CHECK(cuMemsetD32Async(d, 3, 16, s) == CUDA_SUCCESS);
+  CHECK(cuStreamEndCapture(s, &graph) == CUDA_SUCCESS && graph);
+  CHECK(cuGraphGetNodes(graph, nodes, &n) == CUDA_SUCCESS && n == 3);
+  CHECK(has_edge(graph, nodes[0], nodes[1]) && has_edge(graph, nodes[1], nodes[2]));
+  CHECK(cuGraphDestroy(graph) == CUDA_SUCCESS);
+  CHECK(cuStreamSynchronize(t) == CUDA_SUCCESS); /* no longer capturing */
+
+  CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  CHECK(cuMemAllocAsync(&p, 4096, s) == CUDA_SUCCESS && p);
+  CHECK(cuEventRecord(a, s) == CUDA_SUCCESS);
+  CHECK(cuStreamWaitEvent(t, a, 0) == CUDA_SUCCESS);
+  CHECK(cuMemFreeAsync(p, t) == CUDA_SUCCESS); /* never joined back */
+  CHECK(cuStreamEndCapture(s, &graph) == CUDA_ERROR_STREAM_CAPTURE_UNJOINED && !graph);
+  CHECK(cuStreamSynchronize(t) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS);
+
+  CHECK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL) == CUDA_SUCCESS);
+  CHECK(cuMemAllocAsync(&p, 4096, s) == CUDA_SUCCESS && p);
+  CHECK(cuMemFreeAsync(p, s) == CUDA_SUCCESS);
+  CHECK(cuStreamEndCapture(s, &graph) == CUDA_SUCCESS);
+  n = 8;
+  CHECK(cuGraphGetNodes(graph, nodes, &n) == CUDA_SUCCESS && n == 2);
+  CHECK(cuGraphNodeGetType(nodes[0], &type) == CUDA_SUCCESS &&
+        type == CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+  CHECK(cuGraphNodeGetType(nodes[1], &type) == CUDA_SUCCESS && type == CU_GRAPH_NODE_TYPE_MEM_FREE);
+  CHECK(cuGraphDestroy(graph) == CUDA_SUCCESS);
+
+  CUDA_MEM_ALLOC_NODE_PARAMS mp;
+  CUgraphNode alloc, free_node, wait;
+  CUgraphExec exec;
+  CUevent got = NULL;
+  memset(&mp, 0, sizeof mp);
+  mp.bytesize = 4096;
+  mp.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  mp.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  CHECK(cuGraphCreate(&graph, 0) == CUDA_SUCCESS);
+  CHECK(cuGraphAddEventWaitNode(&wait, graph, NULL, 0, c) == CUDA_SUCCESS);
+  CHECK(cuGraphEventWaitNodeGetEvent(wait, &got) == CUDA_SUCCESS && got == c);
+  CHECK(cuGraphAddMemAllocNode(&alloc, graph, &wait, 1, &mp) == CUDA_SUCCESS && mp.dptr);
+  CHECK(cuGraphAddMemFreeNode(&free_node, graph, &alloc, 1, mp.dptr) == CUDA_SUCCESS);
+  CHECK(cuEventRecord(c, t) == CUDA_SUCCESS);
+  CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0) == CUDA_SUCCESS);
+  CHECK(cuGraphLaunch(exec, s) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS);
+  CHECK(cuGraphExecDestroy(exec) == CUDA_SUCCESS && cuGraphDestroy(graph) == CUDA_SUCCESS);
+
+  CHECK(cuEventDestroy(a) == CUDA_SUCCESS && cuEventDestroy(c) == CUDA_SUCCESS);
+  CHECK(cuStreamDestroy(t) == CUDA_SUCCESS && cuStreamDestroy(s) == CUDA_SUCCESS);
+  CHECK(cuMemFree(d) == CUDA_SUCCESS);
+}
+
 int main(void) {
   CUdevice dev;
   CUcontext ctx;
@@ -478,6 +564,7 @@ int main(void) {
   CHECK(cuModuleGetFunction(&none, mod, "none") == CUDA_SUCCESS);
   test_graphs(none);
   test_graph_events(none);
+  test_capture_fork_join();
   printf("conformance: %d passed, %d failed\n", passed, failed);
   return failed != 0;
 }

@@ -78,6 +78,8 @@ struct fake_alloc {
 /* The allocation holding addr, or NULL. Caller holds fake_lock. */
 struct fake_alloc *fake_find_alloc(uintptr_t addr);
 CUresult fake_alloc_managed(CUdeviceptr *dptr, size_t bytes, unsigned assoc);
+/* Device memory (cuMemAlloc's). */
+CUresult fake_alloc_device(CUdeviceptr *dptr, size_t bytesize);
 /* A stream-ordered allocation of device memory: an operation of stream h. */
 CUresult fake_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h, bool per_thread_entry);
 /* Frees memory the driver made for itself (a module's variables) without
@@ -105,8 +107,17 @@ void fake_launch_events_record(const CUlaunchConfig *config, bool per_thread_ent
 bool fake_mem_ops_valid(unsigned count, const CUstreamBatchMemOpParams *ops);
 /* Whether one of the operations names managed memory. */
 bool fake_mem_ops_name_managed(unsigned count, const CUstreamBatchMemOpParams *ops);
-/* The graph the stream captures into, or NULL; caller holds fake_lock. */
-struct fake_graph *fake_capture_graph_locked(CUstream h, bool per_thread_entry);
+/* The nodes of a capture's graph that a capturing stream's next node
+ * depends on, or that an event recorded in a capture stands for. */
+#define FAKE_CAPTURE_DEPS 8
+struct fake_capture_tail {
+  size_t count;
+  size_t node[FAKE_CAPTURE_DEPS];
+};
+/* The graph the stream captures into, or NULL, and where the stream stands
+ * in it; caller holds fake_lock. */
+struct fake_graph *fake_capture_graph_locked(CUstream h, bool per_thread_entry,
+                                             struct fake_capture_tail **tail);
 
 /* ---- graphs (fake_graph.c) ---- */
 struct fake_graph;
@@ -119,6 +130,12 @@ bool fake_capture_kernel(CUstream h, bool per_thread_entry, CUfunction f, void *
 bool fake_capture_copy(CUstream h, bool per_thread_entry, const CUDA_MEMCPY3D *copy);
 bool fake_capture_set(CUstream h, bool per_thread_entry, const CUDA_MEMSET_NODE_PARAMS *set);
 bool fake_capture_event(CUstream h, bool per_thread_entry, CUevent event);
+bool fake_capture_event_wait(CUstream h, bool per_thread_entry, CUevent event);
+/* A node without parameters here (a host function, a stream-ordered
+ * allocation or free), captured: true if h captures. */
+bool fake_capture_plain(CUstream h, bool per_thread_entry, CUgraphNodeType type);
+/* Whether every node of g comes before one of tail's (no fork left unjoined). */
+bool fake_graph_joined(const struct fake_graph *g, const struct fake_capture_tail *tail);
 
 /* ---- modules (fake_module.c) ---- */
 /* A function's parameter sizes; false for a handle that is no function. */

@@ -8,9 +8,11 @@
  * cuGraphAddMemsetNode would make: a 1D copy is one row of a 3D copy, each
  * side typed as the call named it (UNIFIED for cuMemcpyAsync's pointers).
  *
- * Nodes keep their dependencies (cuGraphGetEdges gives them back); captured
- * nodes depend each on the one captured before. An event-record node keeps
- * its event.
+ * Nodes keep their dependencies (cuGraphGetEdges gives them back); a captured
+ * node depends on the one captured before it in its stream, and on what the
+ * events its stream waited for stood for. Event-record and event-wait nodes
+ * keep their event; memory allocation nodes give device memory at once
+ * (nothing runs at a launch here, so it is never freed).
  *
  * An executable graph remembers the nodes it was instantiated from, child
  * graphs' included, depth first, and their types: its node setters refuse a
@@ -35,7 +37,7 @@ struct node {
   CUDA_MEMCPY3D copy;
   CUDA_MEMSET_NODE_PARAMS set;
   struct fake_graph *child;
-  CUevent event;      /* an event-record node's event */
+  CUevent event;      /* an event-record or event-wait node's event */
   bool names_managed; /* a memory-operation node on managed memory: its launch fails */
   size_t dep_count;   /* the nodes of its graph it depends on, by index */
   size_t deps[GRAPH_NODES];
@@ -98,15 +100,22 @@ static void keep_arguments(struct node *n, CUfunction f, void **params, size_t c
   }
 }
 
-/* ---- capture: launches, copies and sets on a capturing stream are nodes ---- */
+/* ---- capture: work on a capturing stream is nodes ---- */
 
-/* A new node of the graph h captures into, after the one captured before it
- * (a stream's work is a chain); *capturing says whether it captures. */
+/* A new node of the graph h captures into, after the nodes the stream's next
+ * node depends on (its last one; what an event it waited for stood for);
+ * *capturing says whether it captures. */
 static struct node *captured_node(CUstream h, bool pt, CUgraphNodeType type, bool *capturing) {
+  struct fake_capture_tail *tail;
   pthread_mutex_lock(&fake_lock);
-  struct fake_graph *g = fake_capture_graph_locked(h, pt);
+  struct fake_graph *g = fake_capture_graph_locked(h, pt, &tail);
   struct node *n = add_node(g, type);
-  if (n && g->count > 1) n->dep_count = 1, n->deps[0] = g->count - 2;
+  if (n) {
+    n->dep_count = tail->count;
+    memcpy(n->deps, tail->node, tail->count * sizeof tail->node[0]);
+    tail->count = 1;
+    tail->node[0] = g->count - 1;
+  }
   pthread_mutex_unlock(&fake_lock);
   *capturing = g != NULL;
   return n;
@@ -141,6 +150,37 @@ bool fake_capture_event(CUstream h, bool pt, CUevent event) {
   struct node *n = captured_node(h, pt, CU_GRAPH_NODE_TYPE_EVENT_RECORD, &capturing);
   if (n) n->event = event;
   return capturing;
+}
+
+/* A wait with CU_EVENT_WAIT_EXTERNAL while capturing: an event-wait node. */
+bool fake_capture_event_wait(CUstream h, bool pt, CUevent event) {
+  bool capturing;
+  struct node *n = captured_node(h, pt, CU_GRAPH_NODE_TYPE_WAIT_EVENT, &capturing);
+  if (n) n->event = event;
+  return capturing;
+}
+
+bool fake_capture_plain(CUstream h, bool pt, CUgraphNodeType type) {
+  bool capturing;
+  captured_node(h, pt, type, &capturing);
+  return capturing;
+}
+
+/* Marks node i and every node before it. */
+static void mark_before(const struct fake_graph *g, size_t i, bool *before) {
+  if (before[i]) return;
+  before[i] = true;
+  for (size_t d = 0; d < g->nodes[i].dep_count; d++)
+    mark_before(g, g->nodes[i].deps[d], before);
+}
+
+bool fake_graph_joined(const struct fake_graph *g, const struct fake_capture_tail *tail) {
+  bool before[GRAPH_NODES] = {false};
+  for (size_t i = 0; i < tail->count; i++)
+    mark_before(g, tail->node[i], before);
+  for (size_t i = 0; i < g->count; i++)
+    if (!before[i]) return false;
+  return true;
 }
 
 /* ---- building and reading ---- */
@@ -274,20 +314,58 @@ FAKE_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode *out, CUgraph graph, const 
                                                               : CUDA_ERROR_INVALID_VALUE;
 }
 
-FAKE_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *out, CUgraph graph,
-                                               const CUgraphNode *deps, size_t n, CUevent event) {
+/* An event-record or event-wait node (type) of event. */
+static CUresult event_node(CUgraphNode *out, CUgraph graph, const CUgraphNode *deps, size_t n,
+                           CUevent event, CUgraphNodeType type) {
   if (!event) return CUDA_ERROR_INVALID_VALUE;
-  struct node *node = added(out, graph, CU_GRAPH_NODE_TYPE_EVENT_RECORD, deps, n);
+  struct node *node = added(out, graph, type, deps, n);
   if (!node) return CUDA_ERROR_INVALID_VALUE;
   node->event = event;
   return CUDA_SUCCESS;
 }
+FAKE_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode *out, CUgraph graph,
+                                               const CUgraphNode *deps, size_t n, CUevent event) {
+  return event_node(out, graph, deps, n, event, CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+}
+FAKE_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode *out, CUgraph graph,
+                                             const CUgraphNode *deps, size_t n, CUevent event) {
+  return event_node(out, graph, deps, n, event, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
+}
 
-FAKE_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode node, CUevent *event) {
+/* A memory allocation node: device memory from a device's pool, its address
+ * handed back in p->dptr when the node is made (cuda.h). */
+FAKE_EXPORT CUresult cuGraphAddMemAllocNode(CUgraphNode *out, CUgraph graph,
+                                            const CUgraphNode *deps, size_t n,
+                                            CUDA_MEM_ALLOC_NODE_PARAMS *p) {
+  if (!p || !p->bytesize || p->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr dptr;
+  if (fake_alloc_device(&dptr, p->bytesize) != CUDA_SUCCESS) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!added(out, graph, CU_GRAPH_NODE_TYPE_MEM_ALLOC, deps, n)) return CUDA_ERROR_INVALID_VALUE;
+  p->dptr = dptr;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuGraphAddMemFreeNode(CUgraphNode *out, CUgraph graph, const CUgraphNode *deps,
+                                           size_t n, CUdeviceptr dptr) {
+  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+  return added(out, graph, CU_GRAPH_NODE_TYPE_MEM_FREE, deps, n) ? CUDA_SUCCESS
+                                                                 : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The event of an event-record or event-wait node (type). */
+static CUresult node_event(CUgraphNode node, CUevent *event, CUgraphNodeType type) {
   const struct node *n = (const struct node *)node;
-  if (!n || n->type != CU_GRAPH_NODE_TYPE_EVENT_RECORD || !event) return CUDA_ERROR_INVALID_VALUE;
+  if (!n || n->type != type || !event) return CUDA_ERROR_INVALID_VALUE;
   *event = n->event;
   return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode node, CUevent *event) {
+  return node_event(node, event, CU_GRAPH_NODE_TYPE_EVENT_RECORD);
+}
+FAKE_EXPORT CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode node, CUevent *event) {
+  return node_event(node, event, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
 }
 
 FAKE_EXPORT CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode node, CUevent event) {
@@ -519,6 +597,12 @@ FAKE_EXPORT CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec exec, CUgrap
 FAKE_EXPORT CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec exec, CUgraphNode node,
                                                         CUevent event) {
   if (!event || exec_node(exec, node, CU_GRAPH_NODE_TYPE_EVENT_RECORD) < 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec exec, CUgraphNode node,
+                                                      CUevent event) {
+  if (!event || exec_node(exec, node, CU_GRAPH_NODE_TYPE_WAIT_EVENT) < 0)
     return CUDA_ERROR_INVALID_VALUE;
   return CUDA_SUCCESS;
 }

@@ -154,9 +154,9 @@ FAKE_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsig
 }
 
 /* Device memory: address space the host cannot touch. cuMemAlloc's, a
- * stream-ordered allocation's and an imported IPC handle's (the driver calls
- * no export of its own). */
-static CUresult alloc_device(CUdeviceptr *dptr, size_t bytesize) {
+ * stream-ordered allocation's, a graph allocation node's and an imported IPC
+ * handle's (the driver calls no export of its own). */
+CUresult fake_alloc_device(CUdeviceptr *dptr, size_t bytesize) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
   void *m = map_aligned(page_round(bytesize), PROT_NONE);
@@ -169,7 +169,7 @@ static CUresult alloc_device(CUdeviceptr *dptr, size_t bytesize) {
 }
 
 FAKE_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
-  return alloc_device(dptr, bytesize);
+  return fake_alloc_device(dptr, bytesize);
 }
 
 FAKE_EXPORT CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int flags) {
@@ -320,11 +320,15 @@ FAKE_EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t count, CUmem_advise advic
   return advise(p, count, advice);
 }
 
-/* ---- stream-ordered allocations: device memory, made and freed at once ---- */
+/* ---- stream-ordered allocations: device memory, made and freed at once;
+ * captured, memory allocation and free nodes (the memory a captured free
+ * names stays: nothing runs at a launch here) ---- */
 
 CUresult fake_alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h, bool pt) {
-  CUresult r = alloc_device(dptr, bytesize);
-  return r == CUDA_SUCCESS ? fake_enqueue_work(h, pt) : r;
+  CUresult r = fake_alloc_device(dptr, bytesize);
+  if (r != CUDA_SUCCESS) return r;
+  if (fake_capture_plain(h, pt, CU_GRAPH_NODE_TYPE_MEM_ALLOC)) return CUDA_SUCCESS;
+  return fake_enqueue_work(h, pt);
 }
 FAKE_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream h) {
   return fake_alloc_async(dptr, bytesize, h, false);
@@ -335,6 +339,8 @@ FAKE_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CU
 
 static CUresult free_async(CUdeviceptr dptr, CUstream h, bool pt) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!dptr) return CUDA_ERROR_INVALID_VALUE;
+  if (fake_capture_plain(h, pt, CU_GRAPH_NODE_TYPE_MEM_FREE)) return CUDA_SUCCESS;
   CUresult r = release(dptr, FAKE_DEVICE);
   return r == CUDA_SUCCESS ? fake_enqueue_work(h, pt) : r;
 }
@@ -376,7 +382,7 @@ static CUresult ipc_open(CUdeviceptr *dptr, CUipcMemHandle handle) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!dptr || h.magic != IPC_MAGIC || h.size == 0) return CUDA_ERROR_INVALID_VALUE;
   if (h.pid == getpid()) return CUDA_ERROR_INVALID_CONTEXT; /* its own memory */
-  CUresult r = alloc_device(dptr, h.size);
+  CUresult r = fake_alloc_device(dptr, h.size);
   if (r != CUDA_SUCCESS) return r;
   pthread_mutex_lock(&fake_lock);
   fake_find_alloc(*dptr)->ipc_opened = true;

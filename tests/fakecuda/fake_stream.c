@@ -5,6 +5,12 @@
  * they are enqueued; host functions run on one driver thread, in order, and
  * everything enqueued on a stream after a host function completes when it
  * has run. Stream handles are recycled as the real driver's are.
+ *
+ * A capture sequence is begun on one stream (its origin) and other streams
+ * join it by waiting for an event recorded in it; each keeps the nodes its
+ * next captured node depends on, and the capture ends for all of them when
+ * the origin ends it - refused with CUDA_ERROR_STREAM_CAPTURE_UNJOINED when a
+ * node of the graph is not followed by the origin's last ones (cuda.h).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +19,22 @@
 
 #define STREAM_MAGIC 0x57e4a11u
 
+/* A capture sequence: its graph, whether it was invalidated, where it began. */
+struct fake_capture {
+  uint64_t id; /* unique over the process, as cuStreamGetCaptureInfo's */
+  struct fake_graph *graph;
+  bool invalidated;
+  struct fake_stream *origin;
+  struct fake_capture *next; /* the captures in progress */
+};
+
 struct fake_stream {
   unsigned magic;
   unsigned flags;
   int priority;
   bool live;
-  bool capturing, capture_invalidated;
-  struct fake_graph *capture_graph;
+  struct fake_capture *capture;  /* the capture it takes part in, or NULL */
+  struct fake_capture_tail tail; /* ... the nodes its next node depends on */
   uint64_t enqueued, completed;
   unsigned pending_host_functions;
   CUgreenCtx green;         /* the green context it was made in, or NULL */
@@ -34,6 +49,9 @@ struct fake_event {
   unsigned magic;
   unsigned flags;
   CUcontext ctx; /* current when it was made */
+  /* Last recorded in a capture: which one, and the nodes it stands for there. */
+  uint64_t capture_id;
+  struct fake_capture_tail tail;
   size_t count;
   struct {
     struct fake_stream *stream;
@@ -135,7 +153,7 @@ static uint64_t enqueue(struct fake_stream *s) {
 CUresult fake_enqueue_work(CUstream h, bool per_thread_entry) {
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, per_thread_entry);
-  if (!s->capturing) enqueue(s);
+  if (!s->capture) enqueue(s);
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
@@ -152,9 +170,10 @@ static CUresult enqueue_host_function(CUstream h, bool per_thread_entry, CUhostF
   pthread_once(&worker_once, start_worker);
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, per_thread_entry);
-  if (s->capturing) {
+  if (s->capture) { /* a host node of the capture's graph */
     pthread_mutex_unlock(&fake_lock);
     free(t);
+    fake_capture_plain(h, per_thread_entry, CU_GRAPH_NODE_TYPE_HOST);
     return CUDA_SUCCESS;
   }
   s->pending_host_functions++;
@@ -339,16 +358,24 @@ FAKE_EXPORT CUresult cuEventDestroy(CUevent h) {
 
 /* The event now covers s's work so far; caller holds fake_lock. */
 static void record_at(struct fake_event *e, struct fake_stream *s) {
+  e->capture_id = 0;
   e->count = 1;
   e->at[0].stream = s;
   e->at[0].seq = s->enqueued;
 }
 
+/* A record on a capturing stream captures the event: it stands for the
+ * stream's place in the capture, and covers no work that runs now. */
 static CUresult event_record(CUevent h, CUstream sh, bool pt) {
   struct fake_event *e = (struct fake_event *)h;
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_lock);
-  record_at(e, fake_stream_checked(sh, pt));
+  struct fake_stream *s = fake_stream_checked(sh, pt);
+  e->capture_id = s->capture ? s->capture->id : 0;
+  if (s->capture)
+    e->tail = s->tail, e->count = 0;
+  else
+    record_at(e, s);
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
@@ -397,7 +424,7 @@ bool fake_launch_events_valid(const CUlaunchConfig *config) {
 void fake_launch_events_record(const CUlaunchConfig *config, bool pt) {
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(config->hStream, pt);
-  for (unsigned i = 0; !s->capturing && config->attrs && i < config->numAttrs; i++) {
+  for (unsigned i = 0; !s->capture && config->attrs && i < config->numAttrs; i++) {
     struct fake_event *e;
     unsigned flags;
     if (launch_event(&config->attrs[i], &e, &flags)) record_at(e, s);
@@ -444,9 +471,56 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent h) {
   return r;
 }
 
+static struct fake_capture *captures; /* in progress */
+
+static struct fake_capture *capture_by_id(uint64_t id) {
+  for (struct fake_capture *c = captures; id && c; c = c->next)
+    if (c->id == id) return c;
+  return NULL;
+}
+
+/* tail gains the nodes of more (a wait inside one capture). */
+static void tail_join(struct fake_capture_tail *tail, const struct fake_capture_tail *more) {
+  for (size_t i = 0; i < more->count; i++) {
+    bool have = false;
+    for (size_t j = 0; j < tail->count; j++)
+      have |= tail->node[j] == more->node[i];
+    if (!have && tail->count < FAKE_CAPTURE_DEPS) tail->node[tail->count++] = more->node[i];
+  }
+}
+
+/* A wait for an event captured in a capture in progress: the stream joins
+ * that capture (or, in it already, its next node depends on the event's
+ * nodes too); a stream of another capture would cross from one sequence into
+ * another, which the driver refuses. True if the wait was such a one. */
+static bool wait_captured(struct fake_stream *s, const struct fake_event *e, CUresult *r) {
+  struct fake_capture *c = capture_by_id(e->capture_id);
+  if (!c) return false;
+  *r = CUDA_SUCCESS;
+  if (s == &legacy_stream) {
+    *r = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  } else if (!s->capture) {
+    s->capture = c;
+    s->tail = e->tail;
+  } else if (s->capture == c) {
+    tail_join(&s->tail, &e->tail);
+  } else {
+    s->capture->invalidated = c->invalidated = true;
+    *r = CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+  }
+  return true;
+}
+
+/* CU_EVENT_WAIT_EXTERNAL while capturing: an event-wait node of the graph. */
 static CUresult stream_wait_event(CUstream sh, CUevent h, unsigned flags, bool pt) {
   if (!h) return CUDA_ERROR_INVALID_HANDLE;
   if (flags & ~1u) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r;
+  pthread_mutex_lock(&fake_lock);
+  bool captured = wait_captured(fake_stream_checked(sh, pt), (struct fake_event *)h, &r);
+  pthread_mutex_unlock(&fake_lock);
+  if (captured) return r;
+  if ((flags & CU_EVENT_WAIT_EXTERNAL) && fake_capture_event_wait(sh, pt, h)) return CUDA_SUCCESS;
   return fake_enqueue_work(sh, pt);
 }
 FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) {
@@ -459,18 +533,26 @@ FAKE_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream s, CUevent e, unsigned f) {
 /* ---- graph capture ---- */
 
 static CUresult begin_capture(CUstream h, bool pt) {
+  static uint64_t last_id;
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, pt);
+  struct fake_capture *c = NULL;
   CUresult r = CUDA_SUCCESS;
   if (s == &legacy_stream)
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  else if (s->capturing)
+  else if (s->capture)
     r = CUDA_ERROR_ILLEGAL_STATE;
-  else if (!(s->capture_graph = fake_graph_new()))
+  else if (!(c = calloc(1, sizeof *c)) || !(c->graph = fake_graph_new()))
     r = CUDA_ERROR_OUT_OF_MEMORY;
-  else
-    s->capturing = true, s->capture_invalidated = false;
+  if (r == CUDA_SUCCESS) {
+    *c = (struct fake_capture){++last_id, c->graph, false, s, captures};
+    captures = c;
+    s->capture = c;
+    s->tail.count = 0;
+  } else {
+    free(c);
+  }
   pthread_mutex_unlock(&fake_lock);
   return r;
 }
@@ -489,22 +571,40 @@ FAKE_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream h) {
   return begin_capture(h, true);
 }
 
+/* Every stream of capture c leaves it, and c ends; caller holds fake_lock. */
+static void capture_over(struct fake_capture *c) {
+  for (struct fake_stream *s = live_streams; s; s = s->next)
+    if (s->capture == c) s->capture = NULL;
+  if (per_thread_stream.capture == c) per_thread_stream.capture = NULL;
+  struct fake_capture **link = &captures;
+  while (*link != c)
+    link = &(*link)->next;
+  *link = c->next;
+  fake_graph_free(c->graph); /* an abandoned capture's nodes */
+  free(c);
+}
+
+/* Only the origin ends a capture, and only with every other stream joined
+ * back into it: each node then comes before the origin's last ones. */
 static CUresult end_capture(CUstream h, CUgraph *graph, bool pt) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!graph) return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, pt);
+  struct fake_capture *c = s->capture;
   CUresult r = CUDA_SUCCESS;
   *graph = NULL;
-  if (!s->capturing)
+  if (!c)
     r = CUDA_ERROR_ILLEGAL_STATE;
-  else if (s->capture_invalidated)
+  else if (c->origin != s)
+    r = CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
+  else if (c->invalidated)
     r = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  else if (!fake_graph_joined(c->graph, &s->tail))
+    r = CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
   else
-    *graph = (CUgraph)s->capture_graph, s->capture_graph = NULL;
-  fake_graph_free(s->capture_graph); /* an abandoned capture's nodes */
-  s->capture_graph = NULL;
-  s->capturing = false;
+    *graph = (CUgraph)c->graph, c->graph = NULL;
+  if (c && c->origin == s) capture_over(c);
   pthread_mutex_unlock(&fake_lock);
   return r;
 }
@@ -515,9 +615,10 @@ FAKE_EXPORT CUresult cuStreamEndCapture_ptsz(CUstream h, CUgraph *g) {
   return end_capture(h, g, true);
 }
 
-struct fake_graph *fake_capture_graph_locked(CUstream h, bool pt) {
+struct fake_graph *fake_capture_graph_locked(CUstream h, bool pt, struct fake_capture_tail **tail) {
   struct fake_stream *s = fake_stream_checked(h, pt);
-  return s->capturing ? s->capture_graph : NULL;
+  *tail = &s->tail;
+  return s->capture ? s->capture->graph : NULL;
 }
 
 /* ---- attach ---- */
@@ -538,8 +639,8 @@ static CUresult attach(CUstream h, CUdeviceptr dptr, size_t length, unsigned fla
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, pt);
   CUresult r = CUDA_SUCCESS;
-  if (s->capturing) {
-    s->capture_invalidated = true;
+  if (s->capture) {
+    s->capture->invalidated = true;
     r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   } else if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST &&
              flags != CU_MEM_ATTACH_SINGLE) {
@@ -617,8 +718,8 @@ static CUresult owner_event(CUgreenCtx green, CUcontext ctx, struct fake_event *
   struct fake_stream *all[2] = {&legacy_stream, &per_thread_stream};
   pthread_mutex_lock(&fake_lock);
   for (struct fake_stream *s = live_streams; s; s = s->next)
-    if (stream_of_owner(s, green, ctx) && s->capturing) {
-      s->capture_invalidated = true;
+    if (stream_of_owner(s, green, ctx) && s->capture) {
+      s->capture->invalidated = true;
       r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
   if (r == CUDA_SUCCESS && record) {

@@ -133,15 +133,8 @@ static void copy_host_attached(void) {
 /* ---- executables changed after instantiation ---- */
 
 static CUDA_KERNEL_NODE_PARAMS kernel_on(CUdeviceptr *p, void **args) {
-  CUDA_KERNEL_NODE_PARAMS k;
-  memset(&k, 0, sizeof k);
-  k.func = use;
-  k.gridDimX = k.gridDimY = k.gridDimZ = 1;
-  k.blockDimX = 32;
-  k.blockDimY = k.blockDimZ = 1;
   args[0] = p;
-  k.kernelParams = args;
-  return k;
+  return one_block_node(use, args);
 }
 /* A kernel graph on `from`, instantiated, its node then given `to`, launched on t. */
 static void kernel_node_moved(CUdeviceptr from, CUdeviceptr to) {

@@ -177,6 +177,18 @@ static __attribute__((unused)) void attach_sync(CUstream stream, CUdeviceptr p, 
   EXPECT_RC(cu.cuStreamSynchronize(stream), CUDA_SUCCESS);
 }
 
+/* A kernel node of f, one block of 32 threads, given args. */
+static __attribute__((unused)) CUDA_KERNEL_NODE_PARAMS one_block_node(CUfunction f, void **args) {
+  CUDA_KERNEL_NODE_PARAMS k;
+  memset(&k, 0, sizeof k);
+  k.func = f;
+  k.gridDimX = k.gridDimY = k.gridDimZ = 1;
+  k.blockDimX = 32;
+  k.blockDimY = k.blockDimZ = 1;
+  k.kernelParams = args;
+  return k;
+}
+
 /* One named case of a scenario program. */
 struct scenario_case {
   const char *name;

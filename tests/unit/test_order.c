@@ -168,6 +168,44 @@ static void test_destroyed_stream_stays_busy(void) {
   ac_model_destroy(m);
 }
 
+/* A stream that waits for an event recorded in a capture joins it; its work
+ * is captured, not run, until the origin ends the capture for all of them. */
+static void test_capture_joins(void) {
+  m = ac_model_create();
+  struct ac_stream *origin = stream(0x100, NON_BLOCKING), *fork = stream(0x200, NON_BLOCKING);
+  struct ac_stream *other = stream(0x300, NON_BLOCKING), *gone = stream(0x400, NON_BLOCKING);
+  ac_capture_begin(m, origin);
+  ac_order_event_captured(m, 0xe1, origin);
+  CHECK(!ac_order_stream_waits_event(m, fork, 0xe1));
+  CHECK(fork->capturing && fork->capture == origin->capture);
+  CHECK(!ac_order_stream_waits_event(m, gone, 0xe1) && gone->capturing);
+  ac_model_stream_destroyed(m, 0x400);
+  stream(0x400, NON_BLOCKING); /* its handle again: the record is forgotten */
+  ac_capture_end(m, fork);     /* only the origin ends a capture */
+  CHECK(fork->capturing);
+  ac_order_event_captured(m, 0xe2, fork);
+  CHECK(!ac_order_stream_waits_event(m, origin, 0xe2)); /* the join, inside the graph */
+  CHECK(!ac_order_host_syncs_event(m, 0xe2));           /* it covers no work that runs */
+  ac_capture_end(m, origin);
+  CHECK(!origin->capturing && !fork->capturing && origin->capture == 0);
+  /* The capture is over: waiting for its event joins nothing, orders nothing. */
+  CHECK(ac_order_stream_waits_event(m, other, 0xe1) && !other->capturing);
+  /* Recorded outside a capture, it is an ordinary event again. */
+  op(fork);
+  ac_order_event_recorded(m, 0xe1, fork);
+  ac_order_stream_waits_event(m, other, 0xe1);
+  op(other);
+  ac_order_host_syncs_stream(m, other);
+  CHECK(!ac_order_stream_busy(m, fork));
+  /* A context's end ends its captures. */
+  ac_capture_begin(m, origin);
+  ac_order_event_captured(m, 0xe3, origin);
+  ac_order_stream_waits_event(m, fork, 0xe3);
+  ac_capture_end_all(m);
+  CHECK(!origin->capturing && !fork->capturing);
+  ac_model_destroy(m);
+}
+
 static void test_host_function_start(void) {
   m = ac_model_create();
   struct ac_stream *a = stream(0x100, NON_BLOCKING);
@@ -179,6 +217,30 @@ static void test_host_function_start(void) {
   ac_order_host_observes(m, &c);
   CHECK(ac_order_outstanding(m, a) == 2); /* the callback itself and what follows */
   ac_clock_free(&c);
+  ac_model_destroy(m);
+}
+
+/* Inside a host function, a stream whose outstanding work all waits for the
+ * function is idle; one with work beside it, or that turned busy before the
+ * wait, is not. */
+static void test_host_function_gates(void) {
+  m = ac_model_create();
+  struct ac_stream *a = stream(0x100, NON_BLOCKING), *b = stream(0x200, NON_BLOCKING);
+  struct ac_stream *c = stream(0x300, NON_BLOCKING);
+  uint64_t fn = ac_order_enqueue(m, a, NULL);
+  ac_order_event_recorded(m, 0xe1, a);
+  ac_order_stream_waits_event(m, b, 0xe1);
+  op(b); /* behind the function */
+  op(c); /* beside it */
+  ac_order_stream_waits_event(m, c, 0xe1);
+  op(c);
+  CHECK(!ac_order_idle_inside(m, b, a)); /* no function runs yet */
+  ac_order_host_function_runs(m, a, fn);
+  CHECK(ac_order_idle_inside(m, a, a) && ac_order_idle_inside(m, b, a));
+  CHECK(!ac_order_idle_inside(m, c, a) && !ac_order_idle_inside(m, b, NULL));
+  CHECK(ac_order_any_busy(m, a) == c);
+  ac_order_host_function_runs(m, a, 0);
+  CHECK(!ac_order_idle_inside(m, b, a));
   ac_model_destroy(m);
 }
 
@@ -348,7 +410,9 @@ int main(void) {
   test_events();
   test_event_over_streams();
   test_destroyed_stream_stays_busy();
+  test_capture_joins();
   test_host_function_start();
+  test_host_function_gates();
   test_attach_binds_until_complete();
   return TEST_SUMMARY("test_order");
 }
