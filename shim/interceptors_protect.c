@@ -5,8 +5,15 @@
  * is the one the guard's opening gives back, and what the guard holds
  * closed stays closed. Nothing else changes: the call's answer is the C
  * library's.
+ *
+ * pkey_alloc: the page guard on protection keys holds some of the process's
+ * keys. A program that allocates keys until there are none must get as many
+ * as bare: when the kernel says ENOSPC and the guard holds keys, the guard
+ * gives them back (it goes on with mprotect) and the call is made again.
+ * A key allocated with a raw system call is not seen.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <sys/mman.h>
 
 #include "libc_real.h"
@@ -26,4 +33,12 @@ AC_EXPORT int pkey_mprotect(void *addr, size_t len, int prot, int key) {
   int r = AC_LIBC_REAL(pkey_mprotect)(addr, len, prot, key);
   if (r == 0 && PROGRAMS_CALL()) ac_guard_program_protects((uintptr_t)addr, len, prot, key);
   return r;
+}
+
+AC_EXPORT int pkey_alloc(unsigned int flags, unsigned int rights) {
+  __typeof__(&pkey_alloc) real = AC_LIBC_REAL(pkey_alloc);
+  int key = real(flags, rights);
+  if (key < 0 && errno == ENOSPC && PROGRAMS_CALL() && ac_guard_give_keys_back())
+    key = real(flags, rights);
+  return key;
 }

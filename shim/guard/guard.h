@@ -54,6 +54,9 @@ void ac_guard_start(void);
 /* Device device has no concurrent managed access: its driver protects managed
  * memory itself, so the guard gives up protection keys for mprotect (no lock). */
 void ac_guard_device_protects_managed(int device);
+/* The program's pkey_alloc found no key free: the guard gives its keys back
+ * and goes on with mprotect. Whether it had any. */
+bool ac_guard_give_keys_back(void);
 /* With --verbose: what the guard did and cost (no lock). */
 void ac_guard_print_stats(void);
 /* In a forked child (its only thread, no lock needed): nothing is protected

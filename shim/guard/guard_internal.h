@@ -147,6 +147,7 @@ void ac_guard_keys_forget(uintptr_t start, uintptr_t end);
 void ac_guard_keys_restore_lifted(void);
 /* A device whose driver protects managed memory itself was seen: keys off. */
 void ac_guard_keys_decline(int device);
+bool ac_guard_keys_yield_locked(void);
 int ac_guard_keys_slot_of(int pkey);
 bool ac_guard_keys_slot_forbidden(int slot);
 bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr);

@@ -338,15 +338,12 @@ void ac_guard_keys_forget(uintptr_t start, uintptr_t end) {
   keys_publish_tags();
 }
 
-/* A device without concurrent managed access: its driver protects managed
- * memory itself while the GPU owns it, and pkey_mprotect, which sets a
- * protection with every key, would undo the driver's (a touch that crashes
- * bare would run on). The keys are given back, and mprotect, which the
- * guard applies over what the driver asked for, covers everything. */
-void ac_guard_keys_decline(int device) {
+/* Every page the keys hold goes back to key 0, and what the closing key
+ * closed mprotect closes from now on: the guard goes on as the mprotect
+ * backend (model lock). */
+static void keys_give_up_locked(void) {
   static struct range_list touched;
   AC_ASSERT_MODEL_HELD();
-  if (!ac_guard_keys_active()) return;
   touched.n = 0;
   ac_keys.key_lifted_count = 0;
   for (int s = 0; s < ac_keys.key_count; s++) {
@@ -357,15 +354,49 @@ void ac_guard_keys_decline(int device) {
   __atomic_store_n(&ac_keys.disabled_now, 0, __ATOMIC_SEQ_CST);
   keys_forget_protection_of(&touched);
   keys_publish_tags();
-  /* What the closing key closed, mprotect closes from now on. */
   for (size_t i = 0; i < ac_guard.protected_now.n; i++)
     ac_pkeys_protect(ac_guard.protected_now.r[i].start, ac_guard.protected_now.r[i].end, PROT_NONE,
                      0);
   ac_keys.keys_broken = true;
+}
+
+/* A device without concurrent managed access: its driver protects managed
+ * memory itself while the GPU owns it, and pkey_mprotect, which sets a
+ * protection with every key, would undo the driver's (a touch that crashes
+ * bare would run on). The keys are given up, and mprotect, which the
+ * guard applies over what the driver asked for, covers everything. */
+void ac_guard_keys_decline(int device) {
+  AC_ASSERT_MODEL_HELD();
+  if (!ac_guard_keys_active()) return;
+  keys_give_up_locked();
   if (ac_opts.guard_pages == AC_GUARD_PKEYS || ac_opts.verbose)
     ac_log("%spage guard: device %d has no concurrent managed access (its driver protects managed "
            "memory itself); using mprotect, not protection keys",
            ac_opts.guard_pages == AC_GUARD_PKEYS ? "warning: --guard-pages pkeys: " : "", device);
+}
+
+/* The program asked for a protection key and the kernel had none left: the
+ * guard's keys are the program's before its own checking is. They are given
+ * up and freed, and the numbers forgotten - a fault on a key the program now
+ * owns is never taken for the guard's (model lock). Whether any was freed. */
+bool ac_guard_keys_yield_locked(void) {
+  AC_ASSERT_MODEL_HELD();
+  int held = (ac_keys.closing_key >= 0) + ac_keys.key_count;
+  if (!held) return false;
+  if (ac_guard_keys_active()) keys_give_up_locked();
+  for (int s = 0; s < ac_keys.key_count; s++)
+    ac_pkeys_free(ac_keys.keys[s]);
+  if (ac_keys.closing_key >= 0) ac_pkeys_free(ac_keys.closing_key);
+  /* A thread's register keeps the freed keys' bits as the guard last wrote
+   * them: no page has those keys until the program tags its own. */
+  ac_keys.key_count = 0;
+  ac_keys.closing_key = -1;
+  ac_keys.closing_bits = ac_keys.our_bits = 0;
+  if (ac_opts.guard_pages == AC_GUARD_PKEYS || ac_opts.verbose)
+    ac_log("%spage guard: the program allocates protection keys; the guard gave its %d back and "
+           "uses mprotect, not protection keys",
+           ac_opts.guard_pages == AC_GUARD_PKEYS ? "warning: --guard-pages pkeys: " : "", held);
+  return true;
 }
 
 /* ---- start-up and fork ---- */

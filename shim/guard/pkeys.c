@@ -132,6 +132,10 @@ int ac_pkeys_alloc(void) {
   return (int)syscall(SYS_pkey_alloc, 0UL, 1UL /* PKEY_DISABLE_ACCESS */);
 }
 
+void ac_pkeys_free(int key) {
+  syscall(SYS_pkey_free, (long)key);
+}
+
 static unsigned tags_made;
 
 int ac_pkeys_protect(uintptr_t start, uintptr_t end, int prot, int key) {
@@ -166,6 +170,9 @@ uint32_t *ac_pkeys_frame_pkru(void *ucontext) {
 }
 int ac_pkeys_alloc(void) {
   return -1;
+}
+void ac_pkeys_free(int key) {
+  (void)key;
 }
 int ac_pkeys_protect(uintptr_t start, uintptr_t end, int prot, int key) {
   (void)start, (void)end, (void)prot, (void)key;

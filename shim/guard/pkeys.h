@@ -55,6 +55,7 @@ uint32_t *ac_pkeys_frame_pkru_at(void *fpstate, uint32_t pkru_offset);
 uint32_t *ac_pkeys_frame_pkru(void *ucontext);
 
 int ac_pkeys_alloc(void);
+void ac_pkeys_free(int key);
 int ac_pkeys_tag(uintptr_t start, uintptr_t end, int key);
 /* pkey_mprotect itself: protection prot and key for [start, end). */
 int ac_pkeys_protect(uintptr_t start, uintptr_t end, int prot, int key);

@@ -464,6 +464,16 @@ void ac_guard_device_protects_managed(int device) {
   ac_model_leave();
 }
 
+/* The program's pkey_alloc found no key free: the guard's are given back
+ * (keys.c). Whether any was. */
+bool ac_guard_give_keys_back(void) {
+  if (!ac_guard.enabled) return false;
+  ac_model_enter();
+  bool freed = ac_guard_keys_yield_locked();
+  ac_model_leave();
+  return freed;
+}
+
 void ac_guard_start(void) {
   ac_guard.page_size = sysconf(_SC_PAGESIZE);
   ac_guard.enabled = ac_opts.guard_pages != AC_GUARD_OFF;
