@@ -5,7 +5,7 @@
 #   lib/attachcheck/libattachcheck.so     the shim, in a folder of its own: it is preloaded by
 #                                         path, never linked, so it stays off the linker's path
 #   share/man/man1/attachcheck.1          the man page, printed by the CLI itself (--man)
-#   share/doc/attachcheck/                README and docs/
+#   share/doc/attachcheck/                README, LICENSE, CHANGELOG and docs/
 # The installed CLI finds the installed shim at ../lib/attachcheck/ beside its own folder (as the
 # build tree's finds ../lib/). The copies of libunwind and libdw that the build puts beside the
 # shim are not installed: the package depends on the system's.
@@ -21,12 +21,15 @@ add_custom_target(man_page ALL DEPENDS ${CMAKE_BINARY_DIR}/man/attachcheck.1)
 install(TARGETS attachcheck RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(TARGETS attachcheck_shim LIBRARY DESTINATION lib/attachcheck)
 install(FILES ${CMAKE_BINARY_DIR}/man/attachcheck.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
-install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(FILES README.md LICENSE CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# Debian's place for the licence (policy 12.5): the same text.
+install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright)
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME attachcheck)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_RESOURCE_FILE_LICENSE ${CMAKE_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGE_CONTACT "attachcheck maintainers <attachcheck@localhost>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "checker for CUDA Unified Memory stream attachment (cuStreamAttachMemAsync rules)")

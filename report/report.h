@@ -31,7 +31,11 @@
 #include "options.h"
 
 #define AC_TOOL_NAME "attachcheck"
-#define AC_TOOL_VERSION "0.1.0"
+/* AC_TOOL_VERSION comes from the build: project(attachcheck VERSION ...) in
+ * CMakeLists.txt is the one place the version is written. */
+#ifndef AC_TOOL_VERSION
+#error "AC_TOOL_VERSION is defined by the build (CMakeLists.txt, project())"
+#endif
 #define AC_SCHEMA_VERSION 2
 
 /* ---- sink.c (used by the shim) ---- */

@@ -3,6 +3,7 @@
 plain LD_PRELOAD (malformed ATTACHCHECK_* values, the standalone JSON report)."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -13,6 +14,7 @@ SHIM = os.path.join(BUILD, "lib", "libattachcheck.so")
 SCENARIO = os.path.join(BUILD, "tests", "scenarios", "attach_rules")
 HELPERS = os.path.join(BUILD, "tests", "cli")
 ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 passed = failed = 0
 
 
@@ -51,8 +53,12 @@ with tempfile.TemporaryDirectory() as d:
     usage_error("report path is a folder", ["--json", d, "true"], ["not a regular file"])
     os.chmod(d, 0o700)
 
+# The version is written once, in CMakeLists.txt's project(); the CLI prints that one.
+VERSION = re.search(r"project\(attachcheck VERSION ([0-9.]+)",
+                    open(os.path.join(ROOT, "CMakeLists.txt")).read()).group(1)
 p = run([CLI, "--version"])
-check("--version", p.returncode == 0 and p.stdout.startswith("attachcheck "))
+check("--version prints project()'s version", p.returncode == 0 and
+      p.stdout == f"attachcheck {VERSION}\n", p.stdout)
 p = run([CLI, "--help"])
 check("--help lists every option", p.returncode == 0 and all(
     o in p.stdout for o in ["--json", "--error-exitcode", "--guard", "--require-cuda-init"]))
@@ -141,9 +147,6 @@ with tempfile.TemporaryDirectory() as d:
 
 # The exit statuses are declared once (cli/exit_status.inc): --help prints
 # each, and the README's table has a row for each.
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..", "..")
-import re  # noqa: E402
 codes = re.findall(r"^AC_EXIT\(\w+, (\d+),", open(os.path.join(ROOT, "cli", "exit_status.inc")).read(),
                    re.M)
 readme = open(os.path.join(ROOT, "README.md")).read()

@@ -19,10 +19,12 @@ with tempfile.TemporaryDirectory() as d:
     p = run(["cmake", "--install", BUILD, "--prefix", prefix], timeout=300)
     installed = {os.path.relpath(os.path.join(r, f), prefix) for r, _, fs in os.walk(prefix)
                  for f in fs}
-    check("cmake --install: CLI, shim, man page, docs",
+    check("cmake --install: CLI, shim, man page, docs, licence, changelog",
           p.returncode == 0 and {"bin/attachcheck", "lib/attachcheck/libattachcheck.so",
                                  "share/man/man1/attachcheck.1", "share/doc/attachcheck/README.md",
-                                 "share/doc/attachcheck/rules/AC201.md"} <= installed,
+                                 "share/doc/attachcheck/rules/AC201.md",
+                                 "share/doc/attachcheck/LICENSE", "share/doc/attachcheck/copyright",
+                                 "share/doc/attachcheck/CHANGELOG.md"} <= installed,
           (p.stderr[-300:], sorted(installed)[:20]))
     ok, detail = demo_under(os.path.join(prefix, "bin", "attachcheck"))
     check("the installed CLI finds the installed shim and checks the demo", ok, detail)
