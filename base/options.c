@@ -8,12 +8,6 @@
 
 #include "options.h"
 
-#define AC_OPT_IS_BOOL_BOOL true
-#define AC_OPT_IS_BOOL_INT false
-#define AC_OPT_IS_BOOL_COUNT false
-#define AC_OPT_IS_BOOL_PATH false
-#define AC_OPT_IS_BOOL_PATHS false
-#define AC_OPT_IS_BOOL_CHOICE false
 #define AC_OPT_IS_PATH_BOOL false
 #define AC_OPT_IS_PATH_INT false
 #define AC_OPT_IS_PATH_COUNT false
@@ -23,7 +17,7 @@
 
 const struct ac_option_info ac_option_table[] = {
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
-  {#Name, AC_SCOPE_##Scope, Default, Metavar, Desc, AC_OPT_IS_BOOL_##Type, AC_OPT_IS_PATH_##Type},
+  {#Name, AC_SCOPE_##Scope, Default, Metavar, Desc, AC_OPT_IS_PATH_##Type},
 #include "options.inc"
 #undef AC_OPTION
 };
@@ -49,11 +43,6 @@ static bool parse_bool(const char *v, bool *out, const char *choices) {
     if (strcasecmp(v, no[i]) == 0) return *out = false, true;
   }
   return false;
-}
-
-bool ac_option_is_bool_word(const char *text) {
-  bool ignored;
-  return parse_bool(text, &ignored, NULL);
 }
 
 static bool parse_int(const char *v, long *out, const char *choices) {
@@ -144,13 +133,13 @@ static void format_choice(char *buf, size_t len, int index, const char *choices)
 #define EXPECT_PATHS "a path"
 #define EXPECT_CHOICE "one of"
 
-static bool set_index(struct ac_options *o, size_t index, const char *value, char *err,
-                      size_t errlen) {
+bool ac_option_set_index(struct ac_options *o, size_t index, const char *value, const char *shown,
+                         char *err, size_t errlen) {
   size_t i = 0;
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
   if (i++ == index) {                                                                              \
     if (PARSE_##Type(value, &o->Name, Metavar)) return true;                                       \
-    snprintf(err, errlen, "invalid value '%s' for %s: expected %s%s%s", value, #Name,              \
+    snprintf(err, errlen, "invalid value '%s' for %s: expected %s%s%s", value, shown,              \
              EXPECT_##Type, strcmp(#Type, "CHOICE") ? "" : " ",                                    \
              strcmp(#Type, "CHOICE") ? "" : Metavar);                                              \
     return false;                                                                                  \
@@ -165,7 +154,7 @@ void ac_options_defaults(struct ac_options *o) {
   char err[128];
   memset(o, 0, sizeof *o);
   for (size_t i = 0; i < ac_option_count; i++)
-    set_index(o, i, ac_option_table[i].default_value, err, sizeof err);
+    ac_option_set_index(o, i, ac_option_table[i].default_value, "", err, sizeof err);
 }
 
 long ac_option_find(const char *name) {
@@ -185,7 +174,7 @@ bool ac_option_set(struct ac_options *o, const char *name, const char *value, ch
     snprintf(err, errlen, "unknown option '%s'", name);
     return false;
   }
-  return set_index(o, (size_t)i, value, err, errlen);
+  return ac_option_set_index(o, (size_t)i, value, name, err, errlen);
 }
 
 /* Adds an option's variable to the list of those ignored. */
@@ -211,11 +200,11 @@ void ac_options_from_env(struct ac_options *o, void (*warn)(const char *line)) {
       note_ignored(ignored, sizeof ignored, env);
       continue;
     }
-    if (!v || set_index(o, i, v, err, sizeof err)) continue;
-    snprintf(line, sizeof line, "%s: %s; using the default '%s'", env, err,
+    if (!v || ac_option_set_index(o, i, v, env, err, sizeof err)) continue;
+    snprintf(line, sizeof line, "%s; using the default '%s'", err,
              ac_option_table[i].default_value);
     warn(line);
-    set_index(o, i, ac_option_table[i].default_value, err, sizeof err);
+    ac_option_set_index(o, i, ac_option_table[i].default_value, env, err, sizeof err);
   }
   if (!ignored[0]) return;
   snprintf(line, sizeof line,

@@ -17,6 +17,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -56,35 +57,61 @@ static _Noreturn __attribute__((format(printf, 1, 2))) void die_usage(const char
   exit(EXIT_USAGE);
 }
 
-/* Parses the options; returns the index of the program in argv. */
+/* How the user wrote each option: "--print-limit", "--print_limit" as typed on
+ * the command line, else the ATTACHCHECK_* variable it may have come from. An
+ * error names an option the way the user knows it. */
+static char typed_names[AC_OPTION_COUNT][64];
+
+static const char *shown_name(size_t index) {
+  char cli[64];
+  if (!typed_names[index][0])
+    ac_option_spell(index, cli, typed_names[index], sizeof typed_names[index]);
+  return typed_names[index];
+}
+
+/* The CLI's own flags, which take no value and end it: -h, -V, --man. */
+static bool run_own_flag(const char *a) {
+  if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) ac_manual_print_help(stdout), exit(0);
+  if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0)
+    printf("%s %s\n", AC_TOOL_NAME, AC_TOOL_VERSION), exit(0);
+  if (strcmp(a, "--man") == 0) ac_manual_print_man(stdout), exit(0);
+  return false;
+}
+
+/* The option an argument names (--name or --name=value), or a usage error
+ * that names it as typed. */
+static size_t option_named(const char *a) {
+  const char *eq = strchr(a, '=');
+  size_t len = eq ? (size_t)(eq - a) : strlen(a);
+  char name[64];
+  long index = -1;
+  if (strncmp(a, "--", 2) == 0 && len - 2 < sizeof name) {
+    snprintf(name, sizeof name, "%.*s", (int)(len - 2), a + 2);
+    index = ac_option_find(name);
+  }
+  if (index < 0 || strcmp(ac_option_table[index].name, "session_dir") == 0) /* internal */
+    die_usage("unknown option '%.*s'", (int)len, a);
+  snprintf(typed_names[index], sizeof typed_names[index], "%.*s", (int)len, a);
+  return (size_t)index;
+}
+
+/* Parses the options; returns the index of the program in argv. Every option
+ * takes a value (--name value or --name=value), so an on/off option never
+ * takes the program's name for its value. */
 static int parse_args(int argc, char **argv, struct ac_options *o) {
   int i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) return i + 1;
-    if (strncmp(a, "--", 2) != 0) return i;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) ac_manual_print_help(stdout), exit(0);
-    if (strcmp(a, "--man") == 0) ac_manual_print_man(stdout), exit(0);
-    if (strcmp(a, "--version") == 0) printf("%s %s\n", AC_TOOL_NAME, AC_TOOL_VERSION), exit(0);
-    char name[128], err[512];
-    const char *eq = strchr(a, '='), *value;
-    size_t name_len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-    if (name_len >= sizeof name) die_usage("unknown option '%s'", a);
-    memcpy(name, a + 2, name_len);
-    name[name_len] = 0;
-    long index = ac_option_find(name);
-    if (eq)
-      value = eq + 1;
-    else if (index >= 0 && ac_option_table[index].is_bool &&
-             (i + 1 >= argc || !ac_option_is_bool_word(argv[i + 1])))
-      value = "on"; /* a bare flag: --gen-suppressions */
-    else if (i + 1 < argc)
-      value = argv[++i];
-    else
-      die_usage("option '%s' needs a value", a);
-    if (strcmp(name, "session-dir") == 0 || strcmp(name, "session_dir") == 0)
-      die_usage("unknown option '%s'", a);
-    if (!ac_option_set(o, name, value, err, sizeof err)) die_usage("%s", err);
+    if (a[0] != '-' || strcmp(a, "-") == 0) return i;
+    if (run_own_flag(a)) continue;
+    size_t index = option_named(a);
+    const char *eq = strchr(a, '='), *value = eq ? eq + 1 : NULL;
+    char err[512];
+    if (!value && i + 1 >= argc) die_usage("option '%s' needs a value", a);
+    if (!value) value = argv[++i];
+    if (!ac_option_set_index(o, index, value, typed_names[index], err, sizeof err))
+      die_usage("%s", err);
   }
   return i;
 }
@@ -380,15 +407,56 @@ static void find_program(const char *name, char *out, size_t len) {
   free(copy);
 }
 
-/* A --driver that is the shim itself would forward every call to itself. */
+/* A --driver that is the shim itself would forward every call to itself;
+ * one that cannot be loaded would leave the program over another driver (the
+ * shim falls back to libcuda.so.1) or unchecked. Both are refused before the
+ * run. It is loaded here as the program's processes would load it. */
 static void check_driver(const struct ac_options *o, const char *shim) {
   struct stat d, s;
-  const char *base = strrchr(o->driver, '/');
+  const char *base = strrchr(o->driver, '/'), *shown = shown_name(AC_OPTION_INDEX_driver);
   base = base ? base + 1 : o->driver;
   bool same = strchr(o->driver, '/') && stat(o->driver, &d) == 0 && stat(shim, &s) == 0 &&
               d.st_dev == s.st_dev && d.st_ino == s.st_ino;
   if (same || strncmp(base, "libattachcheck", 14) == 0)
-    die_usage("--driver %s is attachcheck's own library, not the CUDA driver", o->driver);
+    die_usage("%s %s is attachcheck's own library, not the CUDA driver", shown, o->driver);
+  if (strcmp(o->driver, ac_option_table[AC_OPTION_INDEX_driver].default_value) == 0) return;
+  void *lib = dlopen(o->driver, RTLD_LAZY | RTLD_LOCAL);
+  if (!lib) die_usage("%s %s cannot be loaded: %s", shown, o->driver, dlerror());
+  bool is_driver = dlsym(lib, "cuInit") || dlsym(lib, "cuGetProcAddress_v2");
+  dlclose(lib);
+  if (!is_driver) die_usage("%s %s is not the CUDA driver (it has no cuInit)", shown, o->driver);
+}
+
+/* The file an output's name gives, to tell two outputs apart: %-escapes
+ * expanded (%p as 0: one pattern, one file) and the folder resolved, so that
+ * r.json and ./r.json are one. False when it cannot be told. */
+static bool output_file(const char *pattern, char *out, size_t len) {
+  char path[PATH_MAX], why[PATH_MAX + 128];
+  if (!pattern || !*pattern || !ac_expand_path(pattern, 0, path, sizeof path, why, sizeof why))
+    return false;
+  char *slash = strrchr(path, '/'), *folder;
+  if (slash) *slash = 0;
+  folder = realpath(!slash ? "." : slash == path ? "/" : path, NULL);
+  int n = folder ? snprintf(out, len, "%s/%s", folder, slash ? slash + 1 : path) : -1;
+  free(folder);
+  return n >= 0 && (size_t)n < len;
+}
+
+/* Two outputs on one file would lose one of them after the whole run has
+ * been spent: refused before it. */
+static void check_distinct_outputs(const struct ac_options *o) {
+  static const size_t options[] = {AC_OPTION_INDEX_json, AC_OPTION_INDEX_sarif,
+                                   AC_OPTION_INDEX_html, AC_OPTION_INDEX_log_file};
+  const char *patterns[] = {o->json, o->sarif, o->html, o->log_file};
+  char files[4][PATH_MAX];
+  bool known[4];
+  for (size_t i = 0; i < 4; i++) {
+    known[i] = output_file(patterns[i], files[i], sizeof files[i]);
+    for (size_t j = 0; j < i; j++)
+      if (known[i] && known[j] && strcmp(files[i], files[j]) == 0)
+        die_usage("%s and %s name the same file, %s: each needs its own", shown_name(options[j]),
+                  shown_name(options[i]), files[i]);
+  }
 }
 
 /* Paths the program's processes use, made absolute now: a program that
@@ -514,6 +582,7 @@ int main(int argc, char **argv) {
   int prog = parse_args(argc, argv, &o);
   if (prog >= argc) die_usage("%s", "no program to run");
   char why[PATH_MAX + 64], shim[PATH_MAX], session[PATH_MAX];
+  check_distinct_outputs(&o);
   check_report_path("JSON report", o.json, o.overwrite);
   check_report_path("SARIF report", o.sarif, o.overwrite);
   check_report_path("HTML report", o.html, o.overwrite);

@@ -41,9 +41,56 @@ def usage_error(name, args, words):
 
 usage_error("unknown option", ["--colour", "on", "true"], ["unknown option"])
 usage_error("malformed bool", ["--guard=maybe", "true"], ["guard", "maybe"])
-usage_error("malformed number", ["--error-exitcode", "x", "true"], ["error_exitcode"])
-usage_error("number out of range", ["--error-exitcode", "300", "true"], ["error_exitcode"])
+usage_error("malformed number", ["--error-exitcode", "x", "true"], ["--error-exitcode"])
+usage_error("number out of range", ["--error-exitcode", "300", "true"], ["--error-exitcode"])
 usage_error("option without value", ["--json"], ["needs a value"])
+
+# The conventions of a command line (docs/options.md, "The command line").
+usage_error("an unknown option is named as typed, not as needing a value", ["--bogus"],
+            ["unknown option '--bogus'"])
+usage_error("an unknown option with a value: its name alone", ["--bogus=1", "true"],
+            ["unknown option '--bogus'"])
+usage_error("an unknown short option", ["-x", "true"], ["unknown option '-x'"])
+usage_error("the internal session folder is no option", ["--session-dir", "/tmp", "true"],
+            ["unknown option '--session-dir'"])
+usage_error("an on/off option never takes the program for its value: the bad value named",
+            ["--guard", "maybe", "true"], ["invalid value 'maybe' for --guard"])
+usage_error("a bare on/off option before the program: the program is no value",
+            ["--gen-suppressions", "/bin/true"],
+            ["invalid value '/bin/true' for --gen-suppressions"])
+p = run([CLI, "--print-limit", "x", "true"])
+check("an option is named as typed, never by its internal name", p.returncode == 2 and
+      "--print-limit" in p.stderr and "print_limit" not in p.stderr, p.stderr)
+usage_error("an underscore spelling is named as typed", ["--print_limit", "x", "true"],
+            ["invalid value 'x' for --print_limit"])
+with tempfile.TemporaryDirectory() as d:
+    usage_error("two reports on one path: refused before the run",
+                ["--json", f"{d}/r.json", "--sarif", f"{d}/./r.json", "true"],
+                ["--json and --sarif name the same file"])
+    usage_error("a report and the log on one path: refused",
+                ["--log-file", f"{d}/r.%p", "--html", f"{d}/r.%p", "true"],
+                ["--html and --log-file name the same file"])
+    marker = os.path.join(d, "ran")
+    p = run([CLI, "--driver", "/nonexistent/libcuda.so", "/bin/sh", "-c", f"touch {marker}"])
+    check("--driver that cannot be loaded: status 2 before the program runs",
+          p.returncode == 2 and "cannot be loaded" in p.stderr and "--driver" in p.stderr and
+          not os.path.exists(marker), p.stderr)
+    p = run([CLI, "--driver", SHIM.replace("libattachcheck.so", "libunwind.so.8"), "true"])
+    check("--driver that is not the CUDA driver: status 2", p.returncode == 2 and
+          "not the CUDA driver" in p.stderr, p.stderr)
+    p = run([CLI, "--driver", os.path.join(BUILD, "tests", "fakecuda", "libcuda.so.1"), SCENARIO,
+             "link", "legacy_single"])
+    check("--driver that loads: the run goes on over it", p.returncode == 0 and "AC101" in p.stderr,
+          p.stderr[-300:])
+    p = run([CLI, "true"], dict(ENV, ATTACHCHECK_DRIVER="/nonexistent/libcuda.so"))
+    check("ATTACHCHECK_DRIVER that cannot be loaded: named as the variable", p.returncode == 2 and
+          "ATTACHCHECK_DRIVER /nonexistent/libcuda.so cannot be loaded" in p.stderr, p.stderr)
+for flag in ["-h", "--help"]:
+    p = run([CLI, flag])
+    check(f"{flag}: the help, status 0", p.returncode == 0 and p.stdout.startswith("usage:"))
+p = run([CLI, "-V"])
+check("-V: the version", p.returncode == 0 and p.stdout.startswith("attachcheck "), p.stdout)
+
 usage_error("no program", ["--guard", "on"], ["no program"])
 usage_error("report folder missing", ["--json", "/nonexistent/r.json", "true"], ["/nonexistent"])
 with tempfile.TemporaryDirectory() as d:
@@ -78,8 +125,9 @@ check("--opt=value form", p.returncode == 9, f"rc={p.returncode}")
 env = dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_GUARD="maybe")
 p = run([SCENARIO, "link", "flags_zero"], env)
 warnings = [l for l in p.stderr.splitlines() if "ATTACHCHECK_GUARD" in l]
-check("malformed ATTACHCHECK_GUARD: one warning, guard stays on",
-      p.returncode == 0 and len(warnings) == 1 and "AC105" in p.stderr, p.stderr)
+check("malformed ATTACHCHECK_GUARD: one warning naming the variable, guard stays on",
+      p.returncode == 0 and len(warnings) == 1 and "for ATTACHCHECK_GUARD:" in warnings[0] and
+      "AC105" in p.stderr, p.stderr)
 
 # Plain LD_PRELOAD with ATTACHCHECK_JSON: the shim writes the report itself.
 with tempfile.TemporaryDirectory() as d:

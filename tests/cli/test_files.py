@@ -93,7 +93,7 @@ with tempfile.TemporaryDirectory() as d:
           findings_printed(p.stderr) == 2 and p.stderr.count("print limit of 2") == 1 and
           len(report["findings"]) == 5, p.stderr[-400:])
     p = run([CLI, "--print-limit", "-1", DEMO])
-    check("--print-limit -1 refused", p.returncode == 2 and "print_limit" in p.stderr)
+    check("--print-limit -1 refused", p.returncode == 2 and "--print-limit" in p.stderr)
 
     # --target-processes: a shell that runs the program (exec) is the application.
     for target, processes, findings in [("all", 2, 5), ("application-only", 1, 0)]:

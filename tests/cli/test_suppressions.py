@@ -83,8 +83,8 @@ with tempfile.TemporaryDirectory() as d:
           p.stderr.count("no finding is suppressed") == 1 and len(printed(p.stderr)) == 5,
           p.stderr[:400])
 
-    # --gen-suppressions (a bare flag): the printed lines, used as a file, silence all of it.
-    p, _ = attachcheck(d, "--gen-suppressions")
+    # --gen-suppressions on: the printed lines, used as a file, silence all of it.
+    p, _ = attachcheck(d, "--gen-suppressions", "on")
     lines = re.findall(r"==attachcheck== suppress with: (\S.*)", p.stderr)
     check("--gen-suppressions: one line per finding", len(lines) == 5 and
           all(l.split(":")[0] in DEMO_RULES for l in lines), lines)
