@@ -183,6 +183,67 @@ static void note_ignored(char *list, size_t len, const char *env) {
   snprintf(list + n, len - n, "%s%s", n ? ", " : "", env);
 }
 
+/* How many single-character edits make a into b (a name past 63 characters
+ * is near nothing). */
+static size_t edit_distance(const char *a, const char *b) {
+  size_t n = strlen(b), row[64], diagonal;
+  if (n >= sizeof row / sizeof *row || strlen(a) >= sizeof row / sizeof *row) return 99;
+  for (size_t j = 0; j <= n; j++)
+    row[j] = j;
+  for (size_t i = 1; a[i - 1]; i++) {
+    diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= n; j++) {
+      size_t swapped = diagonal + (a[i - 1] != b[j - 1]), added = row[j - 1] + 1,
+             dropped = row[j] + 1;
+      diagonal = row[j];
+      row[j] = swapped < added ? swapped : added;
+      if (dropped < row[j]) row[j] = dropped;
+    }
+  }
+  return row[n];
+}
+
+/* The option a variable name is a spelling of (exactly, or within two
+ * edits when near), or -1. */
+static long variable_option(const char *name, size_t len, bool exact) {
+  char cli[64], env[96], typed[96];
+  snprintf(typed, sizeof typed, "%.*s", (int)len, name);
+  for (size_t i = 0; i < ac_option_count; i++) {
+    ac_option_spell(i, cli, env, sizeof cli);
+    if (exact ? strcmp(env, typed) == 0 : edit_distance(typed, env) <= 2) return (long)i;
+  }
+  return -1;
+}
+
+/* One line for each ATTACHCHECK_* variable that names no option (a
+ * misspelling would otherwise be ignored without a word), as ASan says
+ * "unrecognized flag"; and for one that names an option of the CLI alone. */
+static void warn_unknown_variables(void (*warn)(const char *line)) {
+  extern char **environ;
+  char line[400], cli[64], env[96];
+  for (char **e = environ; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (strncmp(*e, "ATTACHCHECK_", 12) != 0 || !eq) continue;
+    size_t len = (size_t)(eq - *e);
+    long known = variable_option(*e, len, true), near = variable_option(*e, len, false);
+    if (known >= 0 && ac_option_table[known].scope == AC_SCOPE_SHIM) continue;
+    if (known >= 0) {
+      ac_option_spell((size_t)known, cli, env, sizeof cli);
+      snprintf(line, sizeof line,
+               "%s is not read from the environment: --%s is an option of the "
+               "attachcheck command only",
+               env, cli);
+    } else {
+      if (near >= 0) ac_option_spell((size_t)near, cli, env, sizeof cli);
+      snprintf(line, sizeof line, "unrecognized environment variable %.*s%s%s%s (ignored)",
+               (int)len, *e, near >= 0 ? ": did you mean " : "", near >= 0 ? env : "",
+               near >= 0 ? "?" : "");
+    }
+    warn(line);
+  }
+}
+
 void ac_options_from_env(struct ac_options *o, void (*warn)(const char *line)) {
   /* In a secure-exec process (set-user-ID or set-group-ID, or given
    * capabilities by its file: AT_SECURE) the environment is the unprivileged
@@ -206,6 +267,8 @@ void ac_options_from_env(struct ac_options *o, void (*warn)(const char *line)) {
     warn(line);
     ac_option_set_index(o, i, ac_option_table[i].default_value, env, err, sizeof err);
   }
+  /* Under the CLI the CLI said it already, for the whole run. */
+  if (!o->session_dir || !*o->session_dir) warn_unknown_variables(warn);
   if (!ignored[0]) return;
   snprintf(line, sizeof line,
            "a set-user-ID, set-group-ID or capability-raising program (AT_SECURE): %s ignored "

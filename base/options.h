@@ -72,7 +72,9 @@ bool ac_option_set(struct ac_options *o, const char *name, const char *value, ch
 bool ac_option_set_index(struct ac_options *o, size_t index, const char *value, const char *shown,
                          char *err, size_t errlen);
 /* Reads every shim option from ATTACHCHECK_*; a malformed value is reported
- * through warn (one line each) and the default is kept. In a secure-exec
+ * through warn (one line each) and the default is kept; so is each
+ * ATTACHCHECK_* variable that names no option (unless under the CLI, which
+ * said it for the run: ATTACHCHECK_SESSION_DIR is set). In a secure-exec
  * process (AT_SECURE: set-user-ID, set-group-ID, file capabilities) the path
  * options (reports, log, suppressions, session, driver) are not read: one
  * line through warn names those that were set. */

@@ -91,6 +91,22 @@ for flag in ["-h", "--help"]:
 p = run([CLI, "-V"])
 check("-V: the version", p.returncode == 0 and p.stdout.startswith("attachcheck "), p.stdout)
 
+# A misspelt ATTACHCHECK_* variable is said once at start-up (ASan's "unrecognized flag"): by
+# the CLI for the whole run, by the shim in each process under plain LD_PRELOAD.
+FORKS = os.path.join(HELPERS, "two_processes")
+p = run([CLI, FORKS], dict(ENV, ATTACHCHECK_JSOM="r.json"))
+said = [l for l in p.stderr.splitlines() if "ATTACHCHECK_JSOM" in l]
+check("CLI: an unknown ATTACHCHECK_ variable said once for a run of two processes, with the "
+      "likely name", len(said) == 1 and "did you mean ATTACHCHECK_JSON?" in said[0] and
+      p.returncode == 0, p.stderr[-400:])
+p = run([SCENARIO, "link", "legacy_single"],
+        dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_JSOM="r.json", ATTACHCHECK_REQUIRE_CUDA_INIT="no"))
+said = [l for l in p.stderr.splitlines() if "ATTACHCHECK_" in l and "warning" in l]
+check("LD_PRELOAD: unknown and CLI-only variables said once each at start-up",
+      len(said) == 2 and "unrecognized environment variable ATTACHCHECK_JSOM" in said[0] + said[1]
+      and "--require-cuda-init is an option of the attachcheck command only" in said[0] + said[1]
+      and p.returncode == 0, p.stderr[-400:])
+
 usage_error("no program", ["--guard", "on"], ["no program"])
 usage_error("report folder missing", ["--json", "/nonexistent/r.json", "true"], ["/nonexistent"])
 with tempfile.TemporaryDirectory() as d:
