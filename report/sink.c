@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <uthash.h>
 #include <unistd.h>
 
@@ -49,6 +51,9 @@ static bool stream_started; /* and holds this process's record */
 static bool wait_said, drop_said, caught_up_said, late_said;
 static bool finish_registered, finished;
 static struct ac_suppressions suppressions;
+/* When the process loaded the shim (a forked child keeps its parent's), on
+ * the coarse clock the kernel stamps files with. */
+static struct timespec loaded_at;
 
 static uint64_t finding_key(const struct ac_finding *f) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -357,6 +362,7 @@ static void start_outputs(void) {
 }
 
 void ac_report_announce(const struct ac_options *o) {
+  clock_gettime(CLOCK_REALTIME_COARSE, &loaded_at);
   lock_sink();
   ac_output_adopt_stderr(&err_out);
   opts = with_absolute_paths(o);
@@ -442,6 +448,26 @@ static void say_incomplete(const json_t *report) {
   say_on_stderr(text);
 }
 
+/* Under plain LD_PRELOAD several processes of a run may name one report.
+ * Replacing one that another of them wrote since this process started would
+ * lose its findings in silence, so such a file is not replaced (a report of
+ * an earlier run is): its path goes to taken. */
+static bool report_taken_by_run(char *taken, size_t len) {
+  const char *patterns[] = {opts->json, opts->sarif, opts->html};
+  char err[256];
+  struct stat st;
+  for (size_t i = 0; i < sizeof patterns / sizeof *patterns; i++) {
+    if (!patterns[i] || !*patterns[i] ||
+        !ac_expand_path(patterns[i], (int)getpid(), taken, len, err, sizeof err) ||
+        ac_sys_lstat(taken, &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (st.st_mtim.tv_sec > loaded_at.tv_sec ||
+        (st.st_mtim.tv_sec == loaded_at.tv_sec && st.st_mtim.tv_nsec >= loaded_at.tv_nsec))
+      return true;
+  }
+  return false;
+}
+
 /* Under plain LD_PRELOAD: the final report of this process, from its stream
  * and the records that still wait in memory.
  * A process that neither used CUDA nor had a finding (the shell of a wrapper
@@ -460,7 +486,15 @@ static void write_standalone_report(void) {
   json_t *report =
       ac_merge_own_stream(stream.created ? stream.out.path : NULL, unwritten, len, &sum);
   free(unwritten);
-  if (report && ac_write_final_reports(report, opts, (int)getpid(), err, sizeof err)) {
+  char taken[PATH_MAX];
+  bool free_to_write = !opts->overwrite || !report_taken_by_run(taken, sizeof taken);
+  if (!free_to_write)
+    snprintf(err, sizeof err,
+             "%s was written by another process of this run (%%p in the name gives each "
+             "process its own report)",
+             taken);
+  if (report && free_to_write &&
+      ac_write_final_reports(report, opts, (int)getpid(), err, sizeof err)) {
     ac_records_remove(&stream); /* everything it held is in the reports now */
     say_incomplete(report);
   } else {
