@@ -225,9 +225,11 @@ static void export_options(const struct ac_options *o, const char *session, cons
     setenv(env, value, 1);
   }
   setenv("ATTACHCHECK_SESSION_DIR", session, 1);
-  /* The shim writes the merged report through the CLI, not by itself. */
+  /* The shim writes the merged report through the CLI, not by itself, and
+   * the run's status is the CLI's to decide. */
   unsetenv("ATTACHCHECK_JSON");
   unsetenv("ATTACHCHECK_SARIF");
+  unsetenv("ATTACHCHECK_ERROR_EXITCODE");
   const char *old = getenv("LD_PRELOAD");
   char *preload;
   if (asprintf(&preload, "%s%s%s", shim, old && *old ? " " : "", old ? old : "") < 0) exit(1);

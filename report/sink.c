@@ -50,6 +50,9 @@ static bool have_stream;    /* the stream has a place */
 static bool stream_started; /* and holds this process's record */
 static bool wait_said, drop_said, caught_up_said, late_said;
 static bool finish_registered, finished;
+/* Error findings this process made that no suppression matched: under plain
+ * LD_PRELOAD they decide ATTACHCHECK_ERROR_EXITCODE's status at exit. */
+static unsigned long errors_found;
 static struct ac_suppressions suppressions;
 /* When the process loaded the shim (a forked child keeps its parent's), on
  * the coarse clock the kernel stamps files with. */
@@ -429,6 +432,7 @@ void ac_report_finding(const struct ac_finding *f) {
     json_object_set_new(record, "pid", json_integer(getpid()));
     suppressed = apply_suppressions(record, f);
   }
+  if (!suppressed && ac_rule_info(f->rule)->severity == AC_SEV_ERROR) errors_found++;
   if (text_wanted() && !suppressed && within_print_limit()) print_finding(f, record);
   append(record);
   unlock_sink();
@@ -533,24 +537,42 @@ static void finish_now(void) {
   finished = true;
 }
 
-static void finish_at_last(void *unused) {
+/* ATTACHCHECK_ERROR_EXITCODE under plain LD_PRELOAD (under the CLI the CLI
+ * decides the run's status): a process with error findings that no
+ * suppression matched, exiting with status 0, exits with N instead. A
+ * program exiting with another status keeps it: its own failure is the one
+ * to see. */
+static bool error_exit_applies(int status) {
+  return opts && opts->error_exitcode && !(opts->session_dir && *opts->session_dir) &&
+         errors_found && status == 0;
+}
+
+/* The last exit handler (status: what the process is exiting with, -1 when
+ * not known). To change the status it flushes the program's stdio buffers,
+ * as exit() would after the handlers, and leaves with _exit - as ASan's
+ * exitcode does. */
+static void finish_at_last(int status, void *unused) {
   (void)unused;
   lock_sink();
   finish_now();
+  bool fail = error_exit_applies(status);
   unlock_sink();
+  if (!fail) return;
+  fflush(NULL);
+  _exit((int)opts->error_exitcode);
 }
-
-int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 
 /* Called from the shim's destructor. Libraries whose destructors run after
  * the shim's may still make findings, so the exit record and the report wait
- * for them: in an exit handler registered now and owned by no library (no
- * dso handle), which glibc runs after every destructor. Where it cannot be
- * registered (exit handlers already done) they are written now. */
+ * for them: in an exit handler registered now and owned by no library
+ * (on_exit has no dso handle), which glibc runs after every destructor - the
+ * last handler, and the one told the exit status. Where it cannot be
+ * registered (exit handlers already done) they are written now, the status
+ * unknown and left alone. */
 void ac_report_finish(void) {
   lock_sink();
-  bool later = finish_registered || __cxa_atexit(finish_at_last, NULL, NULL) == 0;
+  bool later = finish_registered || on_exit(finish_at_last, NULL) == 0;
   finish_registered = true;
   unlock_sink();
-  if (!later) finish_at_last(NULL);
+  if (!later) finish_at_last(-1, NULL);
 }

@@ -11,7 +11,7 @@
  *                                any CUDA call; with hog, a finding (AC101),
  *                                then another (AC102) while every descriptor
  *                                is taken, then gives them back and exits
- *   stream_prog finding          one finding (AC101)
+ *   stream_prog finding [STATUS] one finding (AC101), then exit(STATUS)
  *   stream_prog crash            one finding, then killed by SIGKILL
  *   stream_prog torn             under the CLI: writes half a record into its
  *                                own stream and leaves as a killed process
@@ -154,9 +154,10 @@ int main(int argc, char **argv) {
     if (start()) return 1;
     finding_one();
     if (strcmp(mode, "crash") == 0) raise(SIGKILL);
-    return 0;
+    exit(atoi(arg));
   }
   fprintf(stderr,
-          "usage: stream_prog fill DIR [free|quit] [N]|files [hog]|finding|crash|torn|late\n");
+          "usage: stream_prog fill DIR [free|quit] [N]|files [hog]|finding [STATUS]|crash|torn|"
+          "late\n");
   return 2;
 }

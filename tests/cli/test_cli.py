@@ -145,6 +145,41 @@ check("malformed ATTACHCHECK_GUARD: one warning naming the variable, guard stays
       p.returncode == 0 and len(warnings) == 1 and "for ATTACHCHECK_GUARD:" in warnings[0] and
       "AC105" in p.stderr, p.stderr)
 
+# ATTACHCHECK_ERROR_EXITCODE under plain LD_PRELOAD: a process with error findings that exits
+# with 0 exits with N (its report written first); its own failure status is kept; a finding
+# made in a library destructor after the shim's counts; stdio buffers still reach the pipe.
+PROG = os.path.join(HELPERS, "stream_prog")
+with tempfile.TemporaryDirectory() as d:
+    env = dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_ERROR_EXITCODE="7", ATTACHCHECK_PRINT_STDERR="off")
+    p = run([PROG, "finding"], dict(env, ATTACHCHECK_JSON=f"{d}/r.json"))
+    check("ATTACHCHECK_ERROR_EXITCODE: a finding, status 0 becomes N, the report written first",
+          p.returncode == 7 and os.path.exists(f"{d}/r.json"), (p.returncode, os.listdir(d)))
+    p = run([PROG, "finding", "3"], env)
+    check("ATTACHCHECK_ERROR_EXITCODE: the program's own failure status is kept", p.returncode == 3,
+          p.returncode)
+    p = run([PROG, "late"], env)
+    check("ATTACHCHECK_ERROR_EXITCODE: a finding from a library destructor after the shim's",
+          p.returncode == 7, p.returncode)
+    clean = run([SCENARIO, "link", "exact_size"], env)
+    check("ATTACHCHECK_ERROR_EXITCODE: no finding, the program's status", clean.returncode == 0,
+          clean.stderr[-300:])
+    supp = os.path.join(d, "all.supp")
+    open(supp, "w").write("AC101:*\n")
+    p = run([PROG, "finding"], dict(env, ATTACHCHECK_SUPPRESSIONS=supp))
+    check("ATTACHCHECK_ERROR_EXITCODE: suppressed findings do not fail", p.returncode == 0,
+          p.returncode)
+    DEMO = os.path.join(BUILD, "examples", "attach_mistakes")
+    bare, p = run([DEMO]), run([DEMO], env)
+    check("ATTACHCHECK_ERROR_EXITCODE: the program's buffered stdout is flushed before _exit",
+          p.returncode == 7 and p.stdout == bare.stdout and "data[0]" in p.stdout,
+          (p.returncode, len(p.stdout), len(bare.stdout)))
+    p = run([CLI, "--error-exitcode", "0", os.path.join(HELPERS, "two_processes")],
+            dict(ENV, ATTACHCHECK_ERROR_EXITCODE="9"))
+    check("under the CLI the CLI decides: the command line's 0 wins, no process exits with 9",
+          p.returncode == 0, (p.returncode, p.stderr[-300:]))
+    p = run([CLI, os.path.join(HELPERS, "two_processes")], dict(ENV, ATTACHCHECK_ERROR_EXITCODE="9"))
+    check("the CLI reads ATTACHCHECK_ERROR_EXITCODE too", p.returncode == 9, p.returncode)
+
 # Plain LD_PRELOAD with ATTACHCHECK_JSON: the shim writes the report itself.
 with tempfile.TemporaryDirectory() as d:
     report = os.path.join(d, "r.json")
