@@ -1,6 +1,7 @@
 /* cli.c - the attachcheck front end.
  *
  *   attachcheck [options] [--] program [args...]
+ *   attachcheck report [options] FILE.json...     (report_cmd.c)
  *
  * Checks its options before anything starts (a bad option, value or report
  * path is one line on stderr and exit status 2), preloads the shim that sits
@@ -23,7 +24,6 @@
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,42 +31,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "grow.h"
-#include "report.h"
-
-enum {
-#define AC_EXIT(Name, Code, Meaning) Name = Code,
-#include "exit_status.inc"
-#undef AC_EXIT
-  EXIT_OUTPUT_LOST = EXIT_USAGE, /* a report or the log could not be written */
-};
 
 static pid_t child;
 
 static void warn_line(const char *line) {
   fprintf(stderr, "attachcheck: warning: %s\n", line);
-}
-
-static _Noreturn __attribute__((format(printf, 1, 2))) void die_usage(const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  fprintf(stderr, "attachcheck: ");
-  vfprintf(stderr, fmt, args);
-  va_end(args);
-  fprintf(stderr, " (see attachcheck --help)\n");
-  exit(EXIT_USAGE);
-}
-
-/* How the user wrote each option: "--print-limit", "--print_limit" as typed on
- * the command line, else the ATTACHCHECK_* variable it may have come from. An
- * error names an option the way the user knows it. */
-static char typed_names[AC_OPTION_COUNT][64];
-
-static const char *shown_name(size_t index) {
-  char cli[64];
-  if (!typed_names[index][0])
-    ac_option_spell(index, cli, typed_names[index], sizeof typed_names[index]);
-  return typed_names[index];
 }
 
 /* The CLI's own flags, which take no value and end it: -h, -V, --man. */
@@ -78,40 +49,18 @@ static bool run_own_flag(const char *a) {
   return false;
 }
 
-/* The option an argument names (--name or --name=value), or a usage error
- * that names it as typed. */
-static size_t option_named(const char *a) {
-  const char *eq = strchr(a, '=');
-  size_t len = eq ? (size_t)(eq - a) : strlen(a);
-  char name[64];
-  long index = -1;
-  if (strncmp(a, "--", 2) == 0 && len - 2 < sizeof name) {
-    snprintf(name, sizeof name, "%.*s", (int)(len - 2), a + 2);
-    index = ac_option_find(name);
-  }
-  if (index < 0 || strcmp(ac_option_table[index].name, "session_dir") == 0) /* internal */
-    die_usage("unknown option '%.*s'", (int)len, a);
-  snprintf(typed_names[index], sizeof typed_names[index], "%.*s", (int)len, a);
-  return (size_t)index;
-}
-
-/* Parses the options; returns the index of the program in argv. Every option
- * takes a value (--name value or --name=value), so an on/off option never
- * takes the program's name for its value. */
+/* Parses the options; returns the index of the program in argv: the first
+ * argument that is no option, or the one after "--". */
 static int parse_args(int argc, char **argv, struct ac_options *o) {
   int i = 1;
-  for (; i < argc; i++) {
+  while (i < argc) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) return i + 1;
-    if (a[0] != '-' || strcmp(a, "-") == 0) return i;
-    if (run_own_flag(a)) continue;
-    size_t index = option_named(a);
-    const char *eq = strchr(a, '='), *value = eq ? eq + 1 : NULL;
-    char err[512];
-    if (!value && i + 1 >= argc) die_usage("option '%s' needs a value", a);
-    if (!value) value = argv[++i];
-    if (!ac_option_set_index(o, index, value, typed_names[index], err, sizeof err))
-      die_usage("%s", err);
+    if (!ac_cli_is_option(a)) return i;
+    if (run_own_flag(a))
+      i++;
+    else
+      ac_cli_parse_option(argc, argv, &i, o);
   }
   return i;
 }
@@ -125,20 +74,26 @@ static void check_report_path(const char *what, const char *pattern, bool overwr
   bool name_known = !strstr(pattern, "%p");
   if (!ac_expand_path(pattern, 0, path, sizeof path, why, sizeof why) ||
       !ac_report_path_usable(path, overwrite || !name_known, why, sizeof why))
-    die_usage("cannot write the %s: %s", what, why);
+    ac_cli_usage_error("cannot write the %s: %s", what, why);
+}
+
+void ac_cli_summary_line(const struct ac_summary *sum, char *line, size_t len) {
+  char suppressed[48] = "";
+  if (sum->suppressed) snprintf(suppressed, sizeof suppressed, " (%d suppressed)", sum->suppressed);
+  snprintf(line, len,
+           AC_PREFIX "summary: %d error%s, %d warning%s, %d note%s%s in %d "
+                     "process%s\n",
+           sum->errors, sum->errors == 1 ? "" : "s", sum->warnings, sum->warnings == 1 ? "" : "s",
+           sum->notes, sum->notes == 1 ? "" : "s", suppressed, sum->processes,
+           sum->processes == 1 ? "" : "es");
 }
 
 /* The summary line: on stderr, and at the end of the log when there is one;
  * false (said in one line) when the log could not be written. */
 static bool print_summary(const struct ac_options *o, const struct ac_summary *sum) {
-  char suppressed[48] = "", line[256], path[PATH_MAX], why[PATH_MAX + 128];
-  if (sum->suppressed) snprintf(suppressed, sizeof suppressed, " (%d suppressed)", sum->suppressed);
-  int n = snprintf(line, sizeof line,
-                   AC_PREFIX "summary: %d error%s, %d warning%s, %d note%s%s in %d "
-                             "process%s\n",
-                   sum->errors, sum->errors == 1 ? "" : "s", sum->warnings,
-                   sum->warnings == 1 ? "" : "s", sum->notes, sum->notes == 1 ? "" : "s",
-                   suppressed, sum->processes, sum->processes == 1 ? "" : "es");
+  char line[256], path[PATH_MAX], why[PATH_MAX + 128];
+  ac_cli_summary_line(sum, line, sizeof line);
+  int n = (int)strlen(line);
   fputs(line, stderr);
   if (!o->log_file || !*o->log_file ||
       !ac_expand_path(o->log_file, (int)child, path, sizeof path, why, sizeof why))
@@ -172,7 +127,7 @@ static void start_log_file(const struct ac_options *o) {
   if (strstr(o->log_file, "%p")) return;
   if (!ac_expand_path(o->log_file, 0, path, sizeof path, why, sizeof why)) return;
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) die_usage("cannot write the log file: %s: %s", path, strerror(errno));
+  if (fd < 0) ac_cli_usage_error("cannot write the log file: %s: %s", path, strerror(errno));
   close(fd);
 }
 
@@ -415,18 +370,19 @@ static void find_program(const char *name, char *out, size_t len) {
  * run. It is loaded here as the program's processes would load it. */
 static void check_driver(const struct ac_options *o, const char *shim) {
   struct stat d, s;
-  const char *base = strrchr(o->driver, '/'), *shown = shown_name(AC_OPTION_INDEX_driver);
+  const char *base = strrchr(o->driver, '/'), *shown = ac_cli_option_shown(AC_OPTION_INDEX_driver);
   base = base ? base + 1 : o->driver;
   bool same = strchr(o->driver, '/') && stat(o->driver, &d) == 0 && stat(shim, &s) == 0 &&
               d.st_dev == s.st_dev && d.st_ino == s.st_ino;
   if (same || strncmp(base, "libattachcheck", 14) == 0)
-    die_usage("%s %s is attachcheck's own library, not the CUDA driver", shown, o->driver);
+    ac_cli_usage_error("%s %s is attachcheck's own library, not the CUDA driver", shown, o->driver);
   if (strcmp(o->driver, ac_option_table[AC_OPTION_INDEX_driver].default_value) == 0) return;
   void *lib = dlopen(o->driver, RTLD_LAZY | RTLD_LOCAL);
-  if (!lib) die_usage("%s %s cannot be loaded: %s", shown, o->driver, dlerror());
+  if (!lib) ac_cli_usage_error("%s %s cannot be loaded: %s", shown, o->driver, dlerror());
   bool is_driver = dlsym(lib, "cuInit") || dlsym(lib, "cuGetProcAddress_v2");
   dlclose(lib);
-  if (!is_driver) die_usage("%s %s is not the CUDA driver (it has no cuInit)", shown, o->driver);
+  if (!is_driver)
+    ac_cli_usage_error("%s %s is not the CUDA driver (it has no cuInit)", shown, o->driver);
 }
 
 /* The file an output's name gives, to tell two outputs apart: %-escapes
@@ -444,9 +400,7 @@ static bool output_file(const char *pattern, char *out, size_t len) {
   return n >= 0 && (size_t)n < len;
 }
 
-/* Two outputs on one file would lose one of them after the whole run has
- * been spent: refused before it. */
-static void check_distinct_outputs(const struct ac_options *o) {
+void ac_cli_check_distinct_outputs(const struct ac_options *o) {
   static const size_t options[] = {AC_OPTION_INDEX_json, AC_OPTION_INDEX_sarif,
                                    AC_OPTION_INDEX_html, AC_OPTION_INDEX_log_file};
   const char *patterns[] = {o->json, o->sarif, o->html, o->log_file};
@@ -456,8 +410,9 @@ static void check_distinct_outputs(const struct ac_options *o) {
     known[i] = output_file(patterns[i], files[i], sizeof files[i]);
     for (size_t j = 0; j < i; j++)
       if (known[i] && known[j] && strcmp(files[i], files[j]) == 0)
-        die_usage("%s and %s name the same file, %s: each needs its own", shown_name(options[j]),
-                  shown_name(options[i]), files[i]);
+        ac_cli_usage_error("%s and %s name the same file, %s: each needs its own",
+                           ac_cli_option_shown(options[j]), ac_cli_option_shown(options[i]),
+                           files[i]);
   }
 }
 
@@ -571,7 +526,7 @@ static void make_session(char *session, size_t len) {
   const char *tmp = getenv("TMPDIR");
   char made[PATH_MAX];
   snprintf(made, sizeof made, "%s/attachcheck.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(made)) die_usage("cannot make a session folder: %s", strerror(errno));
+  if (!mkdtemp(made)) ac_cli_usage_error("cannot make a session folder: %s", strerror(errno));
   char *real = realpath(made, NULL); /* a relative TMPDIR must not follow the program's chdir */
   snprintf(session, len, "%s", real ? real : made);
   free(real);
@@ -579,22 +534,25 @@ static void make_session(char *session, size_t len) {
 
 int main(int argc, char **argv) {
   struct ac_options o;
+  if (argc > 1 && strcmp(argv[1], "report") == 0) return ac_report_command(argc - 1, argv + 1);
   ac_options_defaults(&o);
   ac_options_from_env(&o, warn_line);
   int prog = parse_args(argc, argv, &o);
-  if (prog >= argc) die_usage("%s", "no program to run");
+  if (prog >= argc) ac_cli_usage_error("%s", "no program to run");
   char why[PATH_MAX + 64], shim[PATH_MAX], session[PATH_MAX];
-  check_distinct_outputs(&o);
+  ac_cli_check_distinct_outputs(&o);
   check_report_path("JSON report", o.json, o.overwrite);
   check_report_path("SARIF report", o.sarif, o.overwrite);
   check_report_path("HTML report", o.html, o.overwrite);
   start_log_file(&o);
   struct ac_suppressions checked = {0};
-  if (!ac_suppressions_load(&checked, o.suppressions, why, sizeof why)) die_usage("%s", why);
+  if (!ac_suppressions_load(&checked, o.suppressions, why, sizeof why))
+    ac_cli_usage_error("%s", why);
   ac_suppressions_free(&checked);
   if (!find_shim(shim, sizeof shim))
-    die_usage("%s", "cannot find libattachcheck.so in ../lib or ../lib/attachcheck beside the "
-                    "attachcheck binary");
+    ac_cli_usage_error("%s",
+                       "cannot find libattachcheck.so in ../lib or ../lib/attachcheck beside the "
+                       "attachcheck binary");
   check_driver(&o, shim);
   make_paths_absolute(&o);
   make_session(session, sizeof session);
