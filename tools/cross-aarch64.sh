@@ -3,7 +3,9 @@
 # (Jetson, Grace) into build-aarch64/ (the layout of build/: bin/attachcheck,
 # lib/libattachcheck.so, tests/fakecuda/libcuda.so.1) and runs the unit tests,
 # the scenarios and the CLI tests under qemu-user over the aarch64 stand-in
-# driver. docs/platforms.md says what it covers and what it cannot.
+# driver; then makes the arm64 Debian package (build-aarch64/pkg/) and checks
+# it with dpkg-deb (tests/cli/check_deb.py). docs/platforms.md says what it
+# covers and what it cannot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-aarch64}
@@ -94,5 +96,10 @@ for t in test_sarif test_files; do
   done < <(echo "$out" | grep '^FAIL' || true)
   echo "$out" | grep -q '^ok' || { echo "cross-aarch64: $t ran no check" >&2; status=1; }
 done
-((status == 0)) && echo "== aarch64: all tests passed under qemu"
+# The arm64 package: dpkg cannot install it here, so dpkg-deb checks what it
+# says and holds, the machine code inside and its documents' links.
+rm -rf "$build/pkg"
+(cd "$build" && cpack -G DEB -B pkg >/dev/null) || { echo "cross-aarch64: cpack failed" >&2; exit 1; }
+python3 tests/cli/check_deb.py "$build"/pkg/attachcheck_*_arm64.deb arm64 || status=1
+((status == 0)) && echo "== aarch64: all tests passed under qemu; the arm64 package checked"
 exit $status
