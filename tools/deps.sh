@@ -31,12 +31,13 @@ check_cuda_toolkit() {
 
 # Everything the build and the tests run, named (recommended packages are not
 # installed): libclang-rt-dev is clang's ASan/UBSan/libFuzzer runtime, findutils
-# lists the files for the clang-format check, valgrind runs a transparency case.
+# lists the files for the clang-format check, valgrind runs a transparency case,
+# openmpi-bin is the real MPI launcher of the MPI test.
 # pip and the CA certificates only for the PyPI download; venv for the fresh
 # environment the wheel is installed into.
 packages=(cmake make pkg-config gcc g++ libc6-dev binutils python3 python3-jsonschema clang
           libclang-rt-dev clang-format libunwind-dev uthash-dev libjansson-dev libdw-dev
-          groff-base findutils valgrind chromium)
+          groff-base findutils valgrind chromium openmpi-bin)
 [ -n "$python_clients" ] && packages+=(python3-pip python3-venv ca-certificates)
 
 install_packages() {

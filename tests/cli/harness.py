@@ -33,6 +33,27 @@ def write_file(folder, name, text):
     return path
 
 
+# What differs between two runs of one job anyway: pids, load addresses, the session folder.
+VOLATILE = {"pid", "pc", "base", "processId", "ppid", "session_dir"}
+
+
+def stable(value):
+    """value without what differs from run to run; a list of pids becomes its length."""
+    if isinstance(value, dict):
+        return {k: (len(v) if k == "processes" else stable(v)) for k, v in value.items()
+                if k not in VOLATILE}
+    if isinstance(value, list):
+        return [stable(v) for v in value]
+    return value
+
+
+def sarif_results(log):
+    """A SARIF log's results by fingerprint, stable (the order of findings that different
+    threads found varies from run to run)."""
+    return {r["partialFingerprints"]["attachcheckStack/v1"]: stable(r)
+            for r in log["runs"][0]["results"]}
+
+
 def finish(suite):
     print(f"{suite}: {_counts['passed']} passed, {_counts['failed']} failed")
     sys.exit(1 if _counts["failed"] or not _counts["passed"] else 0)

@@ -18,29 +18,11 @@ except ImportError:  # a Python of its own (pyenv, venv) without it: Debian's ha
         os.execv("/usr/bin/python3", ["/usr/bin/python3"] + sys.argv)
     raise
 
-from harness import BUILD, CLI, DEMO, ENV, HERE, check, finish, run, write_file
+from harness import (BUILD, CLI, DEMO, ENV, HERE, check, finish, run, sarif_results, stable,
+                     write_file)
 
 LAUNCH = os.path.join(BUILD, "tests", "cli", "launch")
 SCHEMA = json.load(open(os.path.join(HERE, "sarif-schema-2.1.0.json")))
-VOLATILE = {"pid", "pc", "base", "processId", "ppid", "session_dir"}  # differ from run to run
-
-
-def stable(value):
-    """value without what differs from run to run; a list of pids becomes its length."""
-    if isinstance(value, dict):
-        return {k: (len(v) if k == "processes" else stable(v)) for k, v in value.items()
-                if k not in VOLATILE}
-    if isinstance(value, list):
-        return [stable(v) for v in value]
-    return value
-
-
-def results(log):
-    """The results by fingerprint (the order of findings found by different threads varies)."""
-    return {r["partialFingerprints"]["attachcheckStack/v1"]: stable(r)
-            for r in log["runs"][0]["results"]}
-
-
 def cuda_invocations(log):
     """The invocations of the processes that used CUDA (a single run also has the launcher)."""
     return sorted(json.dumps(stable(i), sort_keys=True) for i in log["runs"][0]["invocations"]
@@ -65,9 +47,9 @@ with tempfile.TemporaryDirectory() as d:
     p = report(["--sarif", f"{d}/merged.sarif", "--json", f"{d}/merged.json", *saved])
     merged = json.load(open(f"{d}/merged.sarif"))
     check("two nodes' reports merge into the SARIF of a single run of the same job",
-          p.returncode == 0 and results(merged) == results(single) and
-          cuda_invocations(merged) == cuda_invocations(single) and len(results(merged)) == 5,
-          (p.stderr[-300:], sorted(results(merged)), sorted(results(single))))
+          p.returncode == 0 and sarif_results(merged) == sarif_results(single) and
+          cuda_invocations(merged) == cuda_invocations(single) and len(sarif_results(merged)) == 5,
+          (p.stderr[-300:], sorted(sarif_results(merged)), sorted(sarif_results(single))))
     errors = [e.message for e in jsonschema.Draft4Validator(SCHEMA).iter_errors(merged)][:3]
     check("the merged SARIF is valid SARIF 2.1.0", not errors, errors)
     both = json.load(open(f"{d}/merged.json"))
