@@ -8,7 +8,7 @@
 #   share/doc/attachcheck/                README, LICENSE (also as Debian's copyright),
 #                                         CHANGELOG and docs/ in the source tree's layout, so
 #                                         the documents' links between them keep working,
-#                                         and the two source files they link to (below)
+#                                         and the files they link to (below)
 # The installed CLI finds the installed shim at ../lib/attachcheck/ beside its own folder (as the
 # build tree's finds ../lib/). The copies of libunwind and libdw that the build puts beside the
 # shim are not installed: the package depends on the system's.
@@ -29,8 +29,11 @@ install(FILES README.md LICENSE CHANGELOG.md DESTINATION ${CMAKE_INSTALL_DOCDIR}
 install(FILES LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR} RENAME copyright)
 install(DIRECTORY docs DESTINATION ${CMAKE_INSTALL_DOCDIR})
 # The source files the documents link to, where the links expect them (the
-# package test fails on a link that resolves to nothing installed).
-foreach(linked base/options.inc shim/driver_api.inc)
+# package test fails on a link that resolves to nothing installed): among
+# them the CI examples, which Debian keeps in the documentation too.
+foreach(linked base/options.inc shim/driver_api.inc examples/ci/attachcheck.yml
+               examples/ctest/attachcheck.cmake examples/ctest/CMakeLists.txt
+               examples/ctest/attach_test.c)
   get_filename_component(folder ${linked} DIRECTORY)
   install(FILES ${linked} DESTINATION ${CMAKE_INSTALL_DOCDIR}/${folder})
 endforeach()
