@@ -59,8 +59,10 @@ static json_t *load_report(const char *path) {
   if (!json_is_object(r) || !json_is_array(json_object_get(r, "findings")) ||
       !json_is_array(json_object_get(r, "processes")))
     ac_cli_usage_error("%s is not an attachcheck JSON report (--json)", path);
-  if (version != AC_SCHEMA_VERSION)
-    ac_cli_usage_error("%s is a report of schema version %lld; this attachcheck reads version %d",
+  /* A version-1 report is read as a complete one (docs/report-schema.md). */
+  if (version < 1 || version > AC_SCHEMA_VERSION)
+    ac_cli_usage_error("%s is a report of schema version %lld; this attachcheck reads versions 1 "
+                       "to %d",
                        path, (long long)version, AC_SCHEMA_VERSION);
   return r;
 }

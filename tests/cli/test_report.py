@@ -79,6 +79,12 @@ with tempfile.TemporaryDirectory() as d:
     check("an incomplete report: status 5, said in one line",
           p.returncode == 5 and "incomplete" in p.stderr and "1 process " in p.stderr, p.stderr)
 
+    older = json.load(open(saved[0]))
+    older["schema_version"] = 1
+    p = report([write_file(d, "v1.json", json.dumps(older)), saved[1]])
+    check("a version-1 report is read (as a complete one)", p.returncode == 0 and
+          "5 errors, 0 warnings, 0 notes in 2 processes" in p.stdout, p.stderr)
+
     # What cannot be used stops it with one line and status 2.
     newer = copy.deepcopy(cut)
     newer["schema_version"] = 99
