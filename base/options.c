@@ -236,7 +236,7 @@ static void warn_unknown_variables(void (*warn)(const char *line)) {
                env, cli);
     } else {
       if (near >= 0) ac_option_spell((size_t)near, cli, env, sizeof cli);
-      snprintf(line, sizeof line, "unrecognized environment variable %.*s%s%s%s (ignored)",
+      snprintf(line, sizeof line, "unrecognized environment variable %.*s (ignored)%s%s%s",
                (int)len, *e, near >= 0 ? ": did you mean " : "", near >= 0 ? env : "",
                near >= 0 ? "?" : "");
     }
