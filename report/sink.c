@@ -383,6 +383,9 @@ void ac_report_fork_child(void) {
     HASH_DEL(seen, s);
     free(s);
   }
+  /* The parent's findings are the parent's: a forked worker that made none
+   * leaves with its own status (ATTACHCHECK_ERROR_EXITCODE). */
+  errors_found = 0;
   if (!opts) return;
   lock_sink();
   start_outputs();

@@ -157,6 +157,10 @@ with tempfile.TemporaryDirectory() as d:
     p = run([PROG, "finding", "3"], env)
     check("ATTACHCHECK_ERROR_EXITCODE: the program's own failure status is kept", p.returncode == 3,
           p.returncode)
+    p = run([PROG, "forked"], env)
+    check("ATTACHCHECK_ERROR_EXITCODE: each process by its own findings (a forked child that "
+          "made none exits with 0)", p.returncode == 7 and p.stdout == "child status 0\n",
+          (p.returncode, p.stdout))
     p = run([PROG, "late"], env)
     check("ATTACHCHECK_ERROR_EXITCODE: a finding from a library destructor after the shim's",
           p.returncode == 7, p.returncode)
