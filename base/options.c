@@ -8,13 +8,6 @@
 
 #include "options.h"
 
-#define AC_OPT_IS_BOOL_BOOL true
-#define AC_OPT_IS_BOOL_INT false
-#define AC_OPT_IS_BOOL_COUNT false
-#define AC_OPT_IS_BOOL_PATH false
-#define AC_OPT_IS_BOOL_PATHS false
-#define AC_OPT_IS_BOOL_URL false
-#define AC_OPT_IS_BOOL_CHOICE false
 #define AC_OPT_IS_PATH_BOOL false
 #define AC_OPT_IS_PATH_INT false
 #define AC_OPT_IS_PATH_COUNT false
@@ -25,7 +18,7 @@
 
 const struct ac_option_info ac_option_table[] = {
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
-  {#Name, AC_SCOPE_##Scope, Default, Metavar, Desc, AC_OPT_IS_BOOL_##Type, AC_OPT_IS_PATH_##Type},
+  {#Name, AC_SCOPE_##Scope, Default, Metavar, Desc, AC_OPT_IS_PATH_##Type},
 #include "options.inc"
 #undef AC_OPTION
 };
@@ -51,11 +44,6 @@ static bool parse_bool(const char *v, bool *out, const char *choices) {
     if (strcasecmp(v, no[i]) == 0) return *out = false, true;
   }
   return false;
-}
-
-bool ac_option_is_bool_word(const char *text) {
-  bool ignored;
-  return parse_bool(text, &ignored, NULL);
 }
 
 static bool parse_int(const char *v, long *out, const char *choices) {
@@ -160,13 +148,13 @@ static void format_choice(char *buf, size_t len, int index, const char *choices)
 #define EXPECT_CHOICE "one of"
 #define EXPECT_URL "an absolute http:// or https:// address"
 
-static bool set_index(struct ac_options *o, size_t index, const char *value, char *err,
-                      size_t errlen) {
+bool ac_option_set_index(struct ac_options *o, size_t index, const char *value, const char *shown,
+                         char *err, size_t errlen) {
   size_t i = 0;
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc)                                       \
   if (i++ == index) {                                                                              \
     if (PARSE_##Type(value, &o->Name, Metavar)) return true;                                       \
-    snprintf(err, errlen, "invalid value '%s' for %s: expected %s%s%s", value, #Name,              \
+    snprintf(err, errlen, "invalid value '%s' for %s: expected %s%s%s", value, shown,              \
              EXPECT_##Type, strcmp(#Type, "CHOICE") ? "" : " ",                                    \
              strcmp(#Type, "CHOICE") ? "" : Metavar);                                              \
     return false;                                                                                  \
@@ -181,7 +169,7 @@ void ac_options_defaults(struct ac_options *o) {
   char err[128];
   memset(o, 0, sizeof *o);
   for (size_t i = 0; i < ac_option_count; i++)
-    set_index(o, i, ac_option_table[i].default_value, err, sizeof err);
+    ac_option_set_index(o, i, ac_option_table[i].default_value, "", err, sizeof err);
 }
 
 long ac_option_find(const char *name) {
@@ -201,13 +189,74 @@ bool ac_option_set(struct ac_options *o, const char *name, const char *value, ch
     snprintf(err, errlen, "unknown option '%s'", name);
     return false;
   }
-  return set_index(o, (size_t)i, value, err, errlen);
+  return ac_option_set_index(o, (size_t)i, value, name, err, errlen);
 }
 
 /* Adds an option's variable to the list of those ignored. */
 static void note_ignored(char *list, size_t len, const char *env) {
   size_t n = strlen(list);
   snprintf(list + n, len - n, "%s%s", n ? ", " : "", env);
+}
+
+/* How many single-character edits make a into b (a name past 63 characters
+ * is near nothing). */
+static size_t edit_distance(const char *a, const char *b) {
+  size_t n = strlen(b), row[64], diagonal;
+  if (n >= sizeof row / sizeof *row || strlen(a) >= sizeof row / sizeof *row) return 99;
+  for (size_t j = 0; j <= n; j++)
+    row[j] = j;
+  for (size_t i = 1; a[i - 1]; i++) {
+    diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= n; j++) {
+      size_t swapped = diagonal + (a[i - 1] != b[j - 1]), added = row[j - 1] + 1,
+             dropped = row[j] + 1;
+      diagonal = row[j];
+      row[j] = swapped < added ? swapped : added;
+      if (dropped < row[j]) row[j] = dropped;
+    }
+  }
+  return row[n];
+}
+
+/* The option a variable name is a spelling of (exactly, or within two
+ * edits when near), or -1. */
+static long variable_option(const char *name, size_t len, bool exact) {
+  char cli[64], env[96], typed[96];
+  snprintf(typed, sizeof typed, "%.*s", (int)len, name);
+  for (size_t i = 0; i < ac_option_count; i++) {
+    ac_option_spell(i, cli, env, sizeof cli);
+    if (exact ? strcmp(env, typed) == 0 : edit_distance(typed, env) <= 2) return (long)i;
+  }
+  return -1;
+}
+
+/* One line for each ATTACHCHECK_* variable that names no option (a
+ * misspelling would otherwise be ignored without a word), as ASan says
+ * "unrecognized flag"; and for one that names an option of the CLI alone. */
+static void warn_unknown_variables(void (*warn)(const char *line)) {
+  extern char **environ;
+  char line[400], cli[64], env[96];
+  for (char **e = environ; e && *e; e++) {
+    const char *eq = strchr(*e, '=');
+    if (strncmp(*e, "ATTACHCHECK_", 12) != 0 || !eq) continue;
+    size_t len = (size_t)(eq - *e);
+    long known = variable_option(*e, len, true), near = variable_option(*e, len, false);
+    if (known >= 0 && ac_option_table[known].scope == AC_SCOPE_SHIM) continue;
+    if (known >= 0) {
+      ac_option_spell((size_t)known, cli, env, sizeof cli);
+      snprintf(line, sizeof line,
+               "%s is not read from the environment: --%s is an option of the "
+               "attachcheck command only",
+               env, cli);
+    } else {
+      if (near >= 0) ac_option_spell((size_t)near, cli, env, sizeof cli);
+      snprintf(line, sizeof line, "unrecognized environment variable %.*s (ignored)%s%s%s",
+               (int)len, *e, near >= 0 ? ": did you mean " : "", near >= 0 ? env : "",
+               near >= 0 ? "?" : "");
+    }
+    warn(line);
+  }
 }
 
 void ac_options_from_env(struct ac_options *o, void (*warn)(const char *line)) {
@@ -227,12 +276,14 @@ void ac_options_from_env(struct ac_options *o, void (*warn)(const char *line)) {
       note_ignored(ignored, sizeof ignored, env);
       continue;
     }
-    if (!v || set_index(o, i, v, err, sizeof err)) continue;
-    snprintf(line, sizeof line, "%s: %s; using the default '%s'", env, err,
+    if (!v || ac_option_set_index(o, i, v, env, err, sizeof err)) continue;
+    snprintf(line, sizeof line, "%s; using the default '%s'", err,
              ac_option_table[i].default_value);
     warn(line);
-    set_index(o, i, ac_option_table[i].default_value, err, sizeof err);
+    ac_option_set_index(o, i, ac_option_table[i].default_value, env, err, sizeof err);
   }
+  /* Under the CLI the CLI said it already, for the whole run. */
+  if (!o->session_dir || !*o->session_dir) warn_unknown_variables(warn);
   if (!ignored[0]) return;
   snprintf(line, sizeof line,
            "a set-user-ID, set-group-ID or capability-raising program (AT_SECURE): %s ignored "

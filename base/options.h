@@ -40,20 +40,25 @@ struct ac_options {
 #undef AC_OPTION
 };
 
+/* Each option's place in the table, and how many there are. */
+enum ac_option_index {
+#define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc) AC_OPTION_INDEX_##Name,
+#include "options.inc"
+#undef AC_OPTION
+  AC_OPTION_COUNT
+};
+
 enum ac_option_scope { AC_SCOPE_SHIM, AC_SCOPE_CLI };
 
 struct ac_option_info {
   const char *name; /* "error_exitcode" */
   enum ac_option_scope scope;
   const char *default_value, *metavar, *description;
-  bool is_bool; /* may be given as a bare flag on the command line: --name means on */
-  bool
-      is_path; /* a file, folder or library: never taken from a secure-exec program's environment */
+  /* A file, folder or library: never taken from a secure-exec program's environment. */
+  bool is_path;
 };
 /* The option's index by name (underscores or dashes), or -1. */
 long ac_option_find(const char *name);
-/* Whether text is a value a BOOL option takes (on, off, yes, no, ...). */
-bool ac_option_is_bool_word(const char *text);
 
 extern const struct ac_option_info ac_option_table[];
 extern const size_t ac_option_count;
@@ -63,8 +68,14 @@ void ac_options_defaults(struct ac_options *o);
  * writes a one-line reason to err and returns false. */
 bool ac_option_set(struct ac_options *o, const char *name, const char *value, char *err,
                    size_t errlen);
+/* The same by index; a bad value's reason names the option as shown - the
+ * way the user wrote it ("--print-limit", "ATTACHCHECK_PRINT_LIMIT"). */
+bool ac_option_set_index(struct ac_options *o, size_t index, const char *value, const char *shown,
+                         char *err, size_t errlen);
 /* Reads every shim option from ATTACHCHECK_*; a malformed value is reported
- * through warn (one line each) and the default is kept. In a secure-exec
+ * through warn (one line each) and the default is kept; so is each
+ * ATTACHCHECK_* variable that names no option (unless under the CLI, which
+ * said it for the run: ATTACHCHECK_SESSION_DIR is set). In a secure-exec
  * process (AT_SECURE: set-user-ID, set-group-ID, file capabilities) the path
  * options (reports, log, suppressions, session, driver) are not read: one
  * line through warn names those that were set. */

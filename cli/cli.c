@@ -1,6 +1,7 @@
 /* cli.c - the attachcheck front end.
  *
  *   attachcheck [options] [--] program [args...]
+ *   attachcheck report [options] FILE.json...     (report_cmd.c)
  *
  * Checks its options before anything starts (a bad option, value or report
  * path is one line on stderr and exit status 2), preloads the shim that sits
@@ -17,12 +18,12 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,15 +31,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "grow.h"
-#include "report.h"
-
-enum {
-#define AC_EXIT(Name, Code, Meaning) Name = Code,
-#include "exit_status.inc"
-#undef AC_EXIT
-  EXIT_OUTPUT_LOST = EXIT_USAGE, /* a report or the log could not be written */
-};
 
 static pid_t child;
 
@@ -46,45 +40,27 @@ static void warn_line(const char *line) {
   fprintf(stderr, "attachcheck: warning: %s\n", line);
 }
 
-static _Noreturn __attribute__((format(printf, 1, 2))) void die_usage(const char *fmt, ...) {
-  va_list args;
-  va_start(args, fmt);
-  fprintf(stderr, "attachcheck: ");
-  vfprintf(stderr, fmt, args);
-  va_end(args);
-  fprintf(stderr, " (see attachcheck --help)\n");
-  exit(EXIT_USAGE);
+/* The CLI's own flags, which take no value and end it: -h, -V, --man. */
+static bool run_own_flag(const char *a) {
+  if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) ac_manual_print_help(stdout), exit(0);
+  if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0)
+    printf("%s %s\n", AC_TOOL_NAME, AC_TOOL_VERSION), exit(0);
+  if (strcmp(a, "--man") == 0) ac_manual_print_man(stdout), exit(0);
+  return false;
 }
 
-/* Parses the options; returns the index of the program in argv. */
+/* Parses the options; returns the index of the program in argv: the first
+ * argument that is no option, or the one after "--". */
 static int parse_args(int argc, char **argv, struct ac_options *o) {
   int i = 1;
-  for (; i < argc; i++) {
+  while (i < argc) {
     const char *a = argv[i];
     if (strcmp(a, "--") == 0) return i + 1;
-    if (strncmp(a, "--", 2) != 0) return i;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) ac_manual_print_help(stdout), exit(0);
-    if (strcmp(a, "--man") == 0) ac_manual_print_man(stdout), exit(0);
-    if (strcmp(a, "--version") == 0) printf("%s %s\n", AC_TOOL_NAME, AC_TOOL_VERSION), exit(0);
-    char name[128], err[512];
-    const char *eq = strchr(a, '='), *value;
-    size_t name_len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-    if (name_len >= sizeof name) die_usage("unknown option '%s'", a);
-    memcpy(name, a + 2, name_len);
-    name[name_len] = 0;
-    long index = ac_option_find(name);
-    if (eq)
-      value = eq + 1;
-    else if (index >= 0 && ac_option_table[index].is_bool &&
-             (i + 1 >= argc || !ac_option_is_bool_word(argv[i + 1])))
-      value = "on"; /* a bare flag: --gen-suppressions */
-    else if (i + 1 < argc)
-      value = argv[++i];
+    if (!ac_cli_is_option(a)) return i;
+    if (run_own_flag(a))
+      i++;
     else
-      die_usage("option '%s' needs a value", a);
-    if (strcmp(name, "session-dir") == 0 || strcmp(name, "session_dir") == 0)
-      die_usage("unknown option '%s'", a);
-    if (!ac_option_set(o, name, value, err, sizeof err)) die_usage("%s", err);
+      ac_cli_parse_option(argc, argv, &i, o);
   }
   return i;
 }
@@ -98,18 +74,25 @@ static void check_report_path(const char *what, const char *pattern, bool overwr
   bool name_known = !strstr(pattern, "%p");
   if (!ac_expand_path(pattern, 0, path, sizeof path, why, sizeof why) ||
       !ac_report_path_usable(path, overwrite || !name_known, why, sizeof why))
-    die_usage("cannot write the %s: %s", what, why);
+    ac_cli_usage_error("cannot write the %s: %s", what, why);
+}
+
+void ac_cli_summary_line(const struct ac_summary *sum, char *line, size_t len) {
+  FILE *mem = fmemopen(line, len, "w");
+  if (!mem) {
+    if (len) line[0] = '\0';
+    return;
+  }
+  ac_summary_write(mem, sum, AC_PREFIX, NULL); /* the counts, then what was not checked */
+  fclose(mem);
 }
 
 /* The summary line: on stderr, and at the end of the log when there is one;
  * false (said in one line) when the log could not be written. */
 static bool print_summary(const struct ac_options *o, const struct ac_summary *sum) {
   char line[1024], path[PATH_MAX], why[PATH_MAX + 128];
-  FILE *mem = fmemopen(line, sizeof line, "w");
-  if (!mem) return true;
-  ac_summary_write(mem, sum, AC_PREFIX, NULL); /* the counts, then what was not checked */
-  int n = (int)ftell(mem);
-  fclose(mem);
+  ac_cli_summary_line(sum, line, sizeof line);
+  int n = (int)strlen(line);
   fputs(line, stderr);
   if (!o->log_file || !*o->log_file ||
       !ac_expand_path(o->log_file, (int)child, path, sizeof path, why, sizeof why))
@@ -143,7 +126,7 @@ static void start_log_file(const struct ac_options *o) {
   if (strstr(o->log_file, "%p")) return;
   if (!ac_expand_path(o->log_file, 0, path, sizeof path, why, sizeof why)) return;
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) die_usage("cannot write the log file: %s: %s", path, strerror(errno));
+  if (fd < 0) ac_cli_usage_error("cannot write the log file: %s: %s", path, strerror(errno));
   close(fd);
 }
 
@@ -196,9 +179,11 @@ static void export_options(const struct ac_options *o, const char *session, cons
     setenv(env, value, 1);
   }
   setenv("ATTACHCHECK_SESSION_DIR", session, 1);
-  /* The shim writes the merged report through the CLI, not by itself. */
+  /* The shim writes the merged report through the CLI, not by itself, and
+   * the run's status is the CLI's to decide. */
   unsetenv("ATTACHCHECK_JSON");
   unsetenv("ATTACHCHECK_SARIF");
+  unsetenv("ATTACHCHECK_ERROR_EXITCODE");
   const char *old = getenv("LD_PRELOAD");
   char *preload;
   if (asprintf(&preload, "%s%s%s", shim, old && *old ? " " : "", old ? old : "") < 0) exit(1);
@@ -378,15 +363,56 @@ static void find_program(const char *name, char *out, size_t len) {
   free(copy);
 }
 
-/* A --driver that is the shim itself would forward every call to itself. */
+/* A --driver that is the shim itself would forward every call to itself;
+ * one that cannot be loaded would leave the program over another driver (the
+ * shim falls back to libcuda.so.1) or unchecked. Both are refused before the
+ * run. It is loaded here as the program's processes would load it. */
 static void check_driver(const struct ac_options *o, const char *shim) {
   struct stat d, s;
-  const char *base = strrchr(o->driver, '/');
+  const char *base = strrchr(o->driver, '/'), *shown = ac_cli_option_shown(AC_OPTION_INDEX_driver);
   base = base ? base + 1 : o->driver;
   bool same = strchr(o->driver, '/') && stat(o->driver, &d) == 0 && stat(shim, &s) == 0 &&
               d.st_dev == s.st_dev && d.st_ino == s.st_ino;
   if (same || strncmp(base, "libattachcheck", 14) == 0)
-    die_usage("--driver %s is attachcheck's own library, not the CUDA driver", o->driver);
+    ac_cli_usage_error("%s %s is attachcheck's own library, not the CUDA driver", shown, o->driver);
+  if (strcmp(o->driver, ac_option_table[AC_OPTION_INDEX_driver].default_value) == 0) return;
+  void *lib = dlopen(o->driver, RTLD_LAZY | RTLD_LOCAL);
+  if (!lib) ac_cli_usage_error("%s %s cannot be loaded: %s", shown, o->driver, dlerror());
+  bool is_driver = dlsym(lib, "cuInit") || dlsym(lib, "cuGetProcAddress_v2");
+  dlclose(lib);
+  if (!is_driver)
+    ac_cli_usage_error("%s %s is not the CUDA driver (it has no cuInit)", shown, o->driver);
+}
+
+/* The file an output's name gives, to tell two outputs apart: %-escapes
+ * expanded (%p as 0: one pattern, one file) and the folder resolved, so that
+ * r.json and ./r.json are one. False when it cannot be told. */
+static bool output_file(const char *pattern, char *out, size_t len) {
+  char path[PATH_MAX], why[PATH_MAX + 128];
+  if (!pattern || !*pattern || !ac_expand_path(pattern, 0, path, sizeof path, why, sizeof why))
+    return false;
+  char *slash = strrchr(path, '/'), *folder;
+  if (slash) *slash = 0;
+  folder = realpath(!slash ? "." : slash == path ? "/" : path, NULL);
+  int n = folder ? snprintf(out, len, "%s/%s", folder, slash ? slash + 1 : path) : -1;
+  free(folder);
+  return n >= 0 && (size_t)n < len;
+}
+
+void ac_cli_check_distinct_outputs(const struct ac_options *o) {
+  static const size_t options[] = {AC_OPTION_INDEX_json, AC_OPTION_INDEX_sarif,
+                                   AC_OPTION_INDEX_html, AC_OPTION_INDEX_log_file};
+  const char *patterns[] = {o->json, o->sarif, o->html, o->log_file};
+  char files[4][PATH_MAX];
+  bool known[4];
+  for (size_t i = 0; i < 4; i++) {
+    known[i] = output_file(patterns[i], files[i], sizeof files[i]);
+    for (size_t j = 0; j < i; j++)
+      if (known[i] && known[j] && strcmp(files[i], files[j]) == 0)
+        ac_cli_usage_error("%s and %s name the same file, %s: each needs its own",
+                           ac_cli_option_shown(options[j]), ac_cli_option_shown(options[i]),
+                           files[i]);
+  }
 }
 
 /* Paths the program's processes use, made absolute now: a program that
@@ -499,7 +525,7 @@ static void make_session(char *session, size_t len) {
   const char *tmp = getenv("TMPDIR");
   char made[PATH_MAX];
   snprintf(made, sizeof made, "%s/attachcheck.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  if (!mkdtemp(made)) die_usage("cannot make a session folder: %s", strerror(errno));
+  if (!mkdtemp(made)) ac_cli_usage_error("cannot make a session folder: %s", strerror(errno));
   char *real = realpath(made, NULL); /* a relative TMPDIR must not follow the program's chdir */
   snprintf(session, len, "%s", real ? real : made);
   free(real);
@@ -507,21 +533,25 @@ static void make_session(char *session, size_t len) {
 
 int main(int argc, char **argv) {
   struct ac_options o;
+  if (argc > 1 && strcmp(argv[1], "report") == 0) return ac_report_command(argc - 1, argv + 1);
   ac_options_defaults(&o);
   ac_options_from_env(&o, warn_line);
   int prog = parse_args(argc, argv, &o);
-  if (prog >= argc) die_usage("%s", "no program to run");
+  if (prog >= argc) ac_cli_usage_error("%s", "no program to run");
   char why[PATH_MAX + 64], shim[PATH_MAX], session[PATH_MAX];
+  ac_cli_check_distinct_outputs(&o);
   check_report_path("JSON report", o.json, o.overwrite);
   check_report_path("SARIF report", o.sarif, o.overwrite);
   check_report_path("HTML report", o.html, o.overwrite);
   start_log_file(&o);
   struct ac_suppressions checked = {0};
-  if (!ac_suppressions_load(&checked, o.suppressions, why, sizeof why)) die_usage("%s", why);
+  if (!ac_suppressions_load(&checked, o.suppressions, why, sizeof why))
+    ac_cli_usage_error("%s", why);
   ac_suppressions_free(&checked);
   if (!find_shim(shim, sizeof shim))
-    die_usage("%s", "cannot find libattachcheck.so in ../lib or ../lib/attachcheck beside the "
-                    "attachcheck binary");
+    ac_cli_usage_error("%s",
+                       "cannot find libattachcheck.so in ../lib or ../lib/attachcheck beside the "
+                       "attachcheck binary");
   check_driver(&o, shim);
   make_paths_absolute(&o);
   make_session(session, sizeof session);

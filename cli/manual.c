@@ -6,9 +6,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "report.h"
+#include "cli.h"
 
 static const char *const synopsis = "attachcheck [options] [--] program [args...]";
+static const char *const report_synopsis =
+    "attachcheck report [--json FILE] [--sarif FILE] [--html FILE] [--error-exitcode N] "
+    "[--overwrite on|off] FILE.json...";
 
 static const char *const description[] = {
     ("Runs program with the attachcheck shim preloaded and reports every breach of the CUDA "
@@ -23,6 +26,17 @@ static const char *const description[] = {
     ("Each option can also be given to the shim under plain LD_PRELOAD as the environment variable "
      "shown; the CLI passes its options on that way."),
 };
+
+/* attachcheck report: what it does, for its --help and the man page. */
+static const char *const report_description =
+    ("Reads JSON reports saved by earlier runs (--json) - the ranks of a job on several machines, "
+     "several runs of a test suite - and merges them as the processes of one run are merged: the "
+     "same finding (the same rule and stack) from several reports is one finding that counts "
+     "every occurrence and lists every process. Prints a text summary of the findings on stdout "
+     "and writes the merged report as JSON, SARIF and HTML where asked. Exit status: 2 when a "
+     "report cannot be read or written, 5 when a report says records of a process are missing, "
+     "N of --error-exitcode when there are error findings, else 0. A program called report is "
+     "run as attachcheck -- report.");
 
 struct exit_status {
   const char *code, *meaning;
@@ -42,6 +56,7 @@ static const char *const examples[] = {
     "attachcheck --json all-ranks.json mpirun -n 4 ./app",
     "attachcheck --html report.html ./app",
     "mpirun -n 4 attachcheck --json report.%q{OMPI_COMM_WORLD_RANK}.json ./app",
+    "attachcheck report --sarif all-ranks.sarif --error-exitcode 1 report.*.json",
     "LD_PRELOAD=libattachcheck.so ATTACHCHECK_JSON=report.%p.json ./app",
 };
 
@@ -50,7 +65,8 @@ static const char *const examples[] = {
 /* ---- --help ---- */
 
 void ac_manual_print_help(FILE *out) {
-  fprintf(out, "usage: %s\n\n%s\n\noptions:\n", synopsis, description[0]);
+  fprintf(out, "usage: %s\n       %s\n\n%s\n\noptions:\n", synopsis, report_synopsis,
+          description[0]);
   ac_options_print_help(out);
   fprintf(out, "  --help, --version, --man (the manual page, in roff)\n\nexit status:\n");
   for (size_t i = 0; i < COUNT(exit_statuses); i++)
@@ -58,6 +74,13 @@ void ac_manual_print_help(FILE *out) {
   fprintf(out, "\nexamples:\n");
   for (size_t i = 0; i < COUNT(examples); i++)
     fprintf(out, "  %s\n", examples[i]);
+}
+
+void ac_manual_print_report_help(FILE *out) {
+  fprintf(out,
+          "usage: %s\n\n%s\n\noptions: --json, --sarif, --html, --error-exitcode and "
+          "--overwrite, as for a run (attachcheck --help)\n",
+          report_synopsis, report_description);
 }
 
 /* ---- the man page ---- */
@@ -110,6 +133,8 @@ void ac_manual_print_man(FILE *out) {
   fprintf(out, "attachcheck \\- check a CUDA program's stream attachment of managed memory\n");
   roff_section(out, "SYNOPSIS");
   roff_text(out, synopsis);
+  fprintf(out, "\n.br\n");
+  roff_text(out, report_synopsis);
   fputc('\n', out);
   roff_section(out, "DESCRIPTION");
   for (size_t i = 0; i < COUNT(description); i++) {
@@ -117,6 +142,9 @@ void ac_manual_print_man(FILE *out) {
     roff_text(out, description[i]);
     fputc('\n', out);
   }
+  fprintf(out, ".SS attachcheck report\n");
+  roff_text(out, report_description);
+  fputc('\n', out);
   roff_section(out, "OPTIONS");
   roff_options(out);
   roff_section(out, "EXIT STATUS");

@@ -9,6 +9,9 @@
  * clean: its stream was torn (a partial line), or cut (a record could not be
  * written - the CLI reads it from the stream's cut name, from a stream with
  * no record at all, and from a "lost" record).
+ *
+ * Saved final reports (attachcheck report) merge the same way: their
+ * findings by key, their processes kept apart by host and pid.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -271,12 +274,8 @@ static json_t *now_utc(void) {
   return json_string(text);
 }
 
-static json_t *merge(struct merge *m, const char *const *paths, int n, const char *text,
-                     size_t len) {
-  memset(m->sum, 0, sizeof *m->sum);
-  for (int i = 0; i < n; i++)
-    read_stream(m, paths[i]);
-  read_text(m, text, len);
+/* The report from what the merge took in. */
+static json_t *assemble(struct merge *m) {
   json_t *findings = ordered_findings(m), *processes = json_array();
   const char *pid;
   json_t *p;
@@ -300,6 +299,15 @@ static json_t *merge(struct merge *m, const char *const *paths, int n, const cha
   return report;
 }
 
+static json_t *merge(struct merge *m, const char *const *paths, int n, const char *text,
+                     size_t len) {
+  memset(m->sum, 0, sizeof *m->sum);
+  for (int i = 0; i < n; i++)
+    read_stream(m, paths[i]);
+  read_text(m, text, len);
+  return assemble(m);
+}
+
 json_t *ac_merge_streams(const char *const *paths, int n, struct ac_summary *sum) {
   struct merge m = {json_object(), json_object(), json_array(), sum, true};
   return merge(&m, paths, n, NULL, 0);
@@ -309,6 +317,60 @@ json_t *ac_merge_own_stream(const char *path, const char *unwritten, size_t len,
                             struct ac_summary *sum) {
   struct merge m = {json_object(), json_object(), json_array(), sum, false};
   return merge(&m, path ? &path : NULL, path ? 1 : 0, unwritten, len);
+}
+
+/* A finding of a saved report: one more occurrence of a finding already
+ * taken (its count added, its processes listed), or a new one. One without
+ * a key (it cannot be matched) stays apart. */
+static void take_saved_finding(struct merge *m, const json_t *f, size_t report, size_t index) {
+  char own_key[64];
+  const char *key = json_string_value(json_object_get(f, "key"));
+  if (!key) snprintf(own_key, sizeof own_key, "unkeyed.%zu.%zu", report, index), key = own_key;
+  json_t *have = json_object_get(m->findings, key);
+  if (!have) {
+    json_object_set_new(m->findings, key, json_deep_copy(f));
+    json_array_append_new(m->order, json_string(key));
+    return;
+  }
+  json_int_t count = json_integer_value(json_object_get(have, "count")) +
+                     json_integer_value(json_object_get(f, "count"));
+  json_object_set_new(have, "count", json_integer(count));
+  if (!json_is_array(json_object_get(have, "processes")))
+    json_object_set_new(have, "processes", json_array());
+  size_t i;
+  const json_t *pid;
+  json_array_foreach(json_object_get(f, "processes"), i, pid)
+      note_process(have, json_integer_value(pid));
+}
+
+/* A saved report's processes, kept apart by host and pid (ranks on several
+ * machines may share a pid); the same process met twice is one. */
+static void take_saved_processes(struct merge *m, const json_t *report) {
+  size_t i;
+  const json_t *p;
+  json_array_foreach(json_object_get(report, "processes"), i, p) {
+    char key[320];
+    snprintf(key, sizeof key, "%s/%lld", ac_json_str(p, "host"),
+             (long long)json_integer_value(json_object_get(p, "pid")));
+    if (!json_object_get(m->processes, key))
+      json_object_set_new(m->processes, key, json_deep_copy(p));
+  }
+}
+
+json_t *ac_merge_reports(json_t *const *reports, size_t n, struct ac_summary *sum) {
+  struct merge m = {json_object(), json_object(), json_array(), sum, false};
+  memset(sum, 0, sizeof *sum);
+  for (size_t r = 0; r < n; r++) {
+    const json_t *saved = json_object_get(reports[r], "summary");
+    sum->dropped_records += (int)json_integer_value(json_object_get(saved, "dropped_records"));
+    sum->output_errors += (int)json_integer_value(json_object_get(saved, "output_errors"));
+    take_saved_processes(&m, reports[r]);
+    size_t i;
+    const json_t *f;
+    json_array_foreach(json_object_get(reports[r], "findings"), i, f)
+        take_saved_finding(&m, f, r, i);
+  }
+  return assemble(&m);
 }
 
 /* One report made from the merged one (SARIF, HTML): text, or NULL when it

@@ -8,7 +8,7 @@
  *   json_finding.c  a finding as a JSON object (the schema of docs/report-schema.md)
  *   jsonl.c       the records of the per-process stream, and where it goes
  *   stream.c      the stream itself: private, exclusive, nothing lost in silence
- *   merge.c       the final JSON report from one or more streams
+ *   merge.c       the final JSON report from one or more streams, or from saved reports
  *   sarif.c       the final report as SARIF 2.1.0
  *   html.c        the final report as a self-contained HTML page with a timeline
  *   frames.c      which frame of a stack is the program's own
@@ -35,7 +35,11 @@
 #include "options.h"
 
 #define AC_TOOL_NAME "attachcheck"
-#define AC_TOOL_VERSION "0.1.0"
+/* AC_TOOL_VERSION comes from the build: project(attachcheck VERSION ...) in
+ * CMakeLists.txt is the one place the version is written. */
+#ifndef AC_TOOL_VERSION
+#error "AC_TOOL_VERSION is defined by the build (CMakeLists.txt, project())"
+#endif
 #define AC_SCHEMA_VERSION 2
 
 /* ---- sink.c (used by the shim) ---- */
@@ -236,6 +240,10 @@ json_t *ac_merge_streams(const char *const *paths, int count, struct ac_summary 
  * the records it could not write (lines, as ac_records_unwritten gives). */
 json_t *ac_merge_own_stream(const char *path, const char *unwritten, size_t len,
                             struct ac_summary *summary);
+/* Saved final reports (several runs, ranks, machines) as one: a finding of
+ * the same key is one finding, its counts added and its processes listed,
+ * as within one run; the processes are all of theirs. */
+json_t *ac_merge_reports(json_t *const *reports, size_t count, struct ac_summary *summary);
 /* ---- sarif.c ---- */
 /* The merged report (ac_merge_streams) as a SARIF 2.1.0 log. */
 json_t *ac_sarif_from_report(const json_t *report);

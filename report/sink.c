@@ -22,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <uthash.h>
 #include <unistd.h>
 
@@ -50,7 +52,13 @@ static bool have_stream;    /* the stream has a place */
 static bool stream_started; /* and holds this process's record */
 static bool wait_said, drop_said, caught_up_said, late_said;
 static bool finish_registered, finished;
+/* Error findings this process made that no suppression matched: under plain
+ * LD_PRELOAD they decide ATTACHCHECK_ERROR_EXITCODE's status at exit. */
+static unsigned long errors_found;
 static struct ac_suppressions suppressions;
+/* When the process loaded the shim (a forked child keeps its parent's), on
+ * the coarse clock the kernel stamps files with. */
+static struct timespec loaded_at;
 
 /* Which of the work's operands a finding is about: two wrong buffers given
  * to one launch are two problems, each its own finding; the same argument
@@ -389,6 +397,7 @@ static void start_outputs(void) {
 }
 
 void ac_report_announce(const struct ac_options *o) {
+  clock_gettime(CLOCK_REALTIME_COARSE, &loaded_at);
   lock_sink();
   name_prefix();
   ac_output_adopt_stderr(&err_out);
@@ -407,6 +416,9 @@ void ac_report_fork_child(void) {
     HASH_DEL(seen, s);
     free(s);
   }
+  /* The parent's findings are the parent's: a forked worker that made none
+   * leaves with its own status (ATTACHCHECK_ERROR_EXITCODE). */
+  errors_found = 0;
   if (!opts) return;
   lock_sink();
   name_prefix();
@@ -461,6 +473,7 @@ void ac_report_finding(const struct ac_finding *f) {
     memcpy(s->portable, portable, sizeof portable);
     HASH_ADD(hh, seen, key, sizeof s->key, s);
   }
+  if (!suppressed && ac_rule_info(f->rule)->severity == AC_SEV_ERROR) errors_found++;
   if (text_wanted() && !suppressed && within_print_limit()) print_finding(record);
   append(record);
   unlock_sink();
@@ -478,6 +491,26 @@ static void say_incomplete(const json_t *report) {
            "(%s); findings may be missing from it",
            (long long)lost, lost == 1 ? "" : "s", ac_json_str(inc, "why"));
   say_on_stderr(text);
+}
+
+/* Under plain LD_PRELOAD several processes of a run may name one report.
+ * Replacing one that another of them wrote since this process started would
+ * lose its findings in silence, so such a file is not replaced (a report of
+ * an earlier run is): its path goes to taken. */
+static bool report_taken_by_run(char *taken, size_t len) {
+  const char *patterns[] = {opts->json, opts->sarif, opts->html};
+  char err[256];
+  struct stat st;
+  for (size_t i = 0; i < sizeof patterns / sizeof *patterns; i++) {
+    if (!patterns[i] || !*patterns[i] ||
+        !ac_expand_path(patterns[i], (int)getpid(), taken, len, err, sizeof err) ||
+        ac_sys_lstat(taken, &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    if (st.st_mtim.tv_sec > loaded_at.tv_sec ||
+        (st.st_mtim.tv_sec == loaded_at.tv_sec && st.st_mtim.tv_nsec >= loaded_at.tv_nsec))
+      return true;
+  }
+  return false;
 }
 
 /* Under plain LD_PRELOAD: the final report of this process, from its stream
@@ -498,7 +531,15 @@ static void write_standalone_report(void) {
   json_t *report =
       ac_merge_own_stream(stream.created ? stream.out.path : NULL, unwritten, len, &sum);
   free(unwritten);
-  if (report && ac_write_final_reports(report, opts, (int)getpid(), err, sizeof err)) {
+  char taken[PATH_MAX];
+  bool free_to_write = !opts->overwrite || !report_taken_by_run(taken, sizeof taken);
+  if (!free_to_write)
+    snprintf(err, sizeof err,
+             "%s was written by another process of this run (%%p in the name gives each "
+             "process its own report)",
+             taken);
+  if (report && free_to_write &&
+      ac_write_final_reports(report, opts, (int)getpid(), err, sizeof err)) {
     ac_records_remove(&stream); /* everything it held is in the reports now */
     say_incomplete(report);
   } else {
@@ -558,24 +599,42 @@ static void finish_now(void) {
   finished = true;
 }
 
-static void finish_at_last(void *unused) {
+/* ATTACHCHECK_ERROR_EXITCODE under plain LD_PRELOAD (under the CLI the CLI
+ * decides the run's status): a process with error findings that no
+ * suppression matched, exiting with status 0, exits with N instead. A
+ * program exiting with another status keeps it: its own failure is the one
+ * to see. */
+static bool error_exit_applies(int status) {
+  return opts && opts->error_exitcode && !(opts->session_dir && *opts->session_dir) &&
+         errors_found && status == 0;
+}
+
+/* The last exit handler (status: what the process is exiting with, -1 when
+ * not known). To change the status it flushes the program's stdio buffers,
+ * as exit() would after the handlers, and leaves with _exit - as ASan's
+ * exitcode does. */
+static void finish_at_last(int status, void *unused) {
   (void)unused;
   lock_sink();
   finish_now();
+  bool fail = error_exit_applies(status);
   unlock_sink();
+  if (!fail) return;
+  fflush(NULL);
+  _exit((int)opts->error_exitcode);
 }
-
-int __cxa_atexit(void (*fn)(void *), void *arg, void *dso);
 
 /* Called from the shim's destructor. Libraries whose destructors run after
  * the shim's may still make findings, so the exit record and the report wait
- * for them: in an exit handler registered now and owned by no library (no
- * dso handle), which glibc runs after every destructor. Where it cannot be
- * registered (exit handlers already done) they are written now. */
+ * for them: in an exit handler registered now and owned by no library
+ * (on_exit has no dso handle), which glibc runs after every destructor - the
+ * last handler, and the one told the exit status. Where it cannot be
+ * registered (exit handlers already done) they are written now, the status
+ * unknown and left alone. */
 void ac_report_finish(void) {
   lock_sink();
-  bool later = finish_registered || __cxa_atexit(finish_at_last, NULL, NULL) == 0;
+  bool later = finish_registered || on_exit(finish_at_last, NULL) == 0;
   finish_registered = true;
   unlock_sink();
-  if (!later) finish_at_last(NULL);
+  if (!later) finish_at_last(-1, NULL);
 }

@@ -4,7 +4,8 @@
 # (mmdebstrap --variant=minbase, default SUITE bookworm) with nothing but the
 # CUDA toolkit (the host's /usr/local/cuda, bind-mounted read-only), a copy of
 # the sources without .git or build folders, and a clean environment, in which
-# tools/demo.sh and then tools/test.sh must succeed - and tools/test.sh again
+# tools/demo.sh and then tools/test.sh must succeed, the Debian package the build
+# makes must install with dpkg -i and work - and tools/test.sh again
 # without PyPI, skipping only the Python client tests; before the toolkit is
 # mounted, tools/demo.sh must stop at once, saying it is missing. Run as root; it skips
 # (status 0, one line) where this machine cannot make such a root. The root's
@@ -158,6 +159,20 @@ check_without_cuda() {
   fi
 }
 
+# The Debian package tools/test.sh's build makes, installed with dpkg -i as a
+# user would: the installed CLI checks the demo over the stand-in driver, and
+# the documents keep their layout.
+check_package_installs() {
+  run_in_root 'cd build && rm -rf pkg && cpack -G DEB -B pkg >/dev/null &&
+    dpkg -i pkg/attachcheck_*.deb && cd .. && attachcheck --version &&
+    test -e /usr/share/doc/attachcheck/docs/design.md &&
+    LD_LIBRARY_PATH=build/tests/fakecuda attachcheck --print-stderr off build/examples/attach_mistakes >/dev/null'
+  if ! grep -q "summary: 5 errors" "$work/last.log"; then
+    say "the installed package did not check the demo"
+    return 1
+  fi
+}
+
 # Without PyPI (an index nobody answers), tools/test.sh must still pass, with
 # the Python client tests skipped and saying so - not passed in silence.
 check_without_pypi() {
@@ -181,6 +196,7 @@ check_without_cuda || failed+=("tools/demo.sh without CUDA")
 mount_cuda
 run_in_root tools/demo.sh || failed+=(tools/demo.sh)
 run_in_root tools/test.sh || failed+=(tools/test.sh)
+check_package_installs || failed+=("dpkg -i of the package")
 check_without_pypi || failed+=("tools/test.sh without PyPI")
 ((${#failed[@]} == 0)) || die "${failed[*]} failed on a bare $suite root"
 say "tools/demo.sh and tools/test.sh work on a bare $suite root ($SECONDS s in all)"

@@ -3,7 +3,9 @@
 # (Jetson, Grace) into build-aarch64/ (the layout of build/: bin/attachcheck,
 # lib/libattachcheck.so, tests/fakecuda/libcuda.so.1) and runs the unit tests,
 # the scenarios and the CLI tests under qemu-user over the aarch64 stand-in
-# driver. docs/platforms.md says what it covers and what it cannot.
+# driver; then makes the arm64 Debian package (build-aarch64/pkg/) and checks
+# it with dpkg-deb (tests/cli/check_deb.py). docs/platforms.md says what it
+# covers and what it cannot.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build-aarch64}
@@ -60,14 +62,16 @@ export LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu
 # Not run here: the entry table and the driver API table, against cuda.h and
 # a driver's exports too (checked against the toolkit's x86-64 stub and
 # cuda.h, the same on every processor), the Python
-# clients (x86-64 cuda-bindings), the package (built on each machine by cmake
-# --install / cpack), the robustness checks (they compile their programs with
+# clients (x86-64 cuda-bindings, also through the wheel), the package and the
+# wheel (built on each machine by cmake --install / cpack / pip; the arm64
+# package is checked below), MPI (the host's mpirun cannot load the aarch64
+# shim), the CTest example (built with the host's compiler), the robustness checks (they compile their programs with
 # the host's compiler), the ASan program (no arm64 sanitizer runtime here, and
 # ASan's shadow memory under qemu-user is not the real thing) and valgrind (the
 # host's cannot run an aarch64 program); report.sarif and report.files run
 # below, apart.
 (cd "$build" && ctest --output-on-failure -j "$(nproc)" \
-  -E '^(shim\.entry_table|shim\.driver_api(_exports|_new_door)?|python\.clients|package\.install_and_deb|report\.robustness|transparency\.(asan|valgrind)\..*|report\.sarif|report\.files)$')
+  -E '^(shim\.entry_table|shim\.driver_api(_exports|_new_door)?|python\.clients(_wheel)?|package\.(install_and_deb|wheel)|mpi\.launcher|example\.ctest|report\.robustness|transparency\.(asan|valgrind)\..*|report\.sarif|report\.files)$')
 
 # These checks start a host program (python3, /bin/sh) as the application: an
 # x86-64 process cannot load the aarch64 shim, so under qemu they cannot pass.
@@ -94,5 +98,10 @@ for t in test_sarif test_files; do
   done < <(echo "$out" | grep '^FAIL' || true)
   echo "$out" | grep -q '^ok' || { echo "cross-aarch64: $t ran no check" >&2; status=1; }
 done
-((status == 0)) && echo "== aarch64: all tests passed under qemu"
+# The arm64 package: dpkg cannot install it here, so dpkg-deb checks what it
+# says and holds, the machine code inside and its documents' links.
+rm -rf "$build/pkg"
+(cd "$build" && cpack -G DEB -B pkg >/dev/null) || { echo "cross-aarch64: cpack failed" >&2; exit 1; }
+python3 tests/cli/check_deb.py "$build"/pkg/attachcheck_*_arm64.deb arm64 || status=1
+((status == 0)) && echo "== aarch64: all tests passed under qemu; the arm64 package checked"
 exit $status

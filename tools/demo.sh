@@ -18,9 +18,8 @@ else
   driver_env=(LD_LIBRARY_PATH="$PWD/build/tests/fakecuda")
 fi
 echo
-# --overwrite on: each run replaces the last run's report (attachcheck never does unless told).
-env "${driver_env[@]}" build/bin/attachcheck --overwrite on --json "$report" \
-  build/examples/attach_mistakes
+# Each run replaces the last run's report.
+env "${driver_env[@]}" build/bin/attachcheck --json "$report" build/examples/attach_mistakes
 echo
 echo "attachcheck demo: the JSON report is $report:"
 python3 - "$report" <<'PY'

@@ -2,6 +2,7 @@
 build folder is the test's first argument), the stand-in driver's
 environment, and counting checks."""
 import os
+import re
 import subprocess
 import sys
 
@@ -33,6 +34,29 @@ def write_file(folder, name, text):
     with open(path, "w") as f:
         f.write(text)
     return path
+
+
+# What differs between two runs of one job anyway: pids, load addresses, the session folder.
+VOLATILE = {"pid", "pc", "base", "processId", "ppid", "session_dir"}
+
+
+def stable(value):
+    """value without what differs from run to run; a list of pids becomes its length."""
+    if isinstance(value, dict):
+        return {k: (len(v) if k == "processes" else stable(v)) for k, v in value.items()
+                if k not in VOLATILE}
+    if isinstance(value, list):
+        return [stable(v) for v in value]
+    if isinstance(value, str):  # a handle or an address in a message
+        return re.sub(r"0x[0-9a-f]{6,}", "0x…", value)
+    return value
+
+
+def sarif_results(log):
+    """A SARIF log's results by fingerprint, stable (the order of findings that different
+    threads found varies from run to run)."""
+    return {r["partialFingerprints"]["attachcheckSource/v2"]: stable(r)
+            for r in log["runs"][0]["results"]}
 
 
 def finish(suite):

@@ -11,7 +11,10 @@
  *                                any CUDA call; with hog, a finding (AC101),
  *                                then another (AC102) while every descriptor
  *                                is taken, then gives them back and exits
- *   stream_prog finding          one finding (AC101)
+ *   stream_prog finding [STATUS] one finding (AC101), then exit(STATUS)
+ *   stream_prog forked           one finding, then a forked child that makes
+ *                                none and exits with 0; prints the child's
+ *                                status
  *   stream_prog crash            one finding, then killed by SIGKILL
  *   stream_prog torn             under the CLI: writes half a record into its
  *                                own stream and leaves as a killed process
@@ -31,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 void late_lib_attach_at_exit(CUdeviceptr memory);
@@ -150,13 +154,25 @@ int main(int argc, char **argv) {
     late_lib_attach_at_exit(managed);
     return 0;
   }
+  if (strcmp(mode, "forked") == 0) {
+    if (start()) return 1;
+    finding_one();
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) exit(0);
+    int status = -1;
+    waitpid(child, &status, 0);
+    printf("child status %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+  }
   if (strcmp(mode, "finding") == 0 || strcmp(mode, "crash") == 0) {
     if (start()) return 1;
     finding_one();
     if (strcmp(mode, "crash") == 0) raise(SIGKILL);
-    return 0;
+    exit(atoi(arg));
   }
   fprintf(stderr,
-          "usage: stream_prog fill DIR [free|quit] [N]|files [hog]|finding|crash|torn|late\n");
+          "usage: stream_prog fill DIR [free|quit] [N]|files [hog]|finding [STATUS]|crash|torn|"
+          "late|forked\n");
   return 2;
 }

@@ -3,6 +3,7 @@
 plain LD_PRELOAD (malformed ATTACHCHECK_* values, the standalone JSON report)."""
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -13,6 +14,7 @@ SHIM = os.path.join(BUILD, "lib", "libattachcheck.so")
 SCENARIO = os.path.join(BUILD, "tests", "scenarios", "attach_rules")
 HELPERS = os.path.join(BUILD, "tests", "cli")
 ENV = dict(os.environ, LD_LIBRARY_PATH=os.path.join(BUILD, "tests", "fakecuda"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 passed = failed = 0
 
 
@@ -39,9 +41,72 @@ def usage_error(name, args, words):
 
 usage_error("unknown option", ["--colour", "on", "true"], ["unknown option"])
 usage_error("malformed bool", ["--guard=maybe", "true"], ["guard", "maybe"])
-usage_error("malformed number", ["--error-exitcode", "x", "true"], ["error_exitcode"])
-usage_error("number out of range", ["--error-exitcode", "300", "true"], ["error_exitcode"])
+usage_error("malformed number", ["--error-exitcode", "x", "true"], ["--error-exitcode"])
+usage_error("number out of range", ["--error-exitcode", "300", "true"], ["--error-exitcode"])
 usage_error("option without value", ["--json"], ["needs a value"])
+
+# The conventions of a command line (docs/options.md, "The command line").
+usage_error("an unknown option is named as typed, not as needing a value", ["--bogus"],
+            ["unknown option '--bogus'"])
+usage_error("an unknown option with a value: its name alone", ["--bogus=1", "true"],
+            ["unknown option '--bogus'"])
+usage_error("an unknown short option", ["-x", "true"], ["unknown option '-x'"])
+usage_error("the internal session folder is no option", ["--session-dir", "/tmp", "true"],
+            ["unknown option '--session-dir'"])
+usage_error("an on/off option never takes the program for its value: the bad value named",
+            ["--guard", "maybe", "true"], ["invalid value 'maybe' for --guard"])
+usage_error("a bare on/off option before the program: the program is no value",
+            ["--gen-suppressions", "/bin/true"],
+            ["invalid value '/bin/true' for --gen-suppressions"])
+p = run([CLI, "--print-limit", "x", "true"])
+check("an option is named as typed, never by its internal name", p.returncode == 2 and
+      "--print-limit" in p.stderr and "print_limit" not in p.stderr, p.stderr)
+usage_error("an underscore spelling is named as typed", ["--print_limit", "x", "true"],
+            ["invalid value 'x' for --print_limit"])
+with tempfile.TemporaryDirectory() as d:
+    usage_error("two reports on one path: refused before the run",
+                ["--json", f"{d}/r.json", "--sarif", f"{d}/./r.json", "true"],
+                ["--json and --sarif name the same file"])
+    usage_error("a report and the log on one path: refused",
+                ["--log-file", f"{d}/r.%p", "--html", f"{d}/r.%p", "true"],
+                ["--html and --log-file name the same file"])
+    marker = os.path.join(d, "ran")
+    p = run([CLI, "--driver", "/nonexistent/libcuda.so", "/bin/sh", "-c", f"touch {marker}"])
+    check("--driver that cannot be loaded: status 2 before the program runs",
+          p.returncode == 2 and "cannot be loaded" in p.stderr and "--driver" in p.stderr and
+          not os.path.exists(marker), p.stderr)
+    p = run([CLI, "--driver", SHIM.replace("libattachcheck.so", "libunwind.so.8"), "true"])
+    check("--driver that is not the CUDA driver: status 2", p.returncode == 2 and
+          "not the CUDA driver" in p.stderr, p.stderr)
+    p = run([CLI, "--driver", os.path.join(BUILD, "tests", "fakecuda", "libcuda.so.1"), SCENARIO,
+             "link", "legacy_single"])
+    check("--driver that loads: the run goes on over it", p.returncode == 0 and "AC101" in p.stderr,
+          p.stderr[-300:])
+    p = run([CLI, "true"], dict(ENV, ATTACHCHECK_DRIVER="/nonexistent/libcuda.so"))
+    check("ATTACHCHECK_DRIVER that cannot be loaded: named as the variable", p.returncode == 2 and
+          "ATTACHCHECK_DRIVER /nonexistent/libcuda.so cannot be loaded" in p.stderr, p.stderr)
+for flag in ["-h", "--help"]:
+    p = run([CLI, flag])
+    check(f"{flag}: the help, status 0", p.returncode == 0 and p.stdout.startswith("usage:"))
+p = run([CLI, "-V"])
+check("-V: the version", p.returncode == 0 and p.stdout.startswith("attachcheck "), p.stdout)
+
+# A misspelt ATTACHCHECK_* variable is said once at start-up (ASan's "unrecognized flag"): by
+# the CLI for the whole run, by the shim in each process under plain LD_PRELOAD.
+FORKS = os.path.join(HELPERS, "two_processes")
+p = run([CLI, FORKS], dict(ENV, ATTACHCHECK_JSOM="r.json"))
+said = [l for l in p.stderr.splitlines() if "ATTACHCHECK_JSOM" in l]
+check("CLI: an unknown ATTACHCHECK_ variable said once for a run of two processes, with the "
+      "likely name", len(said) == 1 and "did you mean ATTACHCHECK_JSON?" in said[0] and
+      p.returncode == 0, p.stderr[-400:])
+p = run([SCENARIO, "link", "legacy_single"],
+        dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_JSOM="r.json", ATTACHCHECK_REQUIRE_CUDA_INIT="no"))
+said = [l for l in p.stderr.splitlines() if "ATTACHCHECK_" in l and "warning" in l]
+check("LD_PRELOAD: unknown and CLI-only variables said once each at start-up",
+      len(said) == 2 and "unrecognized environment variable ATTACHCHECK_JSOM" in said[0] + said[1]
+      and "--require-cuda-init is an option of the attachcheck command only" in said[0] + said[1]
+      and p.returncode == 0, p.stderr[-400:])
+
 usage_error("no program", ["--guard", "on"], ["no program"])
 usage_error("report folder missing", ["--json", "/nonexistent/r.json", "true"], ["/nonexistent"])
 with tempfile.TemporaryDirectory() as d:
@@ -51,8 +116,12 @@ with tempfile.TemporaryDirectory() as d:
     usage_error("report path is a folder", ["--json", d, "true"], ["not a regular file"])
     os.chmod(d, 0o700)
 
+# The version is written once, in CMakeLists.txt's project(); the CLI prints that one.
+VERSION = re.search(r"project\(attachcheck VERSION ([0-9.]+)",
+                    open(os.path.join(ROOT, "CMakeLists.txt")).read()).group(1)
 p = run([CLI, "--version"])
-check("--version", p.returncode == 0 and p.stdout.startswith("attachcheck "))
+check("--version prints project()'s version", p.returncode == 0 and
+      p.stdout == f"attachcheck {VERSION}\n", p.stdout)
 p = run([CLI, "--help"])
 check("--help lists every option", p.returncode == 0 and all(
     o in p.stdout for o in ["--json", "--error-exitcode", "--guard", "--require-cuda-init"]))
@@ -72,8 +141,48 @@ check("--opt=value form", p.returncode == 9, f"rc={p.returncode}")
 env = dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_GUARD="maybe")
 p = run([SCENARIO, "link", "flags_zero"], env)
 warnings = [l for l in p.stderr.splitlines() if "ATTACHCHECK_GUARD" in l]
-check("malformed ATTACHCHECK_GUARD: one warning, guard stays on",
-      p.returncode == 0 and len(warnings) == 1 and "AC105" in p.stderr, p.stderr)
+check("malformed ATTACHCHECK_GUARD: one warning naming the variable, guard stays on",
+      p.returncode == 0 and len(warnings) == 1 and "for ATTACHCHECK_GUARD:" in warnings[0] and
+      "AC105" in p.stderr, p.stderr)
+
+# ATTACHCHECK_ERROR_EXITCODE under plain LD_PRELOAD: a process with error findings that exits
+# with 0 exits with N (its report written first); its own failure status is kept; a finding
+# made in a library destructor after the shim's counts; stdio buffers still reach the pipe.
+PROG = os.path.join(HELPERS, "stream_prog")
+with tempfile.TemporaryDirectory() as d:
+    env = dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_ERROR_EXITCODE="7", ATTACHCHECK_PRINT_STDERR="off")
+    p = run([PROG, "finding"], dict(env, ATTACHCHECK_JSON=f"{d}/r.json"))
+    check("ATTACHCHECK_ERROR_EXITCODE: a finding, status 0 becomes N, the report written first",
+          p.returncode == 7 and os.path.exists(f"{d}/r.json"), (p.returncode, os.listdir(d)))
+    p = run([PROG, "finding", "3"], env)
+    check("ATTACHCHECK_ERROR_EXITCODE: the program's own failure status is kept", p.returncode == 3,
+          p.returncode)
+    p = run([PROG, "forked"], env)
+    check("ATTACHCHECK_ERROR_EXITCODE: each process by its own findings (a forked child that "
+          "made none exits with 0)", p.returncode == 7 and p.stdout == "child status 0\n",
+          (p.returncode, p.stdout))
+    p = run([PROG, "late"], env)
+    check("ATTACHCHECK_ERROR_EXITCODE: a finding from a library destructor after the shim's",
+          p.returncode == 7, p.returncode)
+    clean = run([SCENARIO, "link", "exact_size"], env)
+    check("ATTACHCHECK_ERROR_EXITCODE: no finding, the program's status", clean.returncode == 0,
+          clean.stderr[-300:])
+    supp = os.path.join(d, "all.supp")
+    open(supp, "w").write("AC101:*\n")
+    p = run([PROG, "finding"], dict(env, ATTACHCHECK_SUPPRESSIONS=supp))
+    check("ATTACHCHECK_ERROR_EXITCODE: suppressed findings do not fail", p.returncode == 0,
+          p.returncode)
+    DEMO = os.path.join(BUILD, "examples", "attach_mistakes")
+    bare, p = run([DEMO]), run([DEMO], env)
+    check("ATTACHCHECK_ERROR_EXITCODE: the program's buffered stdout is flushed before _exit",
+          p.returncode == 7 and p.stdout == bare.stdout and "data[0]" in p.stdout,
+          (p.returncode, len(p.stdout), len(bare.stdout)))
+    p = run([CLI, "--error-exitcode", "0", os.path.join(HELPERS, "two_processes")],
+            dict(ENV, ATTACHCHECK_ERROR_EXITCODE="9"))
+    check("under the CLI the CLI decides: the command line's 0 wins, no process exits with 9",
+          p.returncode == 0, (p.returncode, p.stderr[-300:]))
+    p = run([CLI, os.path.join(HELPERS, "two_processes")], dict(ENV, ATTACHCHECK_ERROR_EXITCODE="9"))
+    check("the CLI reads ATTACHCHECK_ERROR_EXITCODE too", p.returncode == 9, p.returncode)
 
 # Plain LD_PRELOAD with ATTACHCHECK_JSON: the shim writes the report itself.
 with tempfile.TemporaryDirectory() as d:
@@ -141,9 +250,6 @@ with tempfile.TemporaryDirectory() as d:
 
 # The exit statuses are declared once (cli/exit_status.inc): --help prints
 # each, and the README's table has a row for each.
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.join(HERE, "..", "..")
-import re  # noqa: E402
 codes = re.findall(r"^AC_EXIT\(\w+, (\d+),", open(os.path.join(ROOT, "cli", "exit_status.inc")).read(),
                    re.M)
 readme = open(os.path.join(ROOT, "README.md")).read()

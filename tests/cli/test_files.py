@@ -44,14 +44,25 @@ with tempfile.TemporaryDirectory() as d:
     check("LD_PRELOAD: %q{UNSET}: said, findings still on stderr",
           "NOPE is not set" in p.stderr and p.returncode == 0, p.stderr[:300])
 
-    # No overwriting unless told; never through a symbolic link.
+    # An existing report is replaced, as valgrind and compute-sanitizer do, unless --overwrite
+    # off; never through a symbolic link.
     target = write_file(d, "kept.json", "precious")
-    p = run([CLI, "--json", target, DEMO])
-    check("an existing report file is refused before the run", p.returncode == 2 and
-          "already exists" in p.stderr and open(target).read() == "precious", p.stderr)
-    p = run([CLI, "--print-stderr", "off", "--overwrite", "on", "--json", target, DEMO])
-    check("--overwrite on replaces it", p.returncode == 0 and
+    p = run([CLI, "--overwrite", "off", "--json", target, DEMO])
+    check("--overwrite off: an existing report file is refused before the run",
+          p.returncode == 2 and "already exists" in p.stderr and open(target).read() == "precious",
+          p.stderr)
+    p = run([CLI, "--print-stderr", "off", "--json", target, DEMO])
+    check("by default an existing report is replaced", p.returncode == 0 and
           json.load(open(target))["summary"]["errors"] == 5)
+    # Under plain LD_PRELOAD a report of an earlier run is replaced; one another process of
+    # the same run wrote is not (its findings would be lost in silence).
+    same = write_file(d, "same.json", "an earlier run's")
+    os.utime(same, (os.path.getmtime(same) - 60,) * 2)  # a minute ago
+    p = run([FORKS], dict(env, ATTACHCHECK_JSON=same))
+    written = json.load(open(same))
+    check("LD_PRELOAD: an earlier run's report replaced; the same run's second writer refused, "
+          "saying so", len(written["processes"]) == 1 and
+          p.stderr.count("was written by another process of this run") == 1, p.stderr[-400:])
     victim = write_file(d, "victim", "untouched")
     os.symlink(victim, os.path.join(d, "link.json"))
     for overwrite in ["off", "on"]:
@@ -75,10 +86,10 @@ with tempfile.TemporaryDirectory() as d:
     check("--log-file: every finding and the summary in the file, none on stderr",
           findings_printed(text) == 5 and "summary: 5 errors" in text and
           findings_printed(p.stderr) == 0, (findings_printed(text), p.stderr[-200:]))
-    p = run([CLI, "--log-file", log, DEMO])
-    check("--log-file: an existing log is refused too", p.returncode == 2 and
+    p = run([CLI, "--overwrite", "off", "--log-file", log, DEMO])
+    check("--log-file with --overwrite off: an existing log is refused too", p.returncode == 2 and
           "already exists" in p.stderr)
-    p = run([CLI, "--overwrite", "on", "--log-file", log, FORKS])
+    p = run([CLI, "--log-file", log, FORKS])
     text = open(log).read()
     check("--log-file: both processes of a run append to one log, started afresh",
           findings_printed(text) == 3 and text.count("summary:") == 1, text[-300:])
@@ -93,7 +104,7 @@ with tempfile.TemporaryDirectory() as d:
           findings_printed(p.stderr) == 2 and p.stderr.count("print limit of 2") == 1 and
           len(report["findings"]) == 5, p.stderr[-400:])
     p = run([CLI, "--print-limit", "-1", DEMO])
-    check("--print-limit -1 refused", p.returncode == 2 and "print_limit" in p.stderr)
+    check("--print-limit -1 refused", p.returncode == 2 and "--print-limit" in p.stderr)
 
     # --target-processes: a shell that runs the program (exec) is the application.
     for target, processes, findings in [("all", 2, 5), ("application-only", 1, 0)]:

@@ -85,8 +85,8 @@ with tempfile.TemporaryDirectory() as d:
           p.stderr.count("no finding is suppressed") == 1 and len(printed(p.stderr)) == 5,
           p.stderr[:400])
 
-    # --gen-suppressions (a bare flag): the printed lines, used as a file, silence all of it.
-    p, _ = attachcheck(d, "--gen-suppressions")
+    # --gen-suppressions on: the printed lines, used as a file, silence all of it.
+    p, _ = attachcheck(d, "--gen-suppressions", "on")
     lines = re.findall(PREFIX + r"suppress with: (\S.*)", p.stderr)
     check("--gen-suppressions: one line per finding", len(lines) == 5 and
           all(re.split("[:/]", l)[0] in DEMO_RULES for l in lines), lines)
@@ -145,7 +145,7 @@ def test_generated_lines_are_narrow(d):
     suppressed by its own line whichever comes first in the file)."""
     own = {}  # (program index, finding key) -> its line
     for i, program in enumerate(PROGRAMS):
-        p, findings = run_program(d, program, "--gen-suppressions")
+        p, findings = run_program(d, program, "--gen-suppressions", "on")
         lines = re.findall(PREFIX + r"suppress with: (\S.*)", p.stderr)
         check(f"{os.path.basename(program[0])} {' '.join(program[1:])}: a line per finding",
               findings and len(lines) == len(findings), (lines, [f["rule"] for f in findings]))

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""tests/python/run.py BUILD [--driver fake|real] [--cupy] - runs the Python
-clients under the attachcheck CLI and checks each gives exactly the expected
-rules: cuda.bindings scripts (one clean, one per rule family) over the
-stand-in driver in CI and over the real one on the GPU machine, and the CuPy
-workloads (--cupy, GPU only). The clean runs must also show that the driver
-was reached through cuGetProcAddress and that attachcheck answered it."""
+"""tests/python/run.py BUILD [--driver fake|real] [--cupy] [--cli ATTACHCHECK] - runs the
+Python clients under the attachcheck CLI (the build's, or ATTACHCHECK: the command a wheel
+installed) and checks each gives exactly the expected rules: cuda.bindings scripts (one clean,
+one per rule family) over the stand-in driver in CI and over the real one on the GPU machine,
+and the CuPy workloads (--cupy, GPU only). The clean runs must also show that the driver was
+reached through cuGetProcAddress and that attachcheck answered it."""
 import argparse
 import json
 import os
@@ -29,8 +29,10 @@ parser = argparse.ArgumentParser()
 parser.add_argument("build")
 parser.add_argument("--driver", choices=["fake", "real"], default="fake")
 parser.add_argument("--cupy", action="store_true")
+parser.add_argument("--cli", help="the attachcheck command to run (default: BUILD's)")
 args = parser.parse_args()
 build = os.path.abspath(args.build)
+cli = args.cli or os.path.join(build, "bin", "attachcheck")
 env = dict(os.environ)
 source = os.path.dirname(os.path.dirname(HERE))
 paths = [HERE, os.path.join(source, ".pydeps")] + env.get("PYTHONPATH", "").split(":")
@@ -52,7 +54,7 @@ with tempfile.TemporaryDirectory() as d:
             continue
         report = os.path.join(d, script + ".json")
         verbose = ["--verbose", "2"] if script == "driver_clean.py" else []
-        p = subprocess.run([os.path.join(build, "bin", "attachcheck"), "--json", report, *verbose,
+        p = subprocess.run([cli, "--json", report, *verbose,
                             sys.executable, os.path.join(HERE, script)],
                            env=env, capture_output=True, text=True, timeout=300)
         found = sorted({f["rule"] for f in json.load(open(report))["findings"]}) \

@@ -133,9 +133,10 @@ static void virtual_memory_reused(void) {
 
 /* ---- memory imported from another process ----
  * The program exports device memory and runs itself as the importer
- * (ipc_import), which gets the handle and what to do in its environment. */
-#define HANDLE_ENV "ATTACHCHECK_SCENARIO_IPC_HANDLE"
-#define REUSE_ENV "ATTACHCHECK_SCENARIO_IPC_REUSE"
+ * (ipc_import), which gets the handle and what to do in its environment
+ * (not ATTACHCHECK_* names: the shim warns of those it does not know). */
+#define HANDLE_ENV "SCENARIO_IPC_HANDLE"
+#define REUSE_ENV "SCENARIO_IPC_REUSE"
 
 static void ipc_import(void) {
   const char *hex = getenv(HANDLE_ENV);
