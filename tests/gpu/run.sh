@@ -48,7 +48,10 @@ status=0
     echo "== golden reports: each rule's finding in every format (real driver, $backend)"
     python3 "$here/tests/golden/run.py" "$build" --driver real || status=1
     echo "== transparency: each case bare and under attachcheck (real driver, $backend)"
+    small=/tmp/attachcheck-tp-small-tmpdir  # lost.full_tmpdir fills it (cases.txt)
+    sh "$here/tests/transparency/small_tmpdir.sh" mount "$small"
     python3 "$here/tests/transparency/run.py" --build "$build" --driver real || status=1
+    sh "$here/tests/transparency/small_tmpdir.sh" unmount "$small"
     if [ "${SKIP_LONG:-0}" != 1 ]; then
       echo "== transparency, long runs: a million-operation soak, signal threads... ($backend)"
       python3 "$here/tests/transparency/run.py" --build "$build" --driver real \

@@ -183,6 +183,11 @@ def main():
         tool = case["command"][0]
         if args.driver == "real" and ":" not in tool and "/" not in tool and not shutil.which(tool):
             return f"{tool} is not installed here"
+        # A case that fills its TMPDIR gets a small file system of its own
+        # (small_tmpdir.sh mounts it, as root); never a shared /tmp.
+        tmpdir = case["env"].get("TMPDIR")
+        if tmpdir and not os.path.ismount(tmpdir):
+            return f"{tmpdir} is not a small file system of its own (small_tmpdir.sh mounts one)"
         return None
 
     return SCENARIOS.run_all(cases, "transparency",
