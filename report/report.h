@@ -174,6 +174,10 @@ struct ac_frame {
   char function_buf[256], file_buf[512];
 };
 void ac_symbolize(const void *pc, struct ac_frame *out);
+/* Loads libdw now, from the thread that starts checking: a library loaded
+ * later, from the reporter thread, would be read through a descriptor in the
+ * program's range while the program may be closing every descriptor. */
+void ac_symbolize_start(void);
 /* Source paths in reports lose everything up to and including prefix. */
 void ac_symbolize_set_strip_prefix(const char *prefix);
 

@@ -1,10 +1,13 @@
 /* symbolize.c - a return address as (module, offset, function, file, line).
  *
  * Used only when a finding is presented, never on the hot path. Debug
- * information is read with libdw (elfutils), which is loaded with dlopen the
- * first time a frame is symbolised - a program that never gets a finding
- * never loads it - from the shim's own folder first (a copy travels beside
- * it, as libunwind's does) and privately (RTLD_LOCAL). libdw also knows the
+ * information is read with libdw (elfutils), which is loaded with dlopen when
+ * checking starts, with libunwind - not at the first finding: the reporter
+ * thread would then load it while the program runs, and the loader reads a
+ * library through a descriptor in the program's range, which a daemon's
+ * close_range may close (or hand to a file of the program's) half-way. It
+ * comes from the shim's own folder first (a copy travels beside it, as
+ * libunwind's does) and privately (RTLD_LOCAL). libdw also knows the
  * full symbol table, so static functions get names too. Without libdw, or
  * for a module without symbols, dladdr names what the dynamic symbol table
  * exports. C++ names are demangled with __cxa_demangle (the program's own
@@ -158,8 +161,12 @@ static Dwfl *report_process(void) {
   return d;
 }
 
-static Dwfl_Module *module_at(Dwarf_Addr addr) {
+void ac_symbolize_start(void) {
   if (!dw.tried) load_libdw();
+}
+
+static Dwfl_Module *module_at(Dwarf_Addr addr) {
+  if (!dw.tried) load_libdw(); /* a finding before checking started (none today) */
   if (!dw.begin) return NULL;
   if (!dw.dwfl || dw.dwfl_pid != getpid()) dw.dwfl = report_process();
   Dwfl_Module *m = dw.dwfl ? dw.addrmodule(dw.dwfl, addr) : NULL;

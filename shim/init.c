@@ -163,6 +163,7 @@ bool ac_start_slow(void) {
     if (ok) {
       ac_doors_build_map();
       ac_stack_start();
+      ac_symbolize_start();
       ac_guard_start();
       __atomic_store_n(&ac_ready, 1, __ATOMIC_RELEASE);
       if (ac_opts.verbose) ac_log("started over %s", ac_opts.driver);

@@ -20,7 +20,7 @@ CASES = [  # script, expected rules, needs CuPy
     ("driver_host.py", ["AC201"], False),
     ("driver_device.py", ["AC301"], False),
     ("driver_order.py", ["AC401", "AC402"], False),
-    ("driver_lazy_libdw.py", ["AC101"], False),
+    ("driver_libdw_at_start.py", ["AC101"], False),
     ("cupy_clean.py", [], True),
     ("cupy_wrong.py", ["AC202"], True),
 ]
