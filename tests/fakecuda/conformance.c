@@ -450,8 +450,13 @@ static void test_graph_events(CUfunction kernel) {
         type == CU_GRAPH_NODE_TYPE_EVENT_RECORD);
   CHECK(cuGraphEventRecordNodeGetEvent(nodes[2], &got) == CUDA_SUCCESS && got == e);
 
+  /* The executable outlives its graph, the nodes do not: a setter given a
+   * node of the destroyed graph fails, and the executable still runs. */
+  CHECK(cuGraphDestroy(graph) == CUDA_SUCCESS);
+  CHECK(cuGraphExecEventRecordNodeSetEvent(exec, record, e) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuGraphLaunch(exec, s) == CUDA_SUCCESS && cuStreamSynchronize(s) == CUDA_SUCCESS);
   CHECK(cuGraphExecDestroy(exec) == CUDA_SUCCESS);
-  CHECK(cuGraphDestroy(graph) == CUDA_SUCCESS && cuGraphDestroy(captured) == CUDA_SUCCESS);
+  CHECK(cuGraphDestroy(captured) == CUDA_SUCCESS);
   CHECK(cuEventDestroy(e) == CUDA_SUCCESS && cuEventDestroy(f) == CUDA_SUCCESS);
   CHECK(cuStreamDestroy(s) == CUDA_SUCCESS && cuMemFree(d) == CUDA_SUCCESS);
 }

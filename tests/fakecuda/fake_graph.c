@@ -18,8 +18,14 @@
  * graphs' included, depth first, and their types: its node setters refuse a
  * node of another graph or of another type, and an update needs a graph of
  * the same nodes in the same order. Its parameters themselves are not kept:
- * nothing reads them back.
+ * nothing reads them back. As on the real driver, the executable outlives
+ * its graph (launched after cuGraphDestroy, it runs), but the nodes do not:
+ * once the graph it came from is destroyed, a node setter given one of them
+ * fails with CUDA_ERROR_INVALID_VALUE (measured, docs/driver-facts.md). So
+ * the executable keeps what a launch needs of its own, and the graph's
+ * number, which says whether its nodes are still alive.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,32 +50,79 @@ struct node {
 };
 
 struct fake_graph {
+  unsigned long serial; /* never reused: an executable's way to its graph */
   size_t count;
   struct node nodes[GRAPH_NODES];
 };
 
 /* The nodes of a graph, depth first; subtree: how many follow inside a child. */
 struct flat {
+  unsigned long graph; /* the serial of the graph it was instantiated from */
+  bool names_managed;  /* a memory-operation node on managed memory: its launch fails */
   size_t count;
   const struct node *node[EXEC_NODES];
   CUgraphNodeType type[EXEC_NODES];
   size_t subtree[EXEC_NODES];
 };
 
+/* The serials of the graphs alive (children included), under live_lock. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long next_serial = 1, *live;
+static size_t live_count, live_cap;
+
+static void live_add(unsigned long serial) {
+  pthread_mutex_lock(&live_lock);
+  if (live_count == live_cap) {
+    size_t cap = live_cap ? 2 * live_cap : 64;
+    unsigned long *grown = realloc(live, cap * sizeof *live);
+    if (grown) live = grown, live_cap = cap;
+  }
+  if (live_count < live_cap) live[live_count++] = serial;
+  pthread_mutex_unlock(&live_lock);
+}
+
+static void live_remove(unsigned long serial) {
+  pthread_mutex_lock(&live_lock);
+  for (size_t i = 0; i < live_count; i++)
+    if (live[i] == serial) {
+      live[i] = live[--live_count];
+      break;
+    }
+  pthread_mutex_unlock(&live_lock);
+}
+
+static bool is_live(unsigned long serial) {
+  bool found = false;
+  pthread_mutex_lock(&live_lock);
+  for (size_t i = 0; i < live_count && !found; i++)
+    found = live[i] == serial;
+  pthread_mutex_unlock(&live_lock);
+  return found;
+}
+
+static unsigned long take_serial(void) {
+  return __atomic_fetch_add(&next_serial, 1, __ATOMIC_RELAXED);
+}
+
 struct fake_graph *fake_graph_new(void) {
-  return calloc(1, sizeof(struct fake_graph));
+  struct fake_graph *g = calloc(1, sizeof(struct fake_graph));
+  if (g) live_add(g->serial = take_serial());
+  return g;
 }
 
 void fake_graph_free(struct fake_graph *g) {
   for (size_t i = 0; g && i < g->count; i++)
     fake_graph_free(g->nodes[i].child);
+  if (g) live_remove(g->serial);
   free(g);
 }
 
 static struct fake_graph *clone(const struct fake_graph *g) {
   struct fake_graph *c = fake_graph_new();
   if (!c) return NULL;
+  unsigned long serial = c->serial;
   *c = *g;
+  c->serial = serial;
   for (size_t i = 0; i < c->count; i++) {
     struct node *n = &c->nodes[i];
     for (size_t p = 0; p < NODE_PARAMS; p++)
@@ -462,6 +515,7 @@ static bool flatten(struct flat *f, const struct fake_graph *g) {
     size_t at = f->count++;
     f->node[at] = &g->nodes[i];
     f->type[at] = g->nodes[i].type;
+    f->names_managed = f->names_managed || g->nodes[i].names_managed;
     if (g->nodes[i].child && !flatten(f, g->nodes[i].child)) return false;
     f->subtree[at] = f->count - at - 1;
   }
@@ -484,6 +538,7 @@ static CUresult instantiate(CUgraphExec *exec, CUgraph g) {
     free(f);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  f->graph = ((struct fake_graph *)g)->serial;
   *exec = (CUgraphExec)f;
   return CUDA_SUCCESS;
 }
@@ -511,16 +566,10 @@ FAKE_EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
   return CUDA_SUCCESS;
 }
 
-static bool names_managed(const struct flat *f) {
-  for (size_t i = 0; i < f->count; i++)
-    if (f->node[i]->names_managed) return true;
-  return false;
-}
-
 /* Launching or uploading an executable graph is an operation of the stream. */
 #define GRAPH_WORK(Name, PerThread, Launch)                                                        \
   FAKE_EXPORT CUresult Name(CUgraphExec exec, CUstream h) {                                        \
-    if (!exec || (Launch && names_managed((const struct flat *)exec)))                             \
+    if (!exec || (Launch && ((const struct flat *)exec)->names_managed))                           \
       return CUDA_ERROR_INVALID_VALUE;                                                             \
     return fake_enqueue_work(h, PerThread);                                                        \
   }
@@ -532,7 +581,8 @@ GRAPH_WORK(cuGraphUpload_ptsz, true, false)
 /* Where node is among exec's nodes if it is one of type, else -1. */
 static long exec_node(CUgraphExec exec, CUgraphNode node, CUgraphNodeType type) {
   const struct flat *f = (const struct flat *)exec;
-  for (size_t i = 0; f && node && i < f->count; i++)
+  if (!f || !is_live(f->graph)) return -1; /* its graph destroyed: the node is gone */
+  for (size_t i = 0; node && i < f->count; i++)
     if (f->node[i] == (const struct node *)node) return f->type[i] == type ? (long)i : -1;
   return -1;
 }

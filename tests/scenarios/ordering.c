@@ -340,7 +340,10 @@ static void capture_fork_then_work(void) {
 /* ---- graph launches ---- */
 
 /* An executable of one kernel, or of a wait for e then a kernel (*wait: that node). */
-static CUgraphExec graph_of(CUevent e, CUgraphNode *wait) {
+/* An executable of [wait for e ->] one kernel. Its graph is destroyed at
+ * once, unless the caller keeps it (*kept) to change the wait node later: on
+ * the real driver a node of a destroyed graph is no longer one to set. */
+static CUgraphExec graph_of(CUevent e, CUgraphNode *wait, CUgraph *kept) {
   CUgraph g;
   CUgraphNode first = NULL, k = NULL;
   CUgraphExec exec = NULL;
@@ -349,14 +352,17 @@ static CUgraphExec graph_of(CUevent e, CUgraphNode *wait) {
   if (e) EXPECT_RC(cuGraphAddEventWaitNode(&first, g, NULL, 0, e), CUDA_SUCCESS);
   EXPECT_RC(cuGraphAddKernelNode(&k, g, first ? &first : NULL, first ? 1 : 0, &kp), CUDA_SUCCESS);
   EXPECT_RC(cuGraphInstantiate(&exec, g, 0), CUDA_SUCCESS);
-  EXPECT_RC(cuGraphDestroy(g), CUDA_SUCCESS);
+  if (kept)
+    *kept = g;
+  else
+    EXPECT_RC(cuGraphDestroy(g), CUDA_SUCCESS);
   if (wait) *wait = first;
   return exec;
 }
 /* right: a launch is ordered after the executable's previous launch, on
  * whichever stream */
 static void graph_launch_after_launch(void) {
-  CUgraphExec exec = graph_of(NULL, NULL);
+  CUgraphExec exec = graph_of(NULL, NULL, NULL);
   launch_graph(exec, stream());
   launch_graph(exec, s1);
   sync1();
@@ -364,7 +370,7 @@ static void graph_launch_after_launch(void) {
 }
 /* wrong: another executable's launch orders nothing (AC202) */
 static void graph_other_executable(void) {
-  CUgraphExec one = graph_of(NULL, NULL), two = graph_of(NULL, NULL);
+  CUgraphExec one = graph_of(NULL, NULL, NULL), two = graph_of(NULL, NULL, NULL);
   launch_graph(one, stream());
   launch_graph(two, s1);
   sync1();
@@ -375,7 +381,7 @@ static void graph_other_executable(void) {
 static void graph_wait_node(void) {
   CUstream t = stream();
   CUevent e = event();
-  CUgraphExec exec = graph_of(e, NULL);
+  CUgraphExec exec = graph_of(e, NULL, NULL);
   launch0(t);
   record(e, t);
   launch_graph(exec, s1);
@@ -386,7 +392,7 @@ static void graph_wait_node(void) {
 static void graph_wait_node_early(void) {
   CUstream t = stream();
   CUevent e = event();
-  CUgraphExec exec = graph_of(e, NULL);
+  CUgraphExec exec = graph_of(e, NULL, NULL);
   record(e, t);
   launch0(t);
   launch_graph(exec, s1);
@@ -400,12 +406,14 @@ static void exec_wait_set(bool to_late) {
   CUstream t = stream();
   CUevent early = event(), late = event();
   CUgraphNode wait = NULL;
-  CUgraphExec exec = graph_of(late, &wait);
+  CUgraph g = NULL;
+  CUgraphExec exec = graph_of(late, &wait, &g);
   record(early, t);
   launch0(t);
   record(late, t);
   CUevent now = to_late ? late : early;
   EXPECT_RC(cuGraphExecEventWaitNodeSetEvent(exec, wait, now), CUDA_SUCCESS);
+  EXPECT_RC(cuGraphDestroy(g), CUDA_SUCCESS);
   launch_graph(exec, s1);
   sync1();
   read_flag();
