@@ -35,6 +35,7 @@
 #include "grow.h"
 
 static pid_t child;
+static int killed_by; /* the signal that ended the program, 0 if it exited */
 
 static void warn_line(const char *line) {
   fprintf(stderr, "attachcheck: warning: %s\n", line);
@@ -300,6 +301,7 @@ static int run(char **argv, bool *started) {
   forward_to = 0;
   forward_signals(false);
   if (WIFSIGNALED(status)) {
+    killed_by = WTERMSIG(status);
     fprintf(stderr, AC_PREFIX "the program was killed by signal %d (%s)\n", WTERMSIG(status),
             strsignal(WTERMSIG(status)));
     return 128 + WTERMSIG(status);
@@ -501,6 +503,22 @@ static void say_incomplete(const json_t *report) {
           line);
 }
 
+/* A program killed before the shim wrote its exit record: what the shim held
+ * and had not written yet (a finding of its SIGSEGV handler's waiting for
+ * the reporter thread) went with it. The summary must not read as complete. */
+static void say_killed_unfinished(const json_t *report) {
+  size_t i;
+  const json_t *proc;
+  json_array_foreach(json_object_get(report, "processes"), i, proc) {
+    if (json_integer_value(json_object_get(proc, "pid")) != (json_int_t)child) continue;
+    if (json_is_true(json_object_get(proc, "exited"))) return;
+  }
+  fprintf(stderr,
+          AC_PREFIX "error: the program was killed (signal %d) before attachcheck finished its "
+                    "records: any finding it had not written yet is missing from this report\n",
+          killed_by);
+}
+
 /* The exit status from what the run left: a lost report or log first (a run
  * must not pass whose findings went nowhere), then the shim's absence, lost
  * records, CUDA's absence, the findings, and the program's own status. */
@@ -574,6 +592,7 @@ int main(int argc, char **argv) {
   remove_session(session, paths, n);
   if (started && !print_summary(&o, &sum)) output_lost = true;
   if (started && sum.incomplete_processes) say_incomplete(report);
+  if (started && killed_by && report) say_killed_unfinished(report);
   json_decref(report);
   if (!started) return status;
   return run_status(&o, &sum, status, output_lost, argv[prog]);

@@ -132,6 +132,15 @@ p = run([CLI, os.path.join(HELPERS, "exit_with"), "0"])
 check("no CUDA initialised: status 4", p.returncode == 4 and "never initialised" in p.stderr)
 p = run([CLI, "--require-cuda-init=no", os.path.join(HELPERS, "exit_with"), "5"])
 check("program status passes through", p.returncode == 5, f"rc={p.returncode}")
+# Killed before the shim wrote its exit record: the finding it wrote is kept,
+# and the summary says what went with the process (a line of its own).
+p = run([CLI, os.path.join(HELPERS, "stream_prog"), "crash"])
+check("killed program: 128+9, its finding kept, the report said to miss what it held",
+      p.returncode == 137 and "summary: 1 error" in p.stderr and
+      "killed (signal 9) before attachcheck finished its records" in p.stderr, p.stderr)
+p = run([CLI, os.path.join(HELPERS, "stream_prog"), "finding", "0"])
+check("a program that exits has no such line",
+      p.returncode == 0 and "finished its records" not in p.stderr, p.stderr)
 p = run([CLI, "--", "/nonexistent/program"])
 check("program that cannot run: 127", p.returncode == 127, f"rc={p.returncode}")
 p = run([CLI, "--error-exitcode=9", SCENARIO, "link", "legacy_single"])
