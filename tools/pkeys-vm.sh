@@ -56,7 +56,10 @@ kernel=$(ls "$vm"/root/boot/vmlinuz-* | head -n 1)
 release=${kernel##*/vmlinuz-}
 modules=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_pci
   netfs fscache 9pnet 9pnet_virtio 9p)
-if [ ! -f "$vm/initrd.gz" ]; then
+# The initramfs's name changes with what its init does, so an older one kept
+# in build-vm/ is not used.
+initrd=$vm/initrd-2.gz
+if [ ! -f "$initrd" ]; then
   rm -rf "$vm/initrd" && mkdir -p "$vm"/initrd/{bin,mods,proc,sys,dev,mnt}
   cp /bin/busybox "$vm/initrd/bin/"
   for m in "${modules[@]}"; do
@@ -71,13 +74,15 @@ mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 for m in ${modules[*]}; do insmod /mods/\$m.ko || echo "pkeys-vm: insmod \$m failed"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose host /mnt
 mount -t proc proc /mnt/proc; mount -t sysfs sys /mnt/sys; mount -t devtmpfs dev /mnt/dev
-mount -t tmpfs tmp /mnt/tmp; mkdir -p /mnt/dev/pts /mnt/dev/shm
+# A /tmp of its own, unless the checkout or the job lies in the host's /tmp.
+grep -q pkeys_vm_host_tmp /proc/cmdline || mount -t tmpfs tmp /mnt/tmp
+mkdir -p /mnt/dev/pts /mnt/dev/shm
 mount -t devpts pts /mnt/dev/pts; mount -t tmpfs shm /mnt/dev/shm
 chroot /mnt /bin/bash "$vm/job" >/dev/console 2>&1
 poweroff -f
 EOF
   chmod +x "$vm/initrd/init"
-  (cd "$vm/initrd" && find . | busybox cpio -o -H newc 2>/dev/null | gzip >"$vm/initrd.gz")
+  (cd "$vm/initrd" && find . | busybox cpio -o -H newc 2>/dev/null | gzip >"$initrd")
 fi
 
 # The job: COMMAND from the checkout, its status left in a file for this side.
@@ -89,9 +94,11 @@ rm -f "$status"
   printf '%s\n' "bash -c $(printf '%q' "$*")"
   echo "echo \$? >'$status'"
 } >"$vm/job"
+append="console=ttyS0 quiet panic=-1"
+case "$root/ $vm/" in /tmp/* | */\ /tmp/*) append+=" pkeys_vm_host_tmp" ;; esac
 timeout "${AC_PKEYS_VM_TIMEOUT:-3600}" qemu-system-x86_64 -machine q35 \
   -accel tcg,thread=multi -cpu max -smp "$(nproc)" -m 6G -nographic -no-reboot \
-  -kernel "$kernel" -initrd "$vm/initrd.gz" -append "console=ttyS0 quiet panic=-1" \
+  -kernel "$kernel" -initrd "$initrd" -append "$append" \
   -fsdev local,id=host,path=/,security_model=passthrough,multidevs=remap \
   -device virtio-9p-pci,fsdev=host,mount_tag=host </dev/null |
   tr -d '\r' | sed -e '1,/^Booting from ROM/d' -e 's/\x1b\[[0-9;?]*[a-zA-Z]//g' -e 's/\x1bc//g' |
