@@ -10,6 +10,8 @@
  *                      anything is busy (the page guard groups what is alive)
  *   stream-cycles N    N times: create a stream, launch on it, sync, destroy it
  *   streams-alive N    N streams created and each used once, all kept alive
+ *   streams-ended N    N streams created and each used once, all synchronised
+ *                      (cuCtxSynchronize), then all destroyed
  * bench/scale.sh runs each with and without the shim at several N. */
 #include <cuda.h>
 #include <stdio.h>
@@ -80,13 +82,15 @@ int main(int argc, char **argv) {
       cuStreamSynchronize(t);
       cuStreamDestroy(t);
     }
-  } else if (strcmp(mode, "streams-alive") == 0) {
+  } else if (strcmp(mode, "streams-alive") == 0 || strcmp(mode, "streams-ended") == 0) {
     CUstream *t = malloc(sizeof *t * (size_t)n);
     for (long i = 0; t && i < n; i++) {
       cuStreamCreate(&t[i], CU_STREAM_NON_BLOCKING);
       launch(t[i], 0);
     }
     cuCtxSynchronize();
+    for (long i = 0; t && mode[8] == 'e' && i < n; i++)
+      cuStreamDestroy(t[i]);
   } else {
     return fprintf(stderr, "unknown mode %s\n", mode), 2;
   }

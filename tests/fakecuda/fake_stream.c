@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #include "fake.h"
 
@@ -40,6 +41,9 @@ struct fake_stream {
   CUgreenCtx green;         /* the green context it was made in, or NULL */
   CUcontext ctx;            /* its context (a green context's: its device's primary one) */
   struct fake_stream *next; /* live list, or free list once destroyed */
+  struct fake_stream *prev; /* live list */
+  void *self;               /* its handle: the key of the live streams' table */
+  UT_hash_handle hh;
 };
 
 /* An event: where its last record stood on each stream it covered (one for
@@ -68,6 +72,10 @@ struct host_task {
 };
 
 static struct fake_stream *live_streams, *free_streams;
+/* The live streams by handle: a handle is resolved in constant time, as the
+ * real driver does, so a measure of the shim over many streams is not one
+ * of this list. */
+static struct fake_stream *live_by_handle;
 static struct fake_stream legacy_stream = {.magic = STREAM_MAGIC, .live = true};
 static __thread struct fake_stream per_thread_stream = {.magic = STREAM_MAGIC, .live = true};
 static pthread_cond_t progress = PTHREAD_COND_INITIALIZER;
@@ -89,9 +97,10 @@ static struct fake_stream *resolve(CUstream h, bool per_thread_entry) {
   if (h == NULL) return per_thread_entry ? &per_thread_stream : &legacy_stream;
   if (h == CU_STREAM_LEGACY) return &legacy_stream;
   if (h == CU_STREAM_PER_THREAD) return &per_thread_stream;
-  for (struct fake_stream *s = live_streams; s; s = s->next)
-    if ((CUstream)s == h) return s;
-  return NULL;
+  struct fake_stream *s;
+  void *key = (void *)h;
+  HASH_FIND_PTR(live_by_handle, &key, s);
+  return s;
 }
 
 struct fake_stream *fake_stream_checked(CUstream h, bool per_thread_entry) {
@@ -248,8 +257,11 @@ static CUresult create_stream(CUstream *ph, unsigned flags, int priority, CUgree
                             .live = true,
                             .green = green,
                             .ctx = green ? fake_green_primary(green) : fake_current_context(),
-                            .next = live_streams};
+                            .next = live_streams,
+                            .self = s};
+  if (live_streams) live_streams->prev = s;
   live_streams = s;
+  HASH_ADD_PTR(live_by_handle, self, s);
   pthread_mutex_unlock(&fake_lock);
   *ph = (CUstream)s;
   return CUDA_SUCCESS;
@@ -268,10 +280,12 @@ FAKE_EXPORT CUresult cuStreamDestroy_v2(CUstream h) {
     return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, false);
-  struct fake_stream **link = &live_streams;
-  while (*link != s)
-    link = &(*link)->next;
-  *link = s->next;
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    live_streams = s->next;
+  if (s->next) s->next->prev = s->prev;
+  HASH_DEL(live_by_handle, s);
   s->live = false;
   /* Recycle the handle once nothing queued refers to it. */
   if (s->pending_host_functions == 0) {
@@ -684,6 +698,7 @@ void fake_streams_end_all(void) {
   while (live_streams) {
     struct fake_stream *s = live_streams;
     live_streams = s->next;
+    HASH_DEL(live_by_handle, s);
     s->live = false;
     if (s->pending_host_functions == 0) {
       s->next = free_streams;
