@@ -153,6 +153,85 @@ bool range_clip(struct range_list *out, const struct range_list *l,
   return true;
 }
 
+/* Replaces l's ranges [at, at + gone) with the count ranges of with. */
+static bool splice(struct range_list *l, size_t at, size_t gone, const struct range *with,
+                   size_t count) {
+  if (count > gone)
+    while (l->n + count - gone > l->cap)
+      if (!AC_GROW(l->r, l->cap, l->cap, 16)) return false;
+  if (count != gone) /* else the tail stays where it is: no move of a long list */
+    memmove(l->r + at + count, l->r + at + gone, (l->n - at - gone) * sizeof l->r[0]);
+  memcpy(l->r + at, with, count * sizeof with[0]);
+  l->n = l->n + count - gone;
+  return true;
+}
+
+bool range_union_into(struct range_list *l, const struct range_list *add) {
+  for (size_t k = 0; k < add->n; k++) {
+    struct range r = add->r[k];
+    if (r.start >= r.end) continue;
+    /* l's ranges that overlap or touch r: from the first ending at or after
+     * its start to the last starting at or before its end. */
+    size_t i = r.start ? range_first_ending_after(l, r.start - 1) : 0, j = i;
+    while (j < l->n && l->r[j].start <= r.end)
+      j++;
+    if (j > i) {
+      if (l->r[i].start < r.start) r.start = l->r[i].start;
+      if (l->r[j - 1].end > r.end) r.end = l->r[j - 1].end;
+    }
+    if (!splice(l, i, j - i, &r, 1)) return false;
+  }
+  return true;
+}
+
+bool range_subtract_from(struct range_list *l, const struct range_list *cut) {
+  for (size_t k = 0; k < cut->n; k++) {
+    const struct range c = cut->r[k];
+    if (c.start >= c.end) continue;
+    size_t i = range_first_ending_after(l, c.start), j = i;
+    while (j < l->n && l->r[j].start < c.end)
+      j++;
+    if (j == i) continue;
+    struct range keep[2];
+    size_t n = 0;
+    if (l->r[i].start < c.start) keep[n++] = (struct range){l->r[i].start, c.start};
+    if (l->r[j - 1].end > c.end) keep[n++] = (struct range){c.end, l->r[j - 1].end};
+    if (!splice(l, i, j - i, keep, n)) return false;
+  }
+  return true;
+}
+
+/* Appends [start, end) to pieces being built in order, merged with the last
+ * when they touch. */
+static bool piece(struct range_list *pieces, uintptr_t start, uintptr_t end) {
+  return start >= end || range_push_in_order(pieces, start, end);
+}
+
+bool range_replace_within(struct range_list *l, const struct range_list *window,
+                          const struct range_list *with) {
+  static struct range_list pieces; /* the guard's lists change under its lock */
+  for (size_t k = 0; k < window->n; k++) {
+    const struct range w = window->r[k];
+    if (w.start >= w.end) continue;
+    /* l's ranges that overlap or touch w: their parts outside it stay, and
+     * merge with what comes in where they touch. */
+    size_t i = w.start ? range_first_ending_after(l, w.start - 1) : 0, j = i;
+    while (j < l->n && l->r[j].start <= w.end)
+      j++;
+    pieces.n = 0;
+    bool ok =
+        j == i || piece(&pieces, l->r[i].start, l->r[i].end < w.start ? l->r[i].end : w.start);
+    for (size_t m = range_first_ending_after(with, w.start);
+         ok && m < with->n && with->r[m].start < w.end; m++)
+      ok = piece(&pieces, with->r[m].start > w.start ? with->r[m].start : w.start,
+                 with->r[m].end < w.end ? with->r[m].end : w.end);
+    if (ok && j > i)
+      ok = piece(&pieces, l->r[j - 1].start > w.end ? l->r[j - 1].start : w.end, l->r[j - 1].end);
+    if (!ok || !splice(l, i, j - i, pieces.r, pieces.n)) return false;
+  }
+  return true;
+}
+
 size_t range_first_ending_after(const struct range_list *l, uintptr_t addr) {
   size_t lo = 0, hi = l->n;
   while (lo < hi) {

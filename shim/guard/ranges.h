@@ -42,6 +42,17 @@ bool range_subtract(struct range_list *out, const struct range_list *a, const st
  * a binary search of l per range of window, so l may be long). */
 bool range_clip(struct range_list *out, const struct range_list *l,
                 const struct range_list *window);
+/* l joined with add, and l less cut, in place (all normalised): a binary
+ * search of l per range of the other list and one move of l's tail, so a
+ * long list changed by a few ranges costs what changed, not its length - a
+ * patch of the keys' layout after one attach among thousands. */
+bool range_union_into(struct range_list *l, const struct range_list *add);
+bool range_subtract_from(struct range_list *l, const struct range_list *cut);
+/* l's ranges inside window replaced by with's (l = (l less window) joined
+ * with the parts of with inside window), in place: where as many ranges come
+ * as go, l's tail does not move. */
+bool range_replace_within(struct range_list *l, const struct range_list *window,
+                          const struct range_list *with);
 bool range_contains(const struct range_list *l, uintptr_t addr);
 /* Whether [start, end) lies inside one range of l (normalised). */
 bool range_covers(const struct range_list *l, uintptr_t start, uintptr_t end);

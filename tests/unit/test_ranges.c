@@ -179,8 +179,53 @@ static void union_and_subtract_match_the_plain_merges(void) {
   range_free(&a), range_free(&b), range_free(&got), range_free(&want);
 }
 
+/* The in-place forms give what the plain merges give, for a normalised
+ * list changed by a list of any length, touching or not. */
+static void in_place_union_and_subtract_match(void) {
+  struct range_list a = {0, 0, NULL}, b = {0, 0, NULL}, got = {0, 0, NULL}, want = {0, 0, NULL};
+  int mismatches = 0;
+  srand(11);
+  for (int round = 0; round < 4000; round++) {
+    unsigned da = 1 + (unsigned)(round % 3) * 12, db = 1 + (unsigned)((round / 3) % 3) * 12;
+    random_list(&a, false, da);
+    random_list(&b, round % 2, db);
+    got.n = 0;
+    range_append_list(&got, &a);
+    CHECK(range_union_into(&got, &b));
+    reference_union(&want, &a, &b);
+    mismatches += !range_equal(&got, &want);
+    got.n = 0;
+    range_append_list(&got, &a);
+    CHECK(range_subtract_from(&got, &b));
+    reference_subtract(&want, &a, &b);
+    mismatches += !range_equal(&got, &want);
+  }
+  CHECK(mismatches == 0);
+  /* Replaced within a window: (a less w) joined with b's parts inside w. */
+  struct range_list w = {0, 0, NULL}, less = {0, 0, NULL}, inside = {0, 0, NULL};
+  for (int round = 0; round < 4000; round++) {
+    random_list(&a, false, 1 + (unsigned)(round % 3) * 12);
+    random_list(&b, round % 2, 1 + (unsigned)((round / 3) % 3) * 6);
+    random_list(&w, false, 2 + (unsigned)(round % 5) * 8);
+    got.n = 0;
+    range_append_list(&got, &a);
+    CHECK(range_replace_within(&got, &w, &b));
+    reference_subtract(&less, &a, &w);
+    range_clip(&inside, &b, &w);
+    reference_union(&want, &less, &inside);
+    mismatches += !range_equal(&got, &want);
+  }
+  CHECK(mismatches == 0);
+  range_free(&w), range_free(&less), range_free(&inside);
+  /* Into an empty list, and from one. */
+  got.n = 0;
+  CHECK(range_union_into(&got, &b) && range_subtract_from(&got, &b) && got.n == 0);
+  range_free(&a), range_free(&b), range_free(&got), range_free(&want);
+}
+
 int main(void) {
   union_and_subtract_match_the_plain_merges();
+  in_place_union_and_subtract_match();
   clip_keeps_what_lies_inside();
   union_merges_in_order();
   round_out_covers_touched_pages();
