@@ -6,6 +6,7 @@
  *   live N             N small GLOBAL allocations made and kept
  *   free N             N allocations made, then freed (only the frees timed)
  *   attach N           N allocations each attached to a stream, launch+sync each 256
+ *   attach-host N      N host-attached allocations each attached to one idle stream
  *   first-busy N       N allocations, then one launch+sync: the first moment
  *                      anything is busy (the page guard groups what is alive)
  *   stream-cycles N    N times: create a stream, launch on it, sync, destroy it
@@ -35,11 +36,15 @@ static void launch(CUstream s, CUdeviceptr p) {
   if (cuLaunchKernel(kernel, 1, 1, 1, 1, 1, 1, 0, s, args, NULL)) exit(1);
 }
 
-static CUdeviceptr *allocate(long n) {
+static CUdeviceptr *allocate_as(long n, unsigned flags) {
   CUdeviceptr *a = malloc(sizeof *a * (size_t)n);
   for (long i = 0; a && i < n; i++)
-    if (cuMemAllocManaged(&a[i], 64, CU_MEM_ATTACH_GLOBAL)) exit(1);
+    if (cuMemAllocManaged(&a[i], 64, flags)) exit(1);
   return a;
+}
+
+static CUdeviceptr *allocate(long n) {
+  return allocate_as(n, CU_MEM_ATTACH_GLOBAL);
 }
 
 int main(int argc, char **argv) {
@@ -69,6 +74,12 @@ int main(int argc, char **argv) {
       cuStreamAttachMemAsync(s, a[i], 0, CU_MEM_ATTACH_SINGLE);
       if (i % 256 == 255) launch(s, a[i]), cuStreamSynchronize(s);
     }
+    cuStreamSynchronize(s);
+  } else if (strcmp(mode, "attach-host") == 0) {
+    CUdeviceptr *a = allocate_as(n, CU_MEM_ATTACH_HOST);
+    t0 = now();
+    for (long i = 0; i < n; i++)
+      cuStreamAttachMemAsync(s, a[i], 0, CU_MEM_ATTACH_SINGLE);
     cuStreamSynchronize(s);
   } else if (strcmp(mode, "first-busy") == 0) {
     CUdeviceptr *a = allocate(n);

@@ -19,12 +19,20 @@
 #include "keys_internal.h"
 #include "shim.h"
 
+/* The patch under way: its pages, and each slot's class's bytes there, which
+ * with all managed bytes there replace what the residuals held there at the
+ * end - in place, a binary search and as many ranges coming as going, so a
+ * patch costs what moved, not the length of what is alive (patches were
+ * quadratic in the allocations: 20,000 attaches one by one, 2 s). */
+static struct range_list patch_pages, patch_bytes[AC_PKEYS_HW_MAX];
+
 /* The pages (normalised, page-aligned) where bytes moved class lose their
  * keys; false, and nothing changed, when the keys stand aside or so many
  * pages gave theirs up that they should. Each class's bytes there follow
  * (ac_guard_keys_patch_class, _end). */
+
 bool ac_guard_keys_patch_begin(const struct range_list *pages) {
-  static struct range_list gone[AC_PKEYS_HW_MAX], rest;
+  static struct range_list gone[AC_PKEYS_HW_MAX];
   AC_ASSERT_MODEL_HELD();
   if (!ac_guard_keys_active() || ac_keys.standing_aside) return false;
   size_t count = 0;
@@ -37,33 +45,29 @@ bool ac_guard_keys_patch_begin(const struct range_list *pages) {
   ac_guard_keys_restore_lifted(); /* the tags changed below are then the kernel's */
   ac_keys.patch_touched.n = 0;
   for (int s = 0; s < ac_keys.key_count; s++) {
+    /* In place: the lists are as long as what is alive, pages a few. */
     if (gone[s].n) {
       keys_tag_ranges(&gone[s], 0, &ac_keys.patch_touched);
-      range_subtract(&rest, &ac_keys.tagged[s], pages);
-      range_swap(&ac_keys.tagged[s], &rest);
+      range_subtract_from(&ac_keys.tagged[s], pages);
     }
-    range_subtract(&rest, &ac_keys.residual[s], pages);
-    range_swap(&ac_keys.residual[s], &rest);
+    patch_bytes[s].n = 0;
   }
-  range_subtract(&rest, &ac_keys.managed_residual, pages);
-  range_swap(&ac_keys.managed_residual, &rest);
-  return true;
+  patch_pages.n = 0;
+  return range_append_list(&patch_pages, pages);
 }
 
 /* Class id's bytes inside the patched pages (normalised). */
 void ac_guard_keys_patch_class(const void *id, const struct range_list *bytes) {
-  static struct range_list joined;
   int s = keys_slot_of_class(id);
   if (s < 0 || !bytes->n) return;
-  range_union(&joined, &ac_keys.residual[s], bytes);
-  range_swap(&ac_keys.residual[s], &joined);
+  range_union_into(&patch_bytes[s], bytes);
 }
 
 /* All managed bytes inside the patched pages (normalised). */
 void ac_guard_keys_patch_end(const struct range_list *managed) {
-  static struct range_list joined;
-  range_union(&joined, &ac_keys.managed_residual, managed);
-  range_swap(&ac_keys.managed_residual, &joined);
+  for (int s = 0; s < ac_keys.key_count; s++)
+    range_replace_within(&ac_keys.residual[s], &patch_pages, &patch_bytes[s]);
+  range_replace_within(&ac_keys.managed_residual, &patch_pages, managed);
   ac_guard.stats.patches++;
   if (!ac_keys.patch_touched.n) return;
   keys_forget_protection_of(&ac_keys.patch_touched); /* normalises it */
