@@ -25,6 +25,8 @@
   AC_CHOICE(AC_GUARD_MPROTECT, "mprotect") AC_CHOICE(AC_GUARD_OFF, "off")
 #define AC_TARGET_PROCESSES_CHOICES(AC_CHOICE)                                                     \
   AC_CHOICE(AC_TARGET_ALL, "all") AC_CHOICE(AC_TARGET_APPLICATION_ONLY, "application-only")
+#define AC_ON_ERROR_CHOICES(AC_CHOICE)                                                             \
+  AC_CHOICE(AC_ON_ERROR_REPORT, "report") AC_CHOICE(AC_ON_ERROR_HALT, "halt")
 
 #define AC_CHOICE_ENUM(Enum, Text) Enum,
 #define AC_CHOICE_TEXT(Enum, Text) "|" Text
@@ -33,6 +35,7 @@
 enum ac_semantics { AC_SEMANTICS_CHOICES(AC_CHOICE_ENUM) };
 enum ac_target_processes { AC_TARGET_PROCESSES_CHOICES(AC_CHOICE_ENUM) };
 enum ac_guard_pages { AC_GUARD_PAGES_CHOICES(AC_CHOICE_ENUM) };
+enum ac_on_error { AC_ON_ERROR_CHOICES(AC_CHOICE_ENUM) };
 
 struct ac_options {
 #define AC_OPTION(Type, Name, Scope, Default, Metavar, Desc) AC_OPT_TYPE_##Type Name;

@@ -512,6 +512,13 @@ static void say_killed_unfinished(const json_t *report) {
   json_array_foreach(json_object_get(report, "processes"), i, proc) {
     if (json_integer_value(json_object_get(proc, "pid")) != (json_int_t)child) continue;
     if (json_is_true(json_object_get(proc, "exited"))) return;
+    if (json_object_get(proc, "halted_at")) {
+      fprintf(stderr,
+              AC_PREFIX "the program was halted at its first error (%s), as --on-error halt "
+                        "asks: a debugger or the core dump shows the breach\n",
+              ac_json_str(proc, "halted_at"));
+      return;
+    }
   }
   fprintf(stderr,
           AC_PREFIX "error: the program was killed (signal %d) before attachcheck finished its "

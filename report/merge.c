@@ -110,6 +110,8 @@ static void take_record(struct merge *m, json_t *r) {
     take_lost(proc, r);
   } else if (strcmp(type, "exit") == 0) {
     json_object_set_new(proc, "exited", json_true());
+  } else if (strcmp(type, "halt") == 0) { /* --on-error halt stopped it at this rule's finding */
+    json_object_set_new(proc, "halted_at", json_string(ac_json_str(r, "rule")));
   } else if (strcmp(type, "finding") == 0 || strcmp(type, "repeat") == 0) {
     const char *key = json_string_value(json_object_get(r, "key"));
     if (!key) return;

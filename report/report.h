@@ -46,7 +46,13 @@
 /* Announces this process in the session (records it as loaded). Light enough
  * for a constructor: one small write. */
 void ac_report_announce(const struct ac_options *o);
-void ac_report_finding(const struct ac_finding *f);
+/* Records f: printed, streamed, counted. True when it is an error finding no
+ * suppression matched (what --on-error halt stops at). */
+bool ac_report_finding(const struct ac_finding *f);
+/* --on-error halt, before the process stops at the finding of rule: the
+ * summary, a halt record in place of the exit record and, without the CLI,
+ * the final reports. Nothing is written after it. */
+void ac_report_halt(const char *rule);
 #define AC_MAX_DEVICES_DESCRIBED 16
 struct ac_cuda_facts {
   int driver_version; /* cuDriverGetVersion: 13000 for 13.0; 0 if unknown */

@@ -442,7 +442,7 @@ void ac_report_cuda_init(int result, const struct ac_cuda_facts *facts) {
   unlock_sink();
 }
 
-void ac_report_finding(const struct ac_finding *f) {
+bool ac_report_finding(const struct ac_finding *f) {
   uint64_t key = finding_key(f);
   lock_sink();
   finding_streamed = true;
@@ -452,8 +452,9 @@ void ac_report_finding(const struct ac_finding *f) {
     tally.occurrences += s->counted;
     append(
         json_pack("{s:s, s:i, s:s}", "type", "repeat", "pid", (int)getpid(), "key", s->portable));
+    bool error = s->counted && ac_rule_info(f->rule)->severity == AC_SEV_ERROR;
     unlock_sink();
-    return;
+    return error;
   }
   json_t *record = ac_json_finding(f);
   char portable[17] = "";
@@ -473,10 +474,12 @@ void ac_report_finding(const struct ac_finding *f) {
     memcpy(s->portable, portable, sizeof portable);
     HASH_ADD(hh, seen, key, sizeof s->key, s);
   }
-  if (!suppressed && ac_rule_info(f->rule)->severity == AC_SEV_ERROR) errors_found++;
+  bool error = !suppressed && ac_rule_info(f->rule)->severity == AC_SEV_ERROR;
+  if (error) errors_found++;
   if (text_wanted() && !suppressed && within_print_limit()) print_finding(record);
   append(record);
   unlock_sink();
+  return error;
 }
 
 /* Under plain LD_PRELOAD, with the report written: what did not reach it,
@@ -581,6 +584,21 @@ static void say_unwritten(void) {
            stream.waiting + stream.lost, stream.waiting + stream.lost == 1 ? "" : "s",
            stream_name(), strerror(stream.error));
   say_on_stderr(text);
+}
+
+void ac_report_halt(const char *rule) {
+  lock_sink();
+  if (opts && !finished) {
+    print_own_summary();
+    if (stream_started)
+      append(json_pack("{s:s, s:i, s:s}", "type", "halt", "pid", (int)getpid(), "rule", rule));
+    if (standalone())
+      write_standalone_report();
+    else if (stream_started)
+      say_unwritten();
+    finished = true;
+  }
+  unlock_sink();
 }
 
 /* The exit record and, without the CLI, the final report. */

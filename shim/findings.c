@@ -107,8 +107,12 @@ void ac_emit_finding(struct ac_finding *f, enum ac_driver_outcome outcome, CUres
   else
     snprintf(f->driver_result_name, sizeof f->driver_result_name, "CUresult %d",
              (int)driver_result);
-  ac_report_finding(f);
+  bool error = ac_report_finding(f);
   f->history = NULL; /* it lives on this stack frame */
+  /* A handler's finding drained at exit comes after the fact: reported only. */
+  if (error && ac_opts.on_error == AC_ON_ERROR_HALT &&
+      (!ac_guard_draining() || ac_guard_is_reporter()))
+    ac_halt_at_finding(ac_rule_info(f->rule)->id, ac_guard_draining());
 }
 
 /* The session's hardware, for the reports: the driver's version and the

@@ -51,6 +51,7 @@ struct fault {
   ucontext_t *uc;
   enum ac_guard_claim claim;
   unsigned epoch; /* with AC_GUARD_RETRY: the guard's protection it was judged under */
+  bool halt;      /* --on-error halt: an error was found here, and reported */
 };
 
 static void judge(void *arg) {
@@ -72,7 +73,14 @@ static void judge(void *arg) {
 #else
   int pkey = -1;
 #endif
+  unsigned left = ac_guard_findings_left_here();
   f->claim = ac_guard_on_fault(f->info->si_addr, is_write, pc, pkey, f->uc, &f->epoch);
+  /* --on-error halt: the reporter says whether the finding left here is an
+   * error no suppression matched; then this thread stops over the access. */
+  if (ac_opts.on_error == AC_ON_ERROR_HALT && ac_guard_findings_left_here() != left) {
+    ac_guard_wait_reported(10000);
+    f->halt = ac_halt_asked();
+  }
   /* Managed memory that faults again once the guard let it go is refused by
    * the driver itself (a Jetson's GPU owns it while work is pending): the
    * retries may end in the genuine crash, so what was found goes out first. */
@@ -175,8 +183,10 @@ static void on_segv(int sig, siginfo_t *info, void *context) {
   static __thread struct ac_fault_retry retry;
   ucontext_t *uc = context;
   if (info->si_code > 0) { /* a real fault, not a signal sent by kill/raise */
-    struct fault f = {info, uc, AC_GUARD_NOT_OURS, 0};
+    struct fault f = {info, uc, AC_GUARD_NOT_OURS, 0, false};
     run_on_private_stack(judge, &f);
+    if (f.halt)
+      ac_halt_now(); /* here, on the faulting thread's own stack: a core shows the access */
     /* Handled: under keys a retried page can fault on its key first
      * (handled) and then be refused again by the driver; the count of
      * retries goes on through that, which keeps them finite. */

@@ -196,6 +196,16 @@ void ac_stack_capture_from_signal(void *ucontext, struct ac_stack *out);
 /* ---- findings.c ---- */
 /* Completes a finding with the driver's answer and hands it to the reports. */
 void ac_emit_finding(struct ac_finding *f, enum ac_driver_outcome outcome, CUresult result);
+
+/* ---- halt.c: --on-error halt ---- */
+/* After an error finding of rule: the reports written, the calling thread
+ * stops there - unless it is the reporter (from_reporter), which only asks
+ * the faulting thread's handler to (ac_halt_asked). */
+void ac_halt_at_finding(const char *rule, bool from_reporter);
+bool ac_halt_asked(void);
+/* SIGTRAP under a debugger, else abort() and its core; async-signal-safe. */
+void ac_halt_now(void);
+
 /* Records that the program initialised CUDA (for --require-cuda-init). */
 void ac_note_cuda_init(CUresult result);
 

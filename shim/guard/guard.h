@@ -134,6 +134,13 @@ void ac_guard_drain(void);
  * the process: waits up to max_ms for the reporter to have written every
  * finding of the ring. Async-signal-safe. */
 void ac_guard_wait_reported(int max_ms);
+/* Whether the calling thread is reporting the handler's findings now; and
+ * whether it is the reporter thread (else it drains at exit). */
+bool ac_guard_draining(void);
+bool ac_guard_is_reporter(void);
+/* How many findings the calling thread's SIGSEGV handler has left for the
+ * reporter so far (async-signal-safe). */
+unsigned ac_guard_findings_left_here(void);
 
 /* ---- what the guard needs from the signal door (interceptors_signal.c) ---- */
 /* Installs the SIGSEGV handler that calls ac_guard_on_fault, keeping the

@@ -36,6 +36,9 @@ static int reporter_running;  /* atomic */
 /* Moved at every wake-up; the reporter sleeps on it (a futex) while it is
  * what the reporter last saw. Async-signal-safe to move and wake. */
 static unsigned wake_count;
+static __thread bool draining;      /* this thread reports a batch now */
+static __thread bool is_reporter;   /* this thread is the reporter */
+static __thread unsigned left_here; /* findings this thread's handler left */
 
 static void wake_reporter(void) {
   if (!__atomic_load_n(&reporter_running, __ATOMIC_ACQUIRE)) return;
@@ -72,6 +75,7 @@ struct ac_finding *ac_guard_ring_slot_locked(void) {
 void ac_guard_ring_commit_locked(void) {
   AC_ASSERT_MODEL_HELD();
   ring_count++;
+  left_here++;
   ac_model_pin_streams(ac_model); /* the finding's timeline reads its streams' records */
   wake_reporter();
 }
@@ -105,8 +109,10 @@ void ac_guard_drain(void) {
   lost = dropped;
   dropped = 0;
   ac_model_leave_as_is();
+  draining = true;
   for (size_t i = 0; i < n; i++)
     ac_emit_finding(&batch[i], AC_DRIVER_RETURNED, CUDA_SUCCESS);
+  draining = false;
   if (n) {
     ac_model_enter();
     ac_model_unpin_streams(ac_model, n);
@@ -115,6 +121,18 @@ void ac_guard_drain(void) {
   if (lost) ac_log("%lu CPU accesses were not judged: the reporter could not keep up", lost);
   __atomic_sub_fetch(&batches_in_flight, 1, __ATOMIC_ACQ_REL);
   ac_unlock(AC_LOCK_drain);
+}
+
+bool ac_guard_draining(void) {
+  return draining;
+}
+
+bool ac_guard_is_reporter(void) {
+  return is_reporter;
+}
+
+unsigned ac_guard_findings_left_here(void) {
+  return left_here;
 }
 
 void ac_guard_wait_reported(int max_ms) {
@@ -130,6 +148,7 @@ void ac_guard_wait_reported(int max_ms) {
 
 static void *reporter(void *unused) {
   (void)unused;
+  is_reporter = true;
   for (;;) {
     unsigned seen = __atomic_load_n(&wake_count, __ATOMIC_ACQUIRE);
     if (anything_to_drain())

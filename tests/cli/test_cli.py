@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import resource
 import tempfile
 
 BUILD = os.path.abspath(sys.argv[1])
@@ -18,8 +19,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 passed = failed = 0
 
 
-def run(args, env=ENV):
-    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+def run(args, env=ENV, **kw):
+    return subprocess.run(args, env=env, capture_output=True, text=True, timeout=60, **kw)
 
 
 def check(name, cond, detail=""):
@@ -106,6 +107,44 @@ check("LD_PRELOAD: unknown and CLI-only variables said once each at start-up",
       len(said) == 2 and "unrecognized environment variable ATTACHCHECK_JSOM" in said[0] + said[1]
       and "--require-cuda-init is an option of the attachcheck command only" in said[0] + said[1]
       and p.returncode == 0, p.stderr[-400:])
+
+# --on-error halt: the first unsuppressed error stops the program there, its
+# reports written first; a suppressed one does not. (No core files: limit 0.)
+def no_core():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+with tempfile.TemporaryDirectory() as d:
+    report = os.path.join(d, "h.json")
+    p = run([CLI, "--on-error", "halt", "--json", report, SCENARIO, "link", "legacy_single"],
+            preexec_fn=no_core)
+    r = json.load(open(report)) if os.path.exists(report) else {}
+    procs = r.get("processes", [{}])
+    check("halt at a driver call: killed by SIGABRT there, the report holds its one finding and "
+          "says where it stopped",
+          p.returncode == 134 and [f["rule"] for f in r.get("findings", [])] == ["AC101"] and
+          procs[0].get("halted_at") == "AC101" and
+          "halted at its first error (AC101)" in p.stderr, p.stderr[-600:])
+    p = run([CLI, "--on-error", "halt", "--guard-pages", "mprotect",
+             os.path.join(HELPERS, "timeline_prog"), "3"], preexec_fn=no_core)
+    check("halt at a CPU access: stopped in the faulting thread before the next finding",
+          p.returncode == 134 and "halted at its first error (AC201)" in p.stderr and
+          "AC301" not in p.stderr, p.stderr[-600:])
+    quiet = os.path.join(d, "quiet.supp")
+    with open(quiet, "w") as f:
+        f.write("AC101:*\n")
+    p = run([CLI, "--on-error", "halt", "--suppressions", quiet, SCENARIO, "link",
+             "legacy_single"], preexec_fn=no_core)
+    check("halt: a suppressed error does not stop the program", p.returncode == 0 and
+          "halted" not in p.stderr, p.stderr[-600:])
+    alone = os.path.join(d, "alone.json")
+    p = run([SCENARIO, "link", "legacy_single"],
+            dict(ENV, LD_PRELOAD=SHIM, ATTACHCHECK_ON_ERROR="halt", ATTACHCHECK_JSON=alone),
+            preexec_fn=no_core)
+    r = json.load(open(alone)) if os.path.exists(alone) else {}
+    check("halt under plain LD_PRELOAD: the final report written before the abort",
+          p.returncode == -6 and r.get("process", {}).get("halted_at") == "AC101" and
+          len(r.get("findings", [])) == 1, p.stderr[-600:])
 
 usage_error("no program", ["--guard", "on"], ["no program"])
 usage_error("report folder missing", ["--json", "/nonexistent/r.json", "true"], ["/nonexistent"])
