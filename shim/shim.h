@@ -24,6 +24,7 @@
  *   guard/                the page guard, its own room: guard/guard.h is its face
  *   stack.c               call stacks with libunwind
  *   findings.c            hands findings to report/ with the process's details
+ *   halt.c                --on-error halt: the process stops where its first error was made
  */
 #ifndef AC_SHIM_H
 #define AC_SHIM_H
