@@ -1,6 +1,6 @@
 /* cli.h - what the files of the front end share: the exit statuses, the
- * command line (args.c), the summary line (cli.c) and the report command
- * (report_cmd.c).
+ * command line (args.c), the summary line (cli.c), running the program
+ * (launch.c) and the report command (report_cmd.c).
  */
 #ifndef AC_CLI_H
 #define AC_CLI_H
@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "report.h"
 
@@ -40,6 +41,13 @@ void ac_cli_summary_line(const struct ac_summary *sum, char *line, size_t len);
 /* Two outputs (reports, the log) on one file would lose one of them after the
  * whole run has been spent: a usage error, before it. */
 void ac_cli_check_distinct_outputs(const struct ac_options *o);
+
+/* ---- launch.c ---- */
+/* Runs the program argv and waits for it: its status as a shell gives it
+ * (128+N for signal N, said in a line); *started is false when it could not
+ * be run at all (status 127). *pid is its process id, *killed_by the signal
+ * that ended it or 0. */
+int ac_cli_run_program(char **argv, bool *started, pid_t *pid, int *killed_by);
 
 /* ---- manual.c (also --help and --man, declared in report.h) ---- */
 void ac_manual_print_report_help(FILE *out);
