@@ -2,6 +2,7 @@
  *
  * Layout of shim/guard/:
  *   guard.h         the guard's face to the rest of the shim, and its words
+ *   start.c         start-up: the backend, the driver's code; keys given back
  *   refresh.c       protection follows the model at every transition
  *   classes.c       the classes of managed memory, kept allocation by allocation
  *   wanted.c        the pages to close, kept up to date from what changed
