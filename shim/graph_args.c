@@ -1,6 +1,7 @@
 /* graph_args.c - what an executable graph gives the GPU, judged at each launch.
  *
- * When a graph is instantiated its nodes are read, child graphs' too: every
+ * When a graph is instantiated its nodes are read (graph_read.c), child
+ * graphs' too: every
  * argument word of a kernel node that is managed memory then, the kernel's
  * module's __managed__ variables, and the operands of memcpy and memset
  * nodes. They are kept with the executable, node by node, and judged against
@@ -42,246 +43,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "gpu_work.h"
+#include "graph_args_internal.h"
 #include "grow.h"
-
-struct exec_node {
-  uintptr_t key;   /* the node of the graph the executable was made from */
-  uintptr_t alias; /* its pair in the graph of the last update, or 0 */
-  size_t within;   /* 1 + the index of the child graph node it lies in; 0 at the top */
-  CUgraphNodeType type;
-  uintptr_t event; /* an event-record or event-wait node's event */
-  bool covers_all; /* ... which every working node of the top-level graph precedes */
-};
-
-struct graph_use {
-  size_t node; /* index into nodes */
-  uintptr_t addr;
-  int param; /* -1: a __managed__ variable, or a copy's or set's operand */
-  size_t offset;
-  enum ac_work_operation operation; /* a copy's or set's operand: the driver moves HOST-attached
-                                       memory itself */
-  enum ac_work_via via;
-  uintptr_t dst, src; /* a copy's or set's operands */
-  char kernel[96];
-};
-
-struct graph_exec {
-  uintptr_t handle;
-  struct ac_clock last_launch; /* what its last launch comes after, itself included */
-  struct exec_node *nodes;
-  size_t node_count, node_cap;
-  struct graph_use *uses;
-  size_t count, cap;
-  UT_hash_handle hh;
-};
 
 static struct graph_exec *execs; /* under ac_model_lock */
 
-static void exec_free(struct graph_exec *g) {
+void ac_graph_exec_free(struct graph_exec *g) {
   if (!g) return;
   ac_clock_free(&g->last_launch);
   free(g->nodes);
   free(g->uses);
   free(g);
-}
-
-/* ---- reading: into an executable no other thread sees yet ---- */
-
-/* Appends a node; its index, or SIZE_MAX when memory ran out. */
-static size_t add_node(struct graph_exec *g, uintptr_t key, size_t within, CUgraphNodeType type) {
-  if (!AC_GROW(g->nodes, g->node_count, g->node_cap, 8)) return SIZE_MAX;
-  g->nodes[g->node_count] = (struct exec_node){key, 0, within, type, 0, false};
-  return g->node_count++;
-}
-
-/* Model lock held: node's use of addr, if addr is managed memory now. */
-static void add_use(struct graph_exec *g, size_t node, uintptr_t addr, int param, size_t offset,
-                    enum ac_work_operation operation, enum ac_work_via via, const char *kernel) {
-  struct ac_alloc *a = addr ? ac_model_find_alloc(ac_model, addr) : NULL;
-  if (!a || !ac_alloc_is_managed(a)) return;
-  for (size_t i = g->count; i > 0 && g->uses[i - 1].node == node; i--)
-    if (g->uses[i - 1].addr == addr && g->uses[i - 1].param == param) return;
-  if (!AC_GROW(g->uses, g->count, g->cap, 8)) return;
-  struct graph_use *u = &g->uses[g->count++];
-  *u = (struct graph_use){node, addr, param, offset, operation, via, 0, 0, ""};
-  if (kernel) snprintf(u->kernel, sizeof u->kernel, "%s", kernel);
-}
-
-/* A kernel node's function and arguments, whichever ABI gave them. */
-struct kernel_args {
-  CUfunction func;
-  void **params, **extra;
-};
-
-/* The managed memory a kernel node is given: its argument words, and its
- * module's __managed__ variables. */
-static void note_kernel(struct graph_exec *g, size_t node, const struct kernel_args *k) {
-  const struct ac_layout *lay = k->func ? ac_layout_of(k->func) : NULL;
-  if (!lay || !lay->known) return;
-  size_t buffer_size = 0;
-  const unsigned char *buffer = k->params ? NULL : ac_extra_buffer(k->extra, &buffer_size);
-  ac_model_enter();
-  for (int i = 0; i < lay->count; i++) {
-    const unsigned char *p = k->params ? k->params[i] : NULL;
-    if (buffer && (size_t)lay->offset[i] + lay->size[i] <= buffer_size) p = buffer + lay->offset[i];
-    for (size_t off = 0; p && off + sizeof(uintptr_t) <= lay->size[i]; off += sizeof(uintptr_t)) {
-      uintptr_t word;
-      memcpy(&word, p + off, sizeof word);
-      add_use(g, node, word, i, off, AC_WORK_KERNEL, AC_VIA_ARGUMENT, lay->name);
-    }
-  }
-  const uintptr_t *base;
-  size_t n = ac_module_variables(lay->module, &base);
-  for (size_t i = 0; i < n; i++)
-    add_use(g, node, base[i], -1, 0, AC_WORK_KERNEL, AC_VIA_MANAGED_VARIABLE, lay->name);
-  ac_model_leave();
-}
-
-/* Model lock held: a copy's or set's operand, which names both operands. */
-static void add_operand(struct graph_exec *g, size_t node, uintptr_t addr,
-                        enum ac_work_operation operation, enum ac_work_via via, uintptr_t dst,
-                        uintptr_t src) {
-  size_t before = g->count;
-  add_use(g, node, addr, -1, 0, operation, via, NULL);
-  if (g->count == before) return;
-  g->uses[before].dst = dst;
-  g->uses[before].src = src;
-}
-
-/* The managed memory a copy or set node writes (dst) and reads (src, 0: none). */
-static void note_copy(struct graph_exec *g, size_t node, enum ac_work_operation operation,
-                      uintptr_t dst, uintptr_t src) {
-  ac_model_enter();
-  add_operand(g, node, dst, operation, AC_VIA_DESTINATION, dst, src);
-  add_operand(g, node, src, operation, AC_VIA_SOURCE, dst, src);
-  ac_model_leave();
-}
-
-static void note_copy_3d(struct graph_exec *g, size_t node, const CUDA_MEMCPY3D *c) {
-  note_copy(g, node, AC_WORK_COPY, AC_SIDE_3D(c, dst), AC_SIDE_3D(c, src));
-}
-
-/* A kernel node's parameters: through the 12.0 ABI, else the CUDA 10 one that
- * older drivers offer alone. */
-static bool kernel_node(CUgraphNode node, struct kernel_args *k) {
-  if (ac_real.cuGraphKernelNodeGetParams_v2) {
-    CUDA_KERNEL_NODE_PARAMS_v2 kp;
-    if (ac_real.cuGraphKernelNodeGetParams_v2(node, &kp) != CUDA_SUCCESS) return false;
-    *k = (struct kernel_args){kp.func ? kp.func : (CUfunction)kp.kern, kp.kernelParams, kp.extra};
-    return true;
-  }
-  CUDA_KERNEL_NODE_PARAMS_v1 kp;
-  if (!ac_real.cuGraphKernelNodeGetParams ||
-      ac_real.cuGraphKernelNodeGetParams(node, &kp) != CUDA_SUCCESS)
-    return false;
-  *k = (struct kernel_args){kp.func, kp.kernelParams, kp.extra};
-  return true;
-}
-
-/* The event of an event-record or event-wait node, or 0. */
-static uintptr_t node_event(CUgraphNode node, CUgraphNodeType type) {
-  __typeof__(&cuGraphEventRecordNodeGetEvent) get = type == CU_GRAPH_NODE_TYPE_EVENT_RECORD
-                                                        ? ac_real.cuGraphEventRecordNodeGetEvent
-                                                        : ac_real.cuGraphEventWaitNodeGetEvent;
-  CUevent event = NULL;
-  return get && get(node, &event) == CUDA_SUCCESS ? (uintptr_t)event : 0;
-}
-
-/* One node's parameters, asked of the driver (outside the model lock). */
-static void read_node(struct graph_exec *g, size_t index, CUgraphNode node, CUgraphNodeType type) {
-  struct kernel_args k;
-  CUDA_MEMCPY3D copy;
-  CUDA_MEMSET_NODE_PARAMS set;
-  if (type == CU_GRAPH_NODE_TYPE_KERNEL && kernel_node(node, &k))
-    note_kernel(g, index, &k);
-  else if (type == CU_GRAPH_NODE_TYPE_MEMCPY && ac_real.cuGraphMemcpyNodeGetParams &&
-           ac_real.cuGraphMemcpyNodeGetParams(node, &copy) == CUDA_SUCCESS)
-    note_copy_3d(g, index, &copy);
-  else if (type == CU_GRAPH_NODE_TYPE_MEMSET && ac_real.cuGraphMemsetNodeGetParams &&
-           ac_real.cuGraphMemsetNodeGetParams(node, &set) == CUDA_SUCCESS)
-    note_copy(g, index, AC_WORK_SET, set.dst, 0);
-  else if (type == CU_GRAPH_NODE_TYPE_EVENT_RECORD || type == CU_GRAPH_NODE_TYPE_WAIT_EVENT)
-    g->nodes[index].event = node_event(node, type);
-}
-
-/* Nodes that do no work of their own: a record need not follow them. */
-static bool does_no_work(CUgraphNodeType type) {
-  return type == CU_GRAPH_NODE_TYPE_EMPTY || type == CU_GRAPH_NODE_TYPE_EVENT_RECORD ||
-         type == CU_GRAPH_NODE_TYPE_WAIT_EVENT;
-}
-
-/* Whether every working node among nodes[0, n) comes before nodes[r] in the
- * graph's edges (from[e] before to[e]): followed back from r. */
-static bool precedes_all(const CUgraphNode *nodes, const CUgraphNodeType *types, size_t n, size_t r,
-                         const CUgraphNode *from, const CUgraphNode *to, size_t edges) {
-  bool *before = calloc(n, sizeof *before);
-  size_t *stack = calloc(n, sizeof *stack), top = 0;
-  bool all = before && stack;
-  if (all) stack[top++] = r;
-  while (all && top) {
-    CUgraphNode at = nodes[stack[--top]];
-    for (size_t e = 0; e < edges; e++) {
-      if (to[e] != at) continue;
-      for (size_t i = 0; i < n; i++)
-        if (nodes[i] == from[e] && !before[i]) before[i] = true, stack[top++] = i;
-    }
-  }
-  for (size_t i = 0; all && i < n; i++)
-    if (i != r && !before[i] && !does_no_work(types[i])) all = false;
-  free(before), free(stack);
-  return all;
-}
-
-/* For each event-record node of the executable's own graph (nodes[i], of
- * types[i], kept at g->nodes[at[i]]): whether its record covers the whole
- * launch. */
-static void mark_covering_records(struct graph_exec *g, const size_t *at, CUgraph graph,
-                                  const CUgraphNode *nodes, const CUgraphNodeType *types,
-                                  size_t n) {
-  size_t edges = 0;
-  if (!ac_real.cuGraphGetEdges_v2 ||
-      ac_real.cuGraphGetEdges_v2(graph, NULL, NULL, NULL, &edges) != CUDA_SUCCESS)
-    return;
-  CUgraphNode *from = calloc(edges + 1, sizeof *from), *to = calloc(edges + 1, sizeof *to);
-  if (from && to && ac_real.cuGraphGetEdges_v2(graph, from, to, NULL, &edges) == CUDA_SUCCESS)
-    for (size_t i = 0; i < n; i++)
-      if (types[i] == CU_GRAPH_NODE_TYPE_EVENT_RECORD)
-        g->nodes[at[i]].covers_all = precedes_all(nodes, types, n, i, from, to, edges);
-  free(from), free(to);
-}
-
-/* graph's nodes, depth first, lying within `within` (1 + a child graph node's index). */
-static void read_graph(struct graph_exec *g, CUgraph graph, size_t within, int depth) {
-  size_t n = 0;
-  if (depth > 8 || !ac_real.cuGraphGetNodes || ac_real.cuGraphGetNodes(graph, NULL, &n) != 0 || !n)
-    return;
-  CUgraphNode *nodes = calloc(n, sizeof *nodes);
-  CUgraphNodeType *types = calloc(n, sizeof *types);
-  size_t *at = calloc(n, sizeof *at), records = 0;
-  if (!nodes || !types || !at || ac_real.cuGraphGetNodes(graph, nodes, &n) != CUDA_SUCCESS) n = 0;
-  bool whole = true; /* every node of graph kept, nodes[i] at g->nodes[at[i]] */
-  for (size_t i = 0; i < n; i++) {
-    CUgraph child;
-    if (ac_real.cuGraphNodeGetType(nodes[i], &types[i]) != CUDA_SUCCESS) {
-      whole = false;
-      continue;
-    }
-    size_t index = add_node(g, (uintptr_t)nodes[i], within, types[i]);
-    if (index == SIZE_MAX) {
-      whole = false;
-      break;
-    }
-    at[i] = index;
-    records += types[i] == CU_GRAPH_NODE_TYPE_EVENT_RECORD;
-    if (types[i] == CU_GRAPH_NODE_TYPE_GRAPH && ac_real.cuGraphChildGraphNodeGetGraph &&
-        ac_real.cuGraphChildGraphNodeGetGraph(nodes[i], &child) == CUDA_SUCCESS)
-      read_graph(g, child, index + 1, depth + 1);
-    else
-      read_node(g, index, nodes[i], types[i]);
-  }
-  if (records && whole && depth == 0) mark_covering_records(g, at, graph, nodes, types, n);
-  free(nodes), free(types), free(at);
 }
 
 /* ---- the executables: model lock held ---- */
@@ -301,7 +73,7 @@ static void replace_exec(struct graph_exec *g) {
     g->last_launch = old->last_launch;
     old->last_launch = kept;
   }
-  exec_free(old);
+  ac_graph_exec_free(old);
   HASH_ADD(hh, execs, handle, sizeof g->handle, g);
 }
 
@@ -395,13 +167,14 @@ static void node_changed(CUgraphExec exec, CUgraphNode node, struct graph_exec *
     splice(g, i, 1, part, same.within);
   }
   ac_model_leave();
-  exec_free(part);
+  ac_graph_exec_free(part);
 }
 
 /* A part holding one node of type, read by the caller. */
 static struct graph_exec *one_node(CUgraphNode node, CUgraphNodeType type) {
   struct graph_exec *part = calloc(1, sizeof *part);
-  if (part && add_node(part, (uintptr_t)node, 0, type) == SIZE_MAX) exec_free(part), part = NULL;
+  if (part && ac_graph_add_node(part, (uintptr_t)node, 0, type) == SIZE_MAX)
+    ac_graph_exec_free(part), part = NULL;
   return part;
 }
 
@@ -411,7 +184,7 @@ static struct graph_exec *read_executable(CUgraphExec exec, CUgraph graph) {
   struct graph_exec *g = calloc(1, sizeof *g);
   if (!g) return NULL;
   g->handle = (uintptr_t)exec;
-  read_graph(g, graph, 0, 0);
+  ac_graph_read(g, graph, 0, 0);
   return g;
 }
 
@@ -452,28 +225,28 @@ void ac_on_graph_kernel_node_set(CUgraphExec exec, CUgraphNode node, CUfunction 
   struct graph_exec *part = one_node(node, CU_GRAPH_NODE_TYPE_KERNEL);
   if (!part) return;
   struct kernel_args k = {func, params, extra};
-  note_kernel(part, 0, &k);
+  ac_graph_note_kernel(part, 0, &k);
   node_changed(exec, node, part, false);
 }
 
 void ac_on_graph_copy_node_set(CUgraphExec exec, CUgraphNode node, const CUDA_MEMCPY3D *copy) {
   struct graph_exec *part = one_node(node, CU_GRAPH_NODE_TYPE_MEMCPY);
   if (!part) return;
-  if (copy) note_copy_3d(part, 0, copy);
+  if (copy) ac_graph_note_copy_3d(part, 0, copy);
   node_changed(exec, node, part, false);
 }
 
 void ac_on_graph_memset_node_set(CUgraphExec exec, CUgraphNode node, CUdeviceptr dst) {
   struct graph_exec *part = one_node(node, CU_GRAPH_NODE_TYPE_MEMSET);
   if (!part) return;
-  note_copy(part, 0, AC_WORK_SET, dst, 0);
+  ac_graph_note_copy(part, 0, AC_WORK_SET, dst, 0);
   node_changed(exec, node, part, false);
 }
 
 void ac_on_graph_child_node_set(CUgraphExec exec, CUgraphNode node, CUgraph child) {
   struct graph_exec *part = calloc(1, sizeof *part);
   if (!part) return;
-  read_graph(part, child, 0, 1);
+  ac_graph_read(part, child, 0, 1);
   node_changed(exec, node, part, true);
 }
 
@@ -523,7 +296,7 @@ void ac_on_graph_exec_destroyed(CUgraphExec exec) {
   struct graph_exec *g = find_exec((uintptr_t)exec);
   if (g) HASH_DEL(execs, g);
   ac_model_leave();
-  exec_free(g);
+  ac_graph_exec_free(g);
 }
 
 /* Model lock held, the launch enqueued on s: each event-record node's event

@@ -18,6 +18,8 @@
  *   check_context.c       the context of each stream: a context's events and synchronisation
  *   kernel_args.c         what launches and copies give the GPU: AC301, AC302, reach
  *   graph_args.c          what an executable graph gives the GPU, following its changes
+ *   graph_read.c          a graph's nodes read into an executable
+ *   graph_args_internal.h  what graph_args.c and graph_read.c share
  *   kernel_image.c        parameter layouts read from a module image (PTX, cubin)
  *   module_images.c       the images of the modules loaded, for drivers before 12.4
  *   gpu_work.h            what one launch or copy gives the GPU
