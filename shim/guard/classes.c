@@ -40,6 +40,7 @@
 #include <uthash.h>
 
 #include "grow.h"
+#include "class_log.h"
 #include "classes.h"
 #include "guard_internal.h"
 #include "shim.h"
@@ -50,14 +51,6 @@
 #define TAG_GLOBAL 2u           /* globally attached */
 #define TAG_STREAM 3u           /* + the slot of its stream's class */
 #define TAG_PENDING 0x80000000u /* | its index in pending[] */
-
-/* One class: its list as of the last merge, and what moved since: exact
- * allocation ranges, each log sorted and disjoint, none in both (a range
- * logged into one while the other holds it cancels out). So what is removed
- * lies in the list, and what is added lies outside the list less removed. */
-struct class {
-  struct range_list ranges, added, removed;
-};
 
 struct stream_class {
   struct class c;
@@ -113,157 +106,6 @@ static uint32_t *was_busy, *now_busy; /* slots of the classes busy at the last t
 static size_t was_busy_count, now_busy_count, was_busy_cap, now_busy_cap;
 static uint64_t busy_round = 1;
 
-/* ---- one class's list and log ---- */
-
-/* The index of the last range of l starting at or below addr, or l->n if none. */
-static size_t range_at_or_below(const struct range_list *l, uintptr_t addr) {
-  size_t lo = 0, hi = l->n;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (l->r[mid].start <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo ? lo - 1 : l->n;
-}
-
-/* Room for one more range at index i (l grows by one; r[i] is then free). */
-static bool open_at(struct range_list *l, size_t i) {
-  if (!range_push(l, 0, 1)) return false;
-  memmove(&l->r[i + 1], &l->r[i], (l->n - 1 - i) * sizeof l->r[0]);
-  return true;
-}
-
-static void close_at(struct range_list *l, size_t i) {
-  memmove(&l->r[i], &l->r[i + 1], (l->n - 1 - i) * sizeof l->r[0]);
-  l->n--;
-}
-
-/* Takes x, which lies inside one range of l, out of it. */
-static void cut_one(struct range_list *l, struct range x) {
-  size_t i = range_at_or_below(l, x.start);
-  if (i == l->n || x.end > l->r[i].end) return; /* not there: nothing to cut */
-  struct range *r = &l->r[i];
-  if (r->start == x.start && r->end == x.end) {
-    close_at(l, i);
-  } else if (r->start == x.start) {
-    r->start = x.end;
-  } else if (r->end == x.end) {
-    r->end = x.start;
-  } else if (open_at(l, i + 1)) { /* x splits it in two */
-    l->r[i + 1] = (struct range){x.end, l->r[i].end};
-    l->r[i].end = x.start;
-  }
-}
-
-/* Adds x, which meets no range of l but may touch one on either side. */
-static void put_one(struct range_list *l, struct range x) {
-  size_t below = range_at_or_below(l, x.start), i = below == l->n ? 0 : below + 1;
-  bool joins_left = below != l->n && l->r[below].end == x.start;
-  bool joins_right = i < l->n && l->r[i].start == x.end;
-  if (joins_left && joins_right) {
-    l->r[below].end = l->r[i].end;
-    close_at(l, i);
-  } else if (joins_left) {
-    l->r[below].end = x.end;
-  } else if (joins_right) {
-    l->r[i].start = x.start;
-  } else if (open_at(l, i)) {
-    l->r[i] = x;
-  }
-}
-
-/* The index of the first range of log starting at or above start. */
-static size_t log_position(const struct range_list *log, uintptr_t start) {
-  size_t below = range_at_or_below(log, start);
-  if (below == log->n) return 0;
-  return log->r[below].start == start ? below : below + 1;
-}
-
-/* Takes x out of log if it is there exactly. */
-static bool log_take(struct range_list *log, struct range x) {
-  size_t i = log_position(log, x.start);
-  if (i == log->n || log->r[i].start != x.start || log->r[i].end != x.end) return false;
-  memmove(&log->r[i], &log->r[i + 1], (log->n - 1 - i) * sizeof log->r[0]);
-  log->n--;
-  return true;
-}
-
-static void log_insert(struct range_list *log, struct range x) {
-  size_t i = log_position(log, x.start);
-  if (!range_push(log, 0, 1)) return;
-  memmove(&log->r[i + 1], &log->r[i], (log->n - 1 - i) * sizeof log->r[0]);
-  log->r[i] = x;
-}
-
-/* The list with its logs applied. Short logs are applied in place, a range
- * at a time; long ones in one pass over the list. */
-static void merge(struct class *c) {
-  static struct range_list rest;
-  if (c->added.n + c->removed.n <= 16) {
-    for (size_t i = 0; i < c->removed.n; i++)
-      cut_one(&c->ranges, c->removed.r[i]);
-    for (size_t i = 0; i < c->added.n; i++)
-      put_one(&c->ranges, c->added.r[i]);
-  } else {
-    range_subtract(&rest, &c->ranges, &c->removed);
-    range_union(&c->ranges, &rest, &c->added);
-  }
-  c->added.n = c->removed.n = 0;
-}
-
-/* x lies beyond every range c lists or has logged as added: it can go
- * straight onto the end of the list, which stays sorted and normalised, with
- * nothing to merge - as allocations mostly come, in address order. */
-static bool beyond_all(const struct class *c, struct range x) {
-  return (!c->ranges.n || x.start >= c->ranges.r[c->ranges.n - 1].end) &&
-         (!c->added.n || x.start >= c->added.r[c->added.n - 1].end);
-}
-
-/* a's bytes join (log: c's added) or leave (removed) class c. */
-static void log_move(struct class *c, struct range_list *log, const struct ac_alloc *a) {
-  struct range x = {a->base, a->base + a->size};
-  if (log == &c->added && beyond_all(c, x)) {
-    range_push_in_order(&c->ranges, x.start, x.end);
-    return;
-  }
-  if (!log_take(log == &c->added ? &c->removed : &c->added, x)) log_insert(log, x);
-  size_t logged = c->added.n + c->removed.n;
-  if (logged > 64 && logged * logged > 16 * c->ranges.n) merge(c);
-}
-
-/* All of c's bytes: its logs merged first. */
-static const struct range_list *class_all(struct class *c) {
-  if (c->added.n || c->removed.n) merge(c);
-  return &c->ranges;
-}
-
-/* c's bytes inside window (sorted and normalised), read through its logs,
- * which stay; the result lasts until the next call. */
-static const struct range_list *class_within(struct class *c, const struct range_list *window) {
-  static struct range_list listed, left, rest, joined, out;
-  range_clip(&listed, &c->ranges, window);
-  if (!c->added.n && !c->removed.n) return &listed;
-  range_clip(&left, &c->removed, window);
-  range_subtract(&rest, &listed, &left);
-  range_clip(&joined, &c->added, window);
-  range_union(&out, &rest, &joined);
-  return &out;
-}
-
-/* c's bytes: all (window NULL) or those inside window. */
-static const struct range_list *class_bytes(struct class *c, const struct range_list *window) {
-  return window ? class_within(c, window) : class_all(c);
-}
-
-/* Empties c. */
-static void class_free(struct class *c) {
-  range_free(&c->ranges);
-  range_free(&c->added);
-  range_free(&c->removed);
-}
-
 /* ---- streams' classes ---- */
 
 static struct stream_class *class_of_stream(const struct ac_stream *s, bool make) {
@@ -290,7 +132,7 @@ static struct stream_class *class_of_stream(const struct ac_stream *s, bool make
 /* Its last member left: the class goes, so none outlives its stream. */
 static void stream_class_release(struct stream_class *sc) {
   if (--sc->members) return;
-  class_free(&sc->c);
+  ac_class_free(&sc->c);
   HASH_DEL(by_stream, sc);
   sc->stream = NULL;
   live_classes--;
@@ -325,9 +167,9 @@ static struct place place_tagged(const struct ac_alloc *a) {
 /* pending[i]'s verdict, its bytes in or out of forbidden_pending with it. */
 static void set_verdict(size_t i, uint8_t verdict) {
   if ((verdicts[i] == FORBIDDEN) != (verdict == FORBIDDEN))
-    log_move(&forbidden_pending,
-             verdict == FORBIDDEN ? &forbidden_pending.added : &forbidden_pending.removed,
-             pending[i]);
+    ac_class_log_move(&forbidden_pending,
+                      verdict == FORBIDDEN ? &forbidden_pending.added : &forbidden_pending.removed,
+                      pending[i]);
   verdicts[i] = verdict;
 }
 
@@ -347,7 +189,7 @@ static void split_global(void) {
   if (!global_is_all) return;
   global_is_all = false;
   global.ranges.n = 0;
-  range_append_list(&global.ranges, class_all(&all_managed));
+  range_append_list(&global.ranges, ac_class_all(&all_managed));
 }
 
 static void leave(struct ac_alloc *a) {
@@ -360,10 +202,10 @@ static void leave(struct ac_alloc *a) {
     if (i < pending_count) pending[i]->guard_tag = TAG_PENDING | (uint32_t)i;
     if (i < pending_count && verdicts[i] == UNJUDGED) to_judge(i); /* it moved down to i */
   } else if (tag == TAG_GLOBAL) {
-    if (!global_is_all) log_move(&global, &global.removed, a);
+    if (!global_is_all) ac_class_log_move(&global, &global.removed, a);
   } else if (tag >= TAG_STREAM) {
     struct stream_class *sc = slots[tag - TAG_STREAM];
-    log_move(&sc->c, &sc->c.removed, a);
+    ac_class_log_move(&sc->c, &sc->c.removed, a);
     stream_class_release(sc);
   }
   a->guard_tag = TAG_NONE;
@@ -380,13 +222,13 @@ static bool enter(struct ac_alloc *a, struct place p) {
     pending[pending_count] = a;
     to_judge(pending_count++); /* it moved: its pages are looked at anyway */
   } else if (p.kind == TAG_GLOBAL) {
-    if (!global_is_all) log_move(&global, &global.added, a);
+    if (!global_is_all) ac_class_log_move(&global, &global.added, a);
     a->guard_tag = TAG_GLOBAL;
   } else if (p.kind == TAG_STREAM) {
     struct stream_class *sc = class_of_stream(p.stream, true);
     if (!sc) return false;
     sc->members++;
-    log_move(&sc->c, &sc->c.added, a);
+    ac_class_log_move(&sc->c, &sc->c.added, a);
     a->guard_tag = TAG_STREAM + sc->slot;
   }
   return true;
@@ -432,8 +274,10 @@ static void note(struct ac_alloc *a, bool leaving, void *unused) {
   }
   if (now.kind != TAG_NONE && now.kind != TAG_GLOBAL) split_global();
   log_moved(a);
-  if (was.kind != TAG_NONE && now.kind == TAG_NONE) log_move(&all_managed, &all_managed.removed, a);
-  if (was.kind == TAG_NONE && now.kind != TAG_NONE) log_move(&all_managed, &all_managed.added, a);
+  if (was.kind != TAG_NONE && now.kind == TAG_NONE)
+    ac_class_log_move(&all_managed, &all_managed.removed, a);
+  if (was.kind == TAG_NONE && now.kind != TAG_NONE)
+    ac_class_log_move(&all_managed, &all_managed.added, a);
   leave(a);
   enter(a, now);
 }
@@ -448,11 +292,11 @@ static void place_first(struct ac_alloc *a, void *unused) {
 
 void ac_guard_classes_reset(void) {
   HASH_CLEAR(hh, by_stream);
-  class_free(&all_managed);
-  class_free(&global);
-  class_free(&forbidden_pending);
+  ac_class_free(&all_managed);
+  ac_class_free(&global);
+  ac_class_free(&forbidden_pending);
   for (size_t i = 0; i < slot_count; i++) {
-    class_free(&slots[i]->c);
+    ac_class_free(&slots[i]->c);
     free(slots[i]);
   }
   free(slots);
@@ -520,11 +364,11 @@ void ac_guard_classes_update(void) {
 }
 
 const struct range_list *ac_guard_classes_all_managed(const struct range_list *window) {
-  return class_bytes(&all_managed, window);
+  return ac_class_bytes(&all_managed, window);
 }
 
 const struct range_list *ac_guard_classes_global(const struct range_list *window) {
-  return class_bytes(global_is_all ? &all_managed : &global, window);
+  return ac_class_bytes(global_is_all ? &all_managed : &global, window);
 }
 
 /* Calls visit for each stream class, or (busy_only) each whose stream is busy
@@ -560,7 +404,7 @@ struct stream_fn {
 
 static void call_stream_fn(struct stream_class *sc, void *arg) {
   struct stream_fn *f = arg;
-  f->fn(sc->stream, class_bytes(&sc->c, f->window), f->ctx);
+  f->fn(sc->stream, ac_class_bytes(&sc->c, f->window), f->ctx);
 }
 
 void ac_guard_classes_for_each_stream(bool busy_only, const struct range_list *window,
@@ -617,7 +461,7 @@ void ac_guard_classes_keys_followed(void) {
 /* A class busy this round: a flip if it was not busy the round before. */
 static void mark_busy(struct stream_class *sc, void *arg) {
   struct stream_fn *f = arg;
-  if (sc->busy_round != busy_round - 1) f->fn(sc->stream, class_all(&sc->c), f->ctx);
+  if (sc->busy_round != busy_round - 1) f->fn(sc->stream, ac_class_all(&sc->c), f->ctx);
   sc->busy_round = busy_round;
   if (AC_GROW(now_busy, now_busy_count, now_busy_cap, 16)) now_busy[now_busy_count++] = sc->slot;
 }
@@ -633,7 +477,7 @@ void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
    * looked at for nothing: its members all moved, so are looked at anyway. */
   for (size_t i = 0; i < was_busy_count; i++) {
     struct stream_class *sc = slots[was_busy[i]];
-    if (sc->stream && sc->busy_round == busy_round - 1) fn(sc->stream, class_all(&sc->c), ctx);
+    if (sc->stream && sc->busy_round == busy_round - 1) fn(sc->stream, ac_class_all(&sc->c), ctx);
   }
   uint32_t *swap = was_busy;
   size_t swap_cap = was_busy_cap;
@@ -671,7 +515,7 @@ bool ac_guard_classes_forbid_now(const struct ac_alloc *a) {
 }
 
 const struct range_list *ac_guard_classes_forbidden_pending(const struct range_list *window) {
-  return class_bytes(&forbidden_pending, window);
+  return ac_class_bytes(&forbidden_pending, window);
 }
 
 void ac_guard_classes_forget_flips(void) {

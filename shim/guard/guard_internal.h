@@ -5,6 +5,7 @@
  *   start.c         start-up: the backend, the driver's code; keys given back
  *   refresh.c       protection follows the model at every transition
  *   classes.c       the classes of managed memory, kept allocation by allocation
+ *   class_log.c     one class: its sorted list, and the logs of what moved since
  *   wanted.c        the pages to close, kept up to date from what changed
  *   fault.c         a fault or a system call's buffer judged and let through
  *   reporter.c      the SIGSEGV handler's findings, written by a thread of the guard's
