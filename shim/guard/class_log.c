@@ -11,15 +11,8 @@
 
 /* The index of the last range of l starting at or below addr, or l->n if none. */
 static size_t range_at_or_below(const struct range_list *l, uintptr_t addr) {
-  size_t lo = 0, hi = l->n;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (l->r[mid].start <= addr)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo ? lo - 1 : l->n;
+  size_t after = range_first_starting_after(l, addr);
+  return after ? after - 1 : l->n;
 }
 
 /* Room for one more range at index i (l grows by one; r[i] is then free). */

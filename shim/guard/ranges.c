@@ -232,16 +232,26 @@ bool range_replace_within(struct range_list *l, const struct range_list *window,
   return true;
 }
 
-size_t range_first_ending_after(const struct range_list *l, uintptr_t addr) {
+/* The first range of l (sorted) whose end (by_end) or start lies beyond
+ * addr: the one binary search of the guard's lists. */
+static size_t first_beyond(const struct range_list *l, uintptr_t addr, bool by_end) {
   size_t lo = 0, hi = l->n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if (l->r[mid].end <= addr)
+    if ((by_end ? l->r[mid].end : l->r[mid].start) <= addr)
       lo = mid + 1;
     else
       hi = mid;
   }
   return lo;
+}
+
+size_t range_first_ending_after(const struct range_list *l, uintptr_t addr) {
+  return first_beyond(l, addr, true);
+}
+
+size_t range_first_starting_after(const struct range_list *l, uintptr_t addr) {
+  return first_beyond(l, addr, false);
 }
 
 bool range_contains(const struct range_list *l, uintptr_t addr) {
