@@ -17,6 +17,13 @@ uint64_t ac_hash_text(uint64_t h, const char *s) {
   return h;
 }
 
+uint64_t ac_hash_bytes(uint64_t h, const void *bytes, size_t n) {
+  const unsigned char *p = bytes;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
 bool ac_frame_is_programs_own(const json_t *frame) {
   static const char *const foreign_modules[] = {"*/libcuda.so*", "*/libcudart.so*", "*/libc.so*",
                                                 "*/ld-linux*",   "*/libstdc++.so*", "*/libpython*"};

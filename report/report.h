@@ -3,6 +3,7 @@
  * built from those streams at exit or by the CLI.
  *
  *   sink.c        de-duplication, locking, dispatch to the outputs below
+ *   finding_key.c  what makes two findings one: rule, problem, stack
  *   summary.c     the summary: counts, occurrences, the checks that did not run
  *   text.c        the human-readable block on stderr, from a finding's record
  *   json_finding.c  a finding as a JSON object (the schema of docs/report-schema.md)
@@ -108,11 +109,20 @@ json_t *ac_json_text(const char *s);
 /* object[key] as a string, "" when it is absent or not a string. */
 const char *ac_json_str(const json_t *object, const char *key);
 
+/* ---- finding_key.c ---- */
+/* The finding's key within this process (rule, problem, return addresses). */
+uint64_t ac_finding_key(const struct ac_finding *f);
+/* Its key in the reports, the same in every process running the same code
+ * (rule, problem, module and offset of each frame of record's stack): 16 hex
+ * digits. */
+void ac_finding_portable_key(const json_t *record, const struct ac_finding *f, char out[17]);
+
 /* ---- frames.c (frames of a JSON report) ---- */
 /* FNV-1a: a hash of text that is the same in every process and every run
  * (keys and fingerprints are made of it). Start from AC_HASH_START. */
 #define AC_HASH_START 1469598103934665603ull
 uint64_t ac_hash_text(uint64_t h, const char *s);
+uint64_t ac_hash_bytes(uint64_t h, const void *bytes, size_t n);
 /* Whether a frame is in the program's own code: not the driver, the CUDA
  * runtime (as a library or linked in), the C library or the loader. */
 bool ac_frame_is_programs_own(const json_t *frame);

@@ -60,51 +60,6 @@ static struct ac_suppressions suppressions;
  * the coarse clock the kernel stamps files with. */
 static struct timespec loaded_at;
 
-/* Which of the work's operands a finding is about: two wrong buffers given
- * to one launch are two problems, each its own finding; the same argument
- * wrong again is the same one. Stable from run to run (no addresses). */
-static void problem_of(const struct ac_finding *f, char *buf, size_t len) {
-  static const char *const vias[] = {"argument", "variable", "destination", "source", "address"};
-  const struct ac_work_facts *w = &f->work;
-  buf[0] = 0;
-  if (f->kind == AC_KIND_LAUNCH && w->via == AC_VIA_ARGUMENT)
-    snprintf(buf, len, "%s %d+%zu", w->kernel, w->param, w->offset);
-  else if (f->kind == AC_KIND_LAUNCH)
-    snprintf(buf, len, "%s variable %s", w->kernel, f->alloc.name);
-  else if (f->kind == AC_KIND_COPY && (unsigned)w->via < sizeof vias / sizeof vias[0])
-    snprintf(buf, len, "%s", vias[w->via]);
-}
-
-static uint64_t finding_key(const struct ac_finding *f) {
-  char problem[256];
-  problem_of(f, problem, sizeof problem);
-  uint64_t h = ac_hash_text(AC_HASH_START, problem);
-  const unsigned char *p = (const unsigned char *)&f->rule;
-  for (size_t i = 0; i < sizeof f->rule; i++)
-    h = (h ^ p[i]) * 1099511628211ull; /* FNV-1a */
-  p = (const unsigned char *)f->stack.pc;
-  for (size_t i = 0; i < (size_t)f->stack.depth * sizeof f->stack.pc[0]; i++)
-    h = (h ^ p[i]) * 1099511628211ull;
-  return h;
-}
-
-/* The key the reports use: the same finding from the same code in another
- * process - a fork, or another rank loaded at other addresses - has the same
- * key, so the merge makes one finding of them. */
-static void portable_key(const json_t *record, const struct ac_finding *f, char out[17]) {
-  char problem[256];
-  problem_of(f, problem, sizeof problem);
-  uint64_t h = ac_hash_text(AC_HASH_START, ac_json_str(record, "rule"));
-  if (problem[0]) h = ac_hash_text(ac_hash_text(h, "|"), problem);
-  size_t i;
-  const json_t *frame;
-  json_array_foreach(json_object_get(record, "stack"), i, frame) {
-    h = ac_hash_text(ac_hash_text(ac_hash_text(h, "|"), ac_json_str(frame, "module")), "+");
-    h = ac_hash_text(h, ac_json_str(frame, "offset"));
-  }
-  snprintf(out, 17, "%016" PRIx64, h);
-}
-
 /* The sink lock (base/locks.inc); whether this thread holds it tells a
  * message said from inside the sink. */
 static void lock_sink(void) {
@@ -443,7 +398,7 @@ void ac_report_cuda_init(int result, const struct ac_cuda_facts *facts) {
 }
 
 bool ac_report_finding(const struct ac_finding *f) {
-  uint64_t key = finding_key(f);
+  uint64_t key = ac_finding_key(f);
   lock_sink();
   finding_streamed = true;
   struct seen *s;
@@ -458,7 +413,7 @@ bool ac_report_finding(const struct ac_finding *f) {
   }
   json_t *record = ac_json_finding(f);
   char portable[17] = "";
-  if (record) portable_key(record, f, portable);
+  if (record) ac_finding_portable_key(record, f, portable);
   bool suppressed = false;
   if (record) {
     json_object_set_new(record, "key", json_string(portable));
