@@ -58,7 +58,7 @@ modules=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_p
   netfs fscache 9pnet 9pnet_virtio 9p)
 # The initramfs's name changes with what its init does, so an older one kept
 # in build-vm/ is not used.
-initrd=$vm/initrd-2.gz
+initrd=$vm/initrd-3.gz
 if [ ! -f "$initrd" ]; then
   rm -rf "$vm/initrd" && mkdir -p "$vm"/initrd/{bin,mods,proc,sys,dev,mnt}
   cp /bin/busybox "$vm/initrd/bin/"
@@ -74,8 +74,14 @@ mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 for m in ${modules[*]}; do insmod /mods/\$m.ko || echo "pkeys-vm: insmod \$m failed"; done
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000,cache=loose host /mnt
 mount -t proc proc /mnt/proc; mount -t sysfs sys /mnt/sys; mount -t devtmpfs dev /mnt/dev
-# A /tmp of its own, unless the checkout or the job lies in the host's /tmp.
-grep -q pkeys_vm_host_tmp /proc/cmdline || mount -t tmpfs tmp /mnt/tmp
+# A /tmp of its own; folders of the host's /tmp the job needs (the checkout,
+# the VM folder: pkeys_vm_keep=) are bound back into it.
+keep=\$(sed -n 's/.*pkeys_vm_keep=\([^ ]*\).*/\1/p' /proc/cmdline | tr , ' ')
+n=0
+for d in \$keep; do n=\$((n + 1)); mkdir -p /keep\$n; mount --bind /mnt\$d /keep\$n; done
+mount -t tmpfs tmp /mnt/tmp
+n=0
+for d in \$keep; do n=\$((n + 1)); mkdir -p /mnt\$d; mount --bind /keep\$n /mnt\$d; done
 mkdir -p /mnt/dev/pts /mnt/dev/shm
 mount -t devpts pts /mnt/dev/pts; mount -t tmpfs shm /mnt/dev/shm
 chroot /mnt /bin/bash "$vm/job" >/dev/console 2>&1
@@ -95,7 +101,14 @@ rm -f "$status"
   echo "echo \$? >'$status'"
 } >"$vm/job"
 append="console=ttyS0 quiet panic=-1"
-case "$root/ $vm/" in /tmp/* | */\ /tmp/*) append+=" pkeys_vm_host_tmp" ;; esac
+# The folders under the host's /tmp the guest must see through its own /tmp.
+keep=()
+for d in "$root" "$vm"; do
+  case "$d/" in /tmp/?*/*) rest=${d#/tmp/} && keep+=("/tmp/${rest%%/*}") ;; esac
+done
+if ((${#keep[@]})); then
+  append+=" pkeys_vm_keep=$(printf '%s\n' "${keep[@]}" | sort -u | paste -sd,)"
+fi
 timeout "${AC_PKEYS_VM_TIMEOUT:-3600}" qemu-system-x86_64 -machine q35 \
   -accel tcg,thread=multi -cpu max -smp "$(nproc)" -m 6G -nographic -no-reboot \
   -kernel "$kernel" -initrd "$initrd" -append "$append" \
