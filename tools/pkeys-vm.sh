@@ -58,7 +58,7 @@ modules=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_p
   netfs fscache 9pnet 9pnet_virtio 9p)
 # The initramfs's name changes with what its init does, so an older one kept
 # in build-vm/ is not used.
-initrd=$vm/initrd-3.gz
+initrd=$vm/initrd-4.gz
 if [ ! -f "$initrd" ]; then
   rm -rf "$vm/initrd" && mkdir -p "$vm"/initrd/{bin,mods,proc,sys,dev,mnt}
   cp /bin/busybox "$vm/initrd/bin/"
@@ -83,6 +83,7 @@ mount -t tmpfs tmp /mnt/tmp
 n=0
 for d in \$keep; do n=\$((n + 1)); mkdir -p /mnt\$d; mount --bind /keep\$n /mnt\$d; done
 mkdir -p /mnt/dev/pts /mnt/dev/shm
+ln -sf /proc/self/fd /mnt/dev/fd # bash's <(...) needs it; devtmpfs has none
 mount -t devpts pts /mnt/dev/pts; mount -t tmpfs shm /mnt/dev/shm
 chroot /mnt /bin/bash "$vm/job" >/dev/console 2>&1
 poweroff -f

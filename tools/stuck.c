@@ -1,13 +1,13 @@
 /* stuck.c - where each thread of a hung process is, without a debugger.
  *
  * For machines that have no gdb (the GPU machines): each thread of PID is
- * stopped for a moment (ptrace, PTRACE_INTERRUPT), and its instruction
- * pointer, its system call (or -1 when it runs user code) and the words of
- * its stack that point into executable mappings are printed - candidate
- * return addresses, a backtrace without unwind tables; then it is let go as
- * it was. Given the address of attachcheck's lock table (tools/stuck.sh finds
- * it), it also prints which thread holds each of the shim's locks: glibc's
- * mutex keeps its owner's thread id. tools/stuck.sh symbolises the output.
+ * stopped for a moment (ptrace, PTRACE_INTERRUPT), and its system call (or
+ * -1 when it runs user code), its instruction pointer and the words of its
+ * stack that point into executable mappings are printed, each as a frame
+ * line with its file and offset there - candidate return addresses, a
+ * backtrace without unwind tables; then it is let go as it was. Given the address of attachcheck's
+ * lock table (tools/stuck.sh finds it), it also prints which thread holds each of the shim's locks:
+ * glibc's mutex keeps its owner's thread id. tools/stuck.sh symbolises the output.
  *
  *   stuck PID [LOCK_TABLE_ADDRESS LOCK_COUNT]
  */
@@ -41,7 +41,8 @@ typedef struct user_pt_regs regs_t;
 #define STACK_WORDS 1024
 
 struct span {
-  unsigned long lo, hi;
+  unsigned long lo, hi, offset;
+  char file[256]; /* "" for an anonymous mapping */
 };
 
 /* The executable mappings of pid: where a return address may point. */
@@ -51,19 +52,27 @@ static size_t text_spans(int pid, struct span *out, size_t max) {
   FILE *f = fopen(path, "r");
   size_t n = 0;
   while (f && n < max && fgets(line, sizeof line, f)) {
-    unsigned long lo, hi;
-    char perms[8];
-    if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && perms[2] == 'x')
-      out[n++] = (struct span){lo, hi};
+    unsigned long lo, hi, offset;
+    char perms[8], file[256] = "";
+    if (sscanf(line, "%lx-%lx %7s %lx %*s %*s %255s", &lo, &hi, perms, &offset, file) >= 4 &&
+        perms[2] == 'x') {
+      out[n] = (struct span){lo, hi, offset, ""};
+      snprintf(out[n++].file, sizeof out[0].file, "%s", file);
+    }
   }
   if (f) fclose(f);
   return n;
 }
 
-static bool in_text(unsigned long a, const struct span *s, size_t n) {
+static const struct span *text_at(unsigned long a, const struct span *s, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (a >= s[i].lo && a < s[i].hi) return true;
-  return false;
+    if (a >= s[i].lo && a < s[i].hi) return &s[i];
+  return NULL;
+}
+
+/* "frame ADDRESS FILE OFFSET" (FILE "-" when anonymous) for the shell to name. */
+static void print_frame(unsigned long a, const struct span *s) {
+  printf("frame %lx %s %lx\n", a, s && s->file[0] ? s->file : "-", s ? a - s->lo + s->offset : 0);
 }
 
 static int read_regs(int tid, regs_t *r) {
@@ -83,13 +92,14 @@ static void one_thread(int tid, int mem, const struct span *spans, size_t nspans
   if (read_regs(tid, &r) != 0) {
     printf("thread %d: no registers: %s\n", tid, strerror(errno));
   } else {
-    printf("thread %d pc %llx syscall %lld\n", tid, (unsigned long long)PC(r), SYSCALL_NR(r));
+    printf("thread %d syscall %lld\n", tid, SYSCALL_NR(r));
+    print_frame((unsigned long)PC(r), text_at((unsigned long)PC(r), spans, nspans));
     static unsigned long w[STACK_WORDS];
     ssize_t got = pread(mem, w, sizeof w, (off_t)SP(r));
-    printf("  stack");
-    for (ssize_t i = 0; i < got / (ssize_t)sizeof w[0]; i++)
-      if (in_text(w[i], spans, nspans)) printf(" %lx", w[i]);
-    printf("\n");
+    for (ssize_t i = 0; i < got / (ssize_t)sizeof w[0]; i++) {
+      const struct span *at = text_at(w[i], spans, nspans);
+      if (at) print_frame(w[i], at);
+    }
   }
   ptrace(PTRACE_DETACH, tid, 0, 0);
 }

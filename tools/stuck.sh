@@ -21,29 +21,24 @@ names=()
 if [ -n "$shim" ] && command -v nm >/dev/null; then
   base=$(awk -v f="$shim" '$6 == f {split($1, r, "-"); print r[1]; exit}' "/proc/$pid/maps")
   offset=$(nm "$shim" | awk '$3 == "ac_locks" {print $1}')
-  mapfile -t names < <(sed -n 's/^AC_LOCK(\([a-z_]*\),.*/\1/p' "$here/base/locks.inc")
+  mapfile -t names <<<"$(sed -n 's/^AC_LOCK(\([a-z_]*\),.*/\1/p' "$here/base/locks.inc")"
   if [ -n "$offset" ]; then
     args=("$(printf '%x' $((0x$base + 0x$offset)))" "${#names[@]}")
   fi
 fi
 
-# address -> module+offset [function file:line], from the process's mappings.
-symbolise() {
-  local a=$((0x$1))
-  while read -r range perms off _ _ file; do
-    local lo=$((0x${range%-*})) hi=$((0x${range#*-}))
-    if [ "$a" -ge "$lo" ] && [ "$a" -lt "$hi" ]; then
-      local rel
-      rel=$(printf '%x' $((a - lo + 0x$off)))
-      local where=""
-      if command -v addr2line >/dev/null && [ -f "$file" ]; then
-        where=$(addr2line -f -C -e "$file" "0x$rel" 2>/dev/null | paste -sd' ' || true)
-      fi
-      echo "${file##*/}+0x$rel $where"
-      return
-    fi
-  done <"/proc/$pid/maps"
-  echo "0x$1"
+# A frame line of stuck.c (ADDRESS FILE OFFSET) as module+offset, and the
+# function and line where addr2line is installed.
+name_frame() {
+  local fn=""
+  if [ "$2" = - ]; then
+    echo "0x$1"
+    return
+  fi
+  if [ -f "$2" ] && command -v addr2line >/dev/null; then
+    fn=$(addr2line -f -C -e "$2" "0x$3" 2>/dev/null | paste -sd' ' || true)
+  fi
+  echo "${2##*/}+0x$3 $fn"
 }
 
 for t in /proc/"$pid"/task/*; do
@@ -52,11 +47,11 @@ done
 "$work/stuck" "$pid" "${args[@]}" | while read -r first second rest; do
   case "$first" in
   thread)
-    set -- $rest
-    echo "thread $second: at $(symbolise "$2"), system call $4"
+    echo "thread $second: system call ${rest#syscall }, at:"
     ;;
-  stack)
-    for a in $second $rest; do echo "    $(symbolise "$a")"; done
+  frame)
+    read -r file offset <<<"$rest"
+    echo "    $(name_frame "$second" "$file" "$offset")"
     ;;
   lock)
     i=${second%:}
