@@ -28,6 +28,12 @@ static const char *const names[AC_LOCK_COUNT] = {
 /* The locks prepare took, so that the parent releases exactly those; and
  * those the forking thread held already, which the child holds again. */
 static uint32_t taken_for_fork, held_at_fork;
+/* Forks between their prepare step's start and their end (atomic). */
+static int forks_pending;
+
+bool ac_locks_fork_pending(void) {
+  return __atomic_load_n(&forks_pending, __ATOMIC_ACQUIRE) != 0;
+}
 
 const char *ac_lock_name(enum ac_lock_id id) {
   return id < AC_LOCK_COUNT ? names[id] : "?";
@@ -46,6 +52,7 @@ void ac_lock_violation(const char *what, enum ac_lock_id id) {
 }
 
 void ac_locks_fork_prepare(void) {
+  __atomic_add_fetch(&forks_pending, 1, __ATOMIC_ACQ_REL);
   uint32_t mine = ac_locks_held;
   taken_for_fork = 0;
   held_at_fork = mine;
@@ -62,6 +69,7 @@ void ac_locks_fork_parent(void) {
   for (int id = AC_LOCK_COUNT - 1; id >= 0; id--)
     if ((taken_for_fork >> id) & 1u) pthread_mutex_unlock(&ac_locks[id]);
   taken_for_fork = 0;
+  __atomic_sub_fetch(&forks_pending, 1, __ATOMIC_ACQ_REL);
 }
 
 /* Every lock is made anew (another thread of the parent may have held a
@@ -74,4 +82,5 @@ void ac_locks_fork_child(void) {
   }
   ac_locks_held = held_at_fork;
   taken_for_fork = 0;
+  __atomic_store_n(&forks_pending, 0, __ATOMIC_RELEASE); /* the child's only thread forks no more */
 }

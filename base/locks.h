@@ -59,6 +59,11 @@ static inline void ac_unlock(enum ac_lock_id id) {
 void ac_locks_fork_prepare(void);
 void ac_locks_fork_parent(void);
 void ac_locks_fork_child(void);
+/* Whether a thread is in a fork's prepare step, or waits to be: a thread
+ * that takes a lock over and over (the guard's reporter, batch after batch)
+ * lets it go first - a mutex is not fair, and a fork waiting behind such a
+ * thread could wait for as long as the program makes findings. */
+bool ac_locks_fork_pending(void);
 
 /* The table as text, for --help-style listings and the test that keeps
  * docs/design.md's lock list equal to it. */

@@ -151,6 +151,11 @@ static void *reporter(void *unused) {
   is_reporter = true;
   for (;;) {
     unsigned seen = __atomic_load_n(&wake_count, __ATOMIC_ACQUIRE);
+    /* A fork waiting for the drain lock goes first: taken batch after batch
+     * while a thread keeps making findings, the lock would never be free
+     * when the forking thread looks (a fork storm hung that way). */
+    while (ac_locks_fork_pending())
+      sleep_one_ms();
     if (anything_to_drain())
       ac_guard_drain();
     else /* returns at once when a wake-up came since seen was read */
