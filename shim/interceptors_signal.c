@@ -51,8 +51,12 @@ struct fault {
   ucontext_t *uc;
   enum ac_guard_claim claim;
   unsigned epoch; /* with AC_GUARD_RETRY: the guard's protection it was judged under */
-  bool halt;      /* --on-error halt: an error was found here, and reported */
 };
+/* --on-error halt: an error was found in this thread's fault, and reported.
+ * Not in struct fault: on_segv's frame may be on a program's alternate stack
+ * with a few hundred bytes to spare, and every word there counts (a sanitizer
+ * build pads each local). */
+static __thread bool halt_here;
 
 static void judge(void *arg) {
   struct fault *f = arg;
@@ -79,7 +83,7 @@ static void judge(void *arg) {
    * error no suppression matched; then this thread stops over the access. */
   if (ac_opts.on_error == AC_ON_ERROR_HALT && ac_guard_findings_left_here() != left) {
     ac_guard_wait_reported(10000);
-    f->halt = ac_halt_asked();
+    halt_here = ac_halt_asked();
   }
   /* Managed memory that faults again once the guard let it go is refused by
    * the driver itself (a Jetson's GPU owns it while work is pending): the
@@ -183,10 +187,9 @@ static void on_segv(int sig, siginfo_t *info, void *context) {
   static __thread struct ac_fault_retry retry;
   ucontext_t *uc = context;
   if (info->si_code > 0) { /* a real fault, not a signal sent by kill/raise */
-    struct fault f = {info, uc, AC_GUARD_NOT_OURS, 0, false};
+    struct fault f = {info, uc, AC_GUARD_NOT_OURS, 0};
     run_on_private_stack(judge, &f);
-    if (f.halt)
-      ac_halt_now(); /* here, on the faulting thread's own stack: a core shows the access */
+    if (halt_here) ac_halt_now(); /* on the faulting thread's own stack: a core shows the access */
     /* Handled: under keys a retried page can fault on its key first
      * (handled) and then be refused again by the driver; the count of
      * retries goes on through that, which keeps them finite. */
