@@ -58,7 +58,7 @@ modules=(virtio_ring virtio virtio_pci_modern_dev virtio_pci_legacy_dev virtio_p
   netfs fscache 9pnet 9pnet_virtio 9p)
 # The initramfs's name changes with what its init does, so an older one kept
 # in build-vm/ is not used.
-initrd=$vm/initrd-4.gz
+initrd=$vm/initrd-5.gz
 if [ ! -f "$initrd" ]; then
   rm -rf "$vm/initrd" && mkdir -p "$vm"/initrd/{bin,mods,proc,sys,dev,mnt}
   cp /bin/busybox "$vm/initrd/bin/"
@@ -85,6 +85,7 @@ for d in \$keep; do n=\$((n + 1)); mkdir -p /mnt\$d; mount --bind /keep\$n /mnt\
 mkdir -p /mnt/dev/pts /mnt/dev/shm
 ln -sf /proc/self/fd /mnt/dev/fd # bash's <(...) needs it; devtmpfs has none
 mount -t devpts pts /mnt/dev/pts; mount -t tmpfs shm /mnt/dev/shm
+ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up # for programs that look for an interface
 chroot /mnt /bin/bash "$vm/job" >/dev/console 2>&1
 poweroff -f
 EOF
@@ -96,6 +97,7 @@ fi
 status=$vm/status
 rm -f "$status"
 {
+  echo "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
   echo "cd '$root' || exit 1"
   echo "grep -qw pku /proc/cpuinfo || echo 'pkeys-vm: the guest CPU has no pku' >&2"
   printf '%s\n' "bash -c $(printf '%q' "$*")"

@@ -4,8 +4,10 @@
 # on an emulated CPU that has keys (tools/pkeys-vm.sh) when this one has none.
 # Where this CPU has keys the tests already ran on them, and where no
 # emulated CPU can be started (not x86_64, no root, no qemu) it says so in a
-# line and skips. The browser and valgrind tests are left out: they take
-# minutes under the emulator and do not touch the guard.
+# line and skips. The browser and valgrind tests, the packages and the wheel
+# (cpack, a venv), the MPI launcher and the CTest example are left out: they
+# take minutes under the emulator - past their own time limits when the
+# machine is busy - and do not touch the guard; the main leg runs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if grep -qw pku /proc/cpuinfo; then
@@ -21,7 +23,7 @@ fi
 # beside it. What passed only the second time is named.
 set +e
 tools/pkeys-vm.sh 'cd build && ctest --output-on-failure -j "$(nproc)" --timeout 600 \
-  -E "report\.html|valgrind" ||
+  -E "report\.html|valgrind|package\.|python\.clients_wheel|mpi\.launcher|example\.ctest" ||
   { echo "test-keys: running the failed tests again, one at a time:" &&
     grep -o "^[0-9]*:[^:]*" Testing/Temporary/LastTestsFailed.log &&
     ctest --output-on-failure --rerun-failed --timeout 600; }'
