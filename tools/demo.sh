@@ -26,6 +26,9 @@ python3 - "$report" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 for f in r["findings"]:
-    print(f"  {f['rule']} {f['name']:28} {f['api']} -> {f['driver']['name']}")
+    # Each kind has its own facts: a call's answer, a launch's kernel, a CPU access.
+    what = f.get("api") or f.get("work", {}).get("kernel") or f.get("access", {}).get("via") or f.get("kind", "")
+    answer = f.get("driver", {}).get("name")
+    print(f"  {f['rule']} {f['name']:28} {what}" + (f" -> {answer}" if answer else ""))
 print("  summary:", r["summary"])
 PY
