@@ -27,18 +27,6 @@ void ac_published_set(struct ac_published *p, const struct range *r, const int *
   fill(p, 1, r, tags, n);
 }
 
-static size_t first_ending_after(const struct range *r, size_t n, uintptr_t at) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    if (r[mid].end <= at)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
 int ac_published_find(const struct ac_published *p, uintptr_t start, uintptr_t end,
                       bool (*accept)(int tag, void *ctx), void *ctx, uintptr_t *at,
                       bool *overflow) {
@@ -50,7 +38,8 @@ int ac_published_find(const struct ac_published *p, uintptr_t start, uintptr_t e
     size_t n = p->count[c];
     *overflow = p->overflow[c];
     found = -1;
-    for (size_t i = first_ending_after(p->r[c], n, start); i < n && p->r[c][i].start < end; i++)
+    for (size_t i = range_array_first_ending_after(p->r[c], n, start);
+         i < n && p->r[c][i].start < end; i++)
       if (!accept || accept(p->tag[c][i], ctx)) {
         found = p->tag[c][i];
         *at = p->r[c][i].start > start ? p->r[c][i].start : start;

@@ -232,13 +232,13 @@ bool range_replace_within(struct range_list *l, const struct range_list *window,
   return true;
 }
 
-/* The first range of l (sorted) whose end (by_end) or start lies beyond
- * addr: the one binary search of the guard's lists. */
-static size_t first_beyond(const struct range_list *l, uintptr_t addr, bool by_end) {
-  size_t lo = 0, hi = l->n;
+/* The first of the n sorted ranges at r whose end (by_end) or start lies
+ * beyond addr: the one binary search of the guard's lists. */
+static size_t first_beyond(const struct range *r, size_t n, uintptr_t addr, bool by_end) {
+  size_t lo = 0, hi = n;
   while (lo < hi) {
     size_t mid = (lo + hi) / 2;
-    if ((by_end ? l->r[mid].end : l->r[mid].start) <= addr)
+    if ((by_end ? r[mid].end : r[mid].start) <= addr)
       lo = mid + 1;
     else
       hi = mid;
@@ -246,12 +246,16 @@ static size_t first_beyond(const struct range_list *l, uintptr_t addr, bool by_e
   return lo;
 }
 
+size_t range_array_first_ending_after(const struct range *r, size_t n, uintptr_t addr) {
+  return first_beyond(r, n, addr, true);
+}
+
 size_t range_first_ending_after(const struct range_list *l, uintptr_t addr) {
-  return first_beyond(l, addr, true);
+  return first_beyond(l->r, l->n, addr, true);
 }
 
 size_t range_first_starting_after(const struct range_list *l, uintptr_t addr) {
-  return first_beyond(l, addr, false);
+  return first_beyond(l->r, l->n, addr, false);
 }
 
 bool range_contains(const struct range_list *l, uintptr_t addr) {

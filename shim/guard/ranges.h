@@ -68,6 +68,9 @@ bool range_equal(const struct range_list *a, const struct range_list *b);
 /* The index of the first range of l (normalised) that ends after addr: the
  * one holding addr, or the next; l->n if none. */
 size_t range_first_ending_after(const struct range_list *l, uintptr_t addr);
+/* The same over n sorted ranges at r (async-signal-safe: the handler's
+ * published copies). */
+size_t range_array_first_ending_after(const struct range *r, size_t n, uintptr_t addr);
 /* The index of the first range of l (sorted by start) that starts after
  * addr; l->n if none. */
 size_t range_first_starting_after(const struct range_list *l, uintptr_t addr);
