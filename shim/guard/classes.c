@@ -41,16 +41,17 @@
 
 #include "grow.h"
 #include "class_log.h"
+#include "class_pending.h"
 #include "classes.h"
 #include "guard_internal.h"
 #include "shim.h"
 
 /* ac_alloc.guard_tag: which class holds the allocation. */
-#define TAG_NONE 0u             /* not managed memory the guard looks at */
-#define TAG_HOST 1u             /* in all_managed only: the CPU may always touch it */
-#define TAG_GLOBAL 2u           /* globally attached */
-#define TAG_STREAM 3u           /* + the slot of its stream's class */
-#define TAG_PENDING 0x80000000u /* | its index in pending[] */
+#define TAG_NONE 0u                /* not managed memory the guard looks at */
+#define TAG_HOST 1u                /* in all_managed only: the CPU may always touch it */
+#define TAG_GLOBAL 2u              /* globally attached */
+#define TAG_STREAM 3u              /* + the slot of its stream's class */
+#define TAG_PENDING AC_TAG_PENDING /* | its index (class_pending.c) */
 
 struct stream_class {
   struct class c;
@@ -73,23 +74,6 @@ static size_t slot_count, slot_cap, live_classes;
 static uint32_t *free_slots;
 static size_t free_count, free_cap;
 static struct stream_class *by_stream;
-static struct ac_alloc **pending;
-static size_t pending_count, pending_cap;
-/* Beside pending[]: the verdict at the last pending_flips, or none yet. */
-enum verdict { ALLOWED, FORBIDDEN, UNJUDGED };
-static uint8_t *verdicts;
-static size_t verdicts_cap;
-/* The indices in pending[] that turned UNJUDGED since the last pending_flips
- * (some stale: judged since, or beyond pending_count), so that judging the
- * few that moved does not look at every pending allocation - a program
- * attaching thousands without a synchronisation has thousands pending. */
-static uint32_t *unjudged;
-static size_t unjudged_count, unjudged_cap;
-static bool unjudged_lost; /* memory ran out: every pending one is looked at */
-/* The bytes of the pending allocations whose verdict is FORBIDDEN: a class
- * of its own, so that a window of pages finds them by a search, not by a
- * look at every pending allocation. */
-static struct class forbidden_pending;
 /* What changed since the wanted pages were last brought up to date. */
 static struct range_list moved; /* bytes of allocations that changed class */
 static bool moved_all;          /* more than is worth listing, or regrouped: everything */
@@ -164,26 +148,6 @@ static struct place place_tagged(const struct ac_alloc *a) {
   return (struct place){tag, NULL};
 }
 
-/* pending[i]'s verdict, its bytes in or out of forbidden_pending with it. */
-static void set_verdict(size_t i, uint8_t verdict) {
-  if ((verdicts[i] == FORBIDDEN) != (verdict == FORBIDDEN))
-    ac_class_log_move(&forbidden_pending,
-                      verdict == FORBIDDEN ? &forbidden_pending.added : &forbidden_pending.removed,
-                      pending[i]);
-  verdicts[i] = verdict;
-}
-
-/* pending[i] is to be judged at the next pending_flips. */
-static void to_judge(size_t i) {
-  verdicts[i] = UNJUDGED;
-  if (unjudged_lost) return;
-  /* More than there are pending allocations: a look at each is no dearer. */
-  if (unjudged_count <= pending_count + 64 && AC_GROW(unjudged, unjudged_count, unjudged_cap, 16))
-    unjudged[unjudged_count++] = (uint32_t)i;
-  else
-    unjudged_lost = true;
-}
-
 /* GLOBAL's own list: all_managed's, as every member of that is GLOBAL. */
 static void split_global(void) {
   if (!global_is_all) return;
@@ -195,12 +159,7 @@ static void split_global(void) {
 static void leave(struct ac_alloc *a) {
   uint32_t tag = a->guard_tag;
   if (tag & TAG_PENDING) {
-    size_t i = tag & ~TAG_PENDING;
-    set_verdict(i, ALLOWED); /* its bytes leave forbidden_pending */
-    pending[i] = pending[--pending_count];
-    verdicts[i] = verdicts[pending_count];
-    if (i < pending_count) pending[i]->guard_tag = TAG_PENDING | (uint32_t)i;
-    if (i < pending_count && verdicts[i] == UNJUDGED) to_judge(i); /* it moved down to i */
+    ac_pending_remove(a);
   } else if (tag == TAG_GLOBAL) {
     if (!global_is_all) ac_class_log_move(&global, &global.removed, a);
   } else if (tag >= TAG_STREAM) {
@@ -215,12 +174,7 @@ static void leave(struct ac_alloc *a) {
 static bool enter(struct ac_alloc *a, struct place p) {
   a->guard_tag = p.kind == TAG_NONE ? TAG_NONE : TAG_HOST;
   if (p.kind == TAG_PENDING) {
-    if (!AC_GROW(pending, pending_count, pending_cap, 16) ||
-        !AC_GROW(verdicts, pending_count, verdicts_cap, 16))
-      return false;
-    a->guard_tag = TAG_PENDING | (uint32_t)pending_count;
-    pending[pending_count] = a;
-    to_judge(pending_count++); /* it moved: its pages are looked at anyway */
+    if (!ac_pending_add(a)) return false;
   } else if (p.kind == TAG_GLOBAL) {
     if (!global_is_all) ac_class_log_move(&global, &global.added, a);
     a->guard_tag = TAG_GLOBAL;
@@ -266,8 +220,7 @@ static void note(struct ac_alloc *a, bool leaving, void *unused) {
   struct place now = leaving ? (struct place){TAG_NONE, NULL} : place_of(a);
   if (was.kind == now.kind && was.stream == now.stream) {
     if (now.kind == TAG_PENDING) { /* attached again while pending: judged again */
-      set_verdict(a->guard_tag & ~TAG_PENDING, ALLOWED); /* its bytes leave forbidden_pending */
-      to_judge(a->guard_tag & ~TAG_PENDING);
+      ac_pending_rejudge(a);
       log_moved(a);
     }
     return;
@@ -294,21 +247,16 @@ void ac_guard_classes_reset(void) {
   HASH_CLEAR(hh, by_stream);
   ac_class_free(&all_managed);
   ac_class_free(&global);
-  ac_class_free(&forbidden_pending);
+  ac_pending_reset();
   for (size_t i = 0; i < slot_count; i++) {
     ac_class_free(&slots[i]->c);
     free(slots[i]);
   }
   free(slots);
   free(free_slots);
-  free(unjudged);
-  unjudged = NULL;
-  unjudged_cap = 0;
   slots = NULL;
   free_slots = NULL;
   slot_count = slot_cap = free_count = free_cap = live_classes = 0;
-  pending_count = unjudged_count = 0;
-  unjudged_lost = false;
   built = global_is_all = false;
   moved.n = keys_moved.n = was_busy_count = now_busy_count = 0;
   moved_all = keys_moved_all = true;
@@ -485,47 +433,17 @@ void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
   now_busy = swap, now_busy_cap = swap_cap, now_busy_count = 0;
 }
 
-static void judge(size_t i, bool (*forbidden)(const struct ac_alloc *a),
-                  void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx) {
-  uint8_t now = forbidden(pending[i]) ? FORBIDDEN : ALLOWED;
-  if (verdicts[i] != UNJUDGED && now != verdicts[i]) fn(pending[i], ctx);
-  set_verdict(i, now);
-}
-
-void ac_guard_classes_pending_flips(bool all, bool (*forbidden)(const struct ac_alloc *a),
-                                    void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx) {
-  if (all || unjudged_lost) {
-    for (size_t i = 0; i < pending_count; i++)
-      if (all || verdicts[i] == UNJUDGED) judge(i, forbidden, fn, ctx);
-  } else {
-    for (size_t k = 0; k < unjudged_count; k++) {
-      size_t i = unjudged[k];
-      if (i < pending_count && verdicts[i] == UNJUDGED) judge(i, forbidden, fn, ctx);
-    }
-  }
-  unjudged_count = 0;
-  unjudged_lost = false;
-}
-
 bool ac_guard_classes_forbid_now(const struct ac_alloc *a) {
   uint32_t tag = a->guard_tag;
-  if (tag & TAG_PENDING) return verdicts[tag & ~TAG_PENDING] == FORBIDDEN;
+  if (tag & TAG_PENDING) return ac_pending_forbidden(a);
   if (tag >= TAG_STREAM) return ac_order_stream_busy(ac_model, slots[tag - TAG_STREAM]->stream);
   return tag == TAG_GLOBAL;
-}
-
-const struct range_list *ac_guard_classes_forbidden_pending(const struct range_list *window) {
-  return ac_class_bytes(&forbidden_pending, window);
 }
 
 void ac_guard_classes_forget_flips(void) {
   busy_round += 2; /* no class was busy the round before the next */
   was_busy_count = 0;
-  for (size_t i = 0; i < pending_count; i++)
-    verdicts[i] = ALLOWED;
-  unjudged_count = 0;
-  unjudged_lost = false;
-  forbidden_pending.ranges.n = forbidden_pending.added.n = forbidden_pending.removed.n = 0;
+  ac_pending_forget_flips();
 }
 
 size_t ac_guard_classes_unmerged(void) {
@@ -533,9 +451,4 @@ size_t ac_guard_classes_unmerged(void) {
   for (size_t i = 0; i < slot_count; i++)
     n += slots[i]->c.added.n + slots[i]->c.removed.n;
   return n;
-}
-
-struct ac_alloc *const *ac_guard_classes_pending(size_t *count) {
-  *count = pending_count;
-  return pending;
 }

@@ -1,26 +1,27 @@
 /* guard_internal.h - what the page guard's files share.
  *
  * Layout of shim/guard/:
- *   guard.h         the guard's face to the rest of the shim, and its words
- *   start.c         start-up: the backend, the driver's code; keys given back
- *   refresh.c       protection follows the model at every transition
- *   classes.c       the classes of managed memory, kept allocation by allocation
- *   class_log.c     one class: its sorted list, and the logs of what moved since
- *   wanted.c        the pages to close, kept up to date from what changed
- *   fault.c         a fault or a system call's buffer judged and let through
- *   reporter.c      the SIGSEGV handler's findings, written by a thread of the guard's
- *   pages.c         closing pages to every thread, and opening them again
- *   program_prot.c  the program's own protection of managed memory, kept
- *   published.c     what the handler reads without the lock (a latch)
- *   keys.c          which classes get protection keys, and their pages' tags
- *   keys_patch.c    the keys' layout patched between layouts; what they shut
- *   keys_fault.c    the keys' verdicts at a transition, and at a fault
+ *   guard.h          the guard's face to the rest of the shim, and its words
+ *   start.c          start-up: the backend, the driver's code; keys given back
+ *   refresh.c        protection follows the model at every transition
+ *   classes.c        the classes of managed memory, kept allocation by allocation
+ *   class_log.c      one class: its sorted list, and the logs of what moved since
+ *   class_pending.c  the allocations with an attach pending: each its own verdict
+ *   wanted.c         the pages to close, kept up to date from what changed
+ *   fault.c          a fault or a system call's buffer judged and let through
+ *   reporter.c       the SIGSEGV handler's findings, written by a thread of the guard's
+ *   pages.c          closing pages to every thread, and opening them again
+ *   program_prot.c   the program's own protection of managed memory, kept
+ *   published.c      what the handler reads without the lock (a latch)
+ *   keys.c           which classes get protection keys, and their pages' tags
+ *   keys_patch.c     the keys' layout patched between layouts; what they shut
+ *   keys_fault.c     the keys' verdicts at a transition, and at a fault
  *   keys_internal.h  the state the keys' files share
- *   threads.c       every thread's protection-key register, written by itself
- *   pkeys.c         the processor's protection keys: detection, PKRU, frames
- *   ranges.c        sorted page-range lists, the guard's arithmetic
- *   fault_retry.c   whether a fault the guard let go runs again
- *   fault_esr.c     the aarch64 signal frame's fault record
+ *   threads.c        every thread's protection-key register, written by itself
+ *   pkeys.c          the processor's protection keys: detection, PKRU, frames
+ *   ranges.c         sorted page-range lists, the guard's arithmetic
+ *   fault_retry.c    whether a fault the guard let go runs again
+ *   fault_esr.c      the aarch64 signal frame's fault record
  *
  * The refresh side
  * (refresh.c), which makes protection follow the model at every transition,
