@@ -29,6 +29,8 @@
 #define FULL_RING_WAIT_MAX_MS 30000
 
 static struct ac_finding ring[RING_SIZE]; /* under ac_model_lock */
+/* Written under ac_model_lock, always by atomic stores: the reporter and the
+ * handler's wait read them without it (anything_to_drain). */
 static size_t ring_count;
 static unsigned long dropped;
 static unsigned long drained; /* findings taken from the ring so far */
@@ -66,7 +68,7 @@ struct ac_finding *ac_guard_ring_slot_locked(void) {
     progress = drained;
   }
   if (ring_count == RING_SIZE) {
-    dropped++;
+    __atomic_store_n(&dropped, dropped + 1, __ATOMIC_RELEASE);
     return NULL;
   }
   return &ring[ring_count];
@@ -74,7 +76,7 @@ struct ac_finding *ac_guard_ring_slot_locked(void) {
 
 void ac_guard_ring_commit_locked(void) {
   AC_ASSERT_MODEL_HELD();
-  ring_count++;
+  __atomic_store_n(&ring_count, ring_count + 1, __ATOMIC_RELEASE);
   left_here++;
   ac_model_pin_streams(ac_model); /* the finding's timeline reads its streams' records */
   wake_reporter();
@@ -107,7 +109,7 @@ void ac_guard_drain(void) {
   __atomic_store_n(&ring_count, 0, __ATOMIC_RELEASE);
   drained += n;
   lost = dropped;
-  dropped = 0;
+  __atomic_store_n(&dropped, 0, __ATOMIC_RELEASE);
   ac_model_leave_as_is();
   draining = true;
   for (size_t i = 0; i < n; i++)
