@@ -36,9 +36,11 @@ void ac_doors_build_map(void) {
 #define ADD(Name)                                                                                  \
   if (ac_driver_entry[AC_ID_##Name])                                                               \
     doors[door_count++] = (struct door){ac_driver_entry[AC_ID_##Name], (void *)&Name};
-#define AC_HOOK(Name, Params) ADD(Name)
-#include "entrypoints.inc"
-#undef AC_HOOK
+#define AC_WRAPPED(Name, Params, Effect, Why) ADD(Name)
+#define AC_LEFT_ALONE(Name, Reason, Why)
+#include "driver_api.inc"
+#undef AC_WRAPPED
+#undef AC_LEFT_ALONE
 #undef ADD
   qsort(doors, door_count, sizeof doors[0], by_real);
   Dl_info info;

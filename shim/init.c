@@ -72,15 +72,17 @@ static bool resolve_driver(char *why, size_t len) {
     return false;
   }
 #define RESOLVE(Name) ac_real.Name = (__typeof__(ac_real.Name))ac_real_dlsym(driver, #Name);
-#define AC_HOOK(Name, Params)                                                                      \
+#define AC_WRAPPED(Name, Params, Effect, Why)                                                      \
   ac_driver_entry[AC_ID_##Name] = ac_real_dlsym(driver, #Name);                                    \
   if (ac_pc_in_shim(ac_driver_entry[AC_ID_##Name])) {                                              \
     snprintf(why, len, "the driver %s resolves %s to attachcheck itself", ac_opts.driver, #Name);  \
     return false;                                                                                  \
   }                                                                                                \
   ac_real.Name = (__typeof__(ac_real.Name))next_definition(#Name, ac_driver_entry[AC_ID_##Name]);
-#include "entrypoints.inc"
-#undef AC_HOOK
+#define AC_LEFT_ALONE(Name, Reason, Why)
+#include "driver_api.inc"
+#undef AC_WRAPPED
+#undef AC_LEFT_ALONE
   RESOLVE(cuPointerGetAttributes)
   RESOLVE(cuPointerGetAttribute)
   RESOLVE(cuCtxGetDevice)

@@ -8,15 +8,17 @@
  * the program's own mapping), or a 2D/3D side of memory type HOST, DEVICE or
  * UNIFIED; every such operand is judged. Arrays are never managed memory.
  *
- * Here too the compiler checks entrypoints.inc against cuda.h. */
+ * Here too the compiler checks driver_api.inc's wrapped rows against cuda.h. */
 #include "gpu_work.h"
 
-/* Each row redeclared from its Params: cuda.h (with __CUDA_API_VERSION_INTERNAL)
- * declares every ABI under its exported name, so a row whose parameter types
- * differ from the driver's prototype does not compile. */
-#define AC_HOOK(Name, Params) CUresult CUDAAPI Name Params;
-#include "entrypoints.inc"
-#undef AC_HOOK
+/* Each wrapped row redeclared from its Params: cuda.h (with
+ * __CUDA_API_VERSION_INTERNAL) declares every ABI under its exported name, so a
+ * row whose parameter types differ from the driver's prototype does not compile. */
+#define AC_WRAPPED(Name, Params, Effect, Why) CUresult CUDAAPI Name Params;
+#define AC_LEFT_ALONE(Name, Reason, Why)
+#include "driver_api.inc"
+#undef AC_WRAPPED
+#undef AC_LEFT_ALONE
 
 /* ---- asynchronous copies and sets ---- */
 

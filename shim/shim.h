@@ -2,10 +2,10 @@
  * lazy start-up, the model's lock, and the small per-thread facts.
  *
  * Layout of shim/:
- *   entrypoints.inc       the one table of wrapped entry points
- *   driver_api.inc        every function cuda.h declares: wrapped, or why not
+ *   driver_api.inc        the one table: every function cuda.h declares, wrapped or why not
+ *   driver_params.h       parameter lists several rows of the table share
  *   libc_interceptors.inc  the C library functions the shim exports
- *   exports.map.in        the version script, made from the two tables
+ *   exports.map.in        the version script, made from the wrapped rows and libc_interceptors.inc
  *   libc_real.c           the C library's own definitions of those, resolved at load
  *   init.c                lazy, re-entrancy-safe start-up; exit; fork
  *   doors.c               dlsym and cuGetProcAddress: answers by pointer identity
@@ -38,6 +38,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "driver_params.h"
 #include "finding.h"
 #include "guard.h"
 #include "locks.h"
@@ -55,11 +56,13 @@
   if (AC_UNLIKELY(!ac_start())) return CUDA_ERROR_NOT_INITIALIZED;                                 \
   if (AC_UNLIKELY(!ac_real.Name)) return CUDA_ERROR_NOT_FOUND;
 
-/* The real driver's entry points, one typed field per table row. */
+/* The real driver's entry points, one typed field per wrapped row. */
 struct ac_real_table {
-#define AC_HOOK(Name, Params) __typeof__(&Name) Name;
-#include "entrypoints.inc"
-#undef AC_HOOK
+#define AC_WRAPPED(Name, Params, Effect, Why) __typeof__(&Name) Name;
+#define AC_LEFT_ALONE(Name, Reason, Why)
+#include "driver_api.inc"
+#undef AC_WRAPPED
+#undef AC_LEFT_ALONE
   /* Entry points the shim calls for itself and does not wrap. */
   __typeof__(&cuPointerGetAttributes) cuPointerGetAttributes;
   __typeof__(&cuPointerGetAttribute) cuPointerGetAttribute;
@@ -90,9 +93,11 @@ struct ac_real_table {
 };
 
 enum ac_entry_id {
-#define AC_HOOK(Name, Params) AC_ID_##Name,
-#include "entrypoints.inc"
-#undef AC_HOOK
+#define AC_WRAPPED(Name, Params, Effect, Why) AC_ID_##Name,
+#define AC_LEFT_ALONE(Name, Reason, Why)
+#include "driver_api.inc"
+#undef AC_WRAPPED
+#undef AC_LEFT_ALONE
   AC_ENTRY_COUNT
 };
 

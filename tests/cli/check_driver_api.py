@@ -1,23 +1,23 @@
 #!/usr/bin/env python3
 """The driver-API table (shim/driver_api.inc) against its references: it lists
 exactly the functions the installed cuda.h declares, each once, under a name
-libcuda.so.1 exports; its wrapped rows are exactly entrypoints.inc's; every
-row has a known class and a reason; and docs/driver-api.md explains every
-class the table uses. With DRIVER (a real libcuda.so.1, on the GPU machine):
+libcuda.so.1 exports; every wrapped row has its parameter list; every row has
+a known class and a reason; and docs/driver-api.md explains every class the
+table uses. With DRIVER (a real libcuda.so.1, on the GPU machine):
 every cu* function it exports is a row of the table, or is declared by one
 of the toolkit's other driver headers (graphics interop, the profiler), so a
 driver that gains an entry point fails until the table classifies it. The
 table's `undeclared` rows are the exports no header declares at all: they
 are exempt from the cuda.h and stub checks, as no toolkit names them.
 
-usage: check_driver_api.py TABLE ENTRYPOINTS CC CUDA_INCLUDE STUB DOC [DRIVER]
+usage: check_driver_api.py TABLE CC CUDA_INCLUDE STUB DOC [DRIVER]
 """
 import re
 import subprocess
 import sys
 
-table, entrypoints, cc, cuda_include, stub, doc = sys.argv[1:7]
-driver = sys.argv[7] if len(sys.argv) > 7 else None
+table, cc, cuda_include, stub, doc = sys.argv[1:6]
+driver = sys.argv[6] if len(sys.argv) > 6 else None
 # Driver functions cuda.h does not declare, by the header that does: left
 # alone, as the table's graphics_interop rows and the profiler's settings are.
 OTHER_HEADERS = ("cudaGL.h", "cudaEGL.h", "cudaVDPAU.h", "cudaProfiler.h")
@@ -64,12 +64,17 @@ def other_header_functions():
 
 
 def rows_of(path):
-    """(macro, name, class, reason) per row; string literals may be split."""
+    """(macro, name, class, reason) per row; string literals may be split. A
+    wrapped row has its Params after the name - a parenthesised list, or a
+    shared one of shim/driver_params.h (AC_LAUNCH_PARAMS, AC_SEMAPHORES_PARAMS(T))
+    - and a row left alone has none."""
     text = re.sub(r"/\*.*?\*/", "", open(path).read(), flags=re.S)
     literal = r'"((?:[^"\\]|\\.)*)"'
-    row = re.compile(r"^(AC_WRAPPED|AC_LEFT_ALONE)\(\s*(\w+),\s*(\w+),\s*((?:" + literal +
-                     r"\s*)+)\)", re.M)
-    rows = [(m.group(1), m.group(2), m.group(3), "".join(re.findall(literal, m.group(4))))
+    params = r"(?:\((?:[^()]|\([^()]*\))*\)|AC_\w+_PARAMS(?:\(\w+\))?)"
+    row = re.compile(r"^(?:(AC_WRAPPED)\(\s*(\w+),\s*" + params + r",|(AC_LEFT_ALONE)\(\s*(\w+),)"
+                     r"\s*(\w+),\s*((?:" + literal + r"\s*)+)\)", re.M)
+    rows = [(m.group(1) or m.group(3), m.group(2) or m.group(4), m.group(5),
+             "".join(re.findall(literal, m.group(6))))
             for m in row.finditer(text)]
     unparsed = len(re.findall(r"^AC_(WRAPPED|LEFT_ALONE)\(", text, re.M)) - len(rows)
     return rows, unparsed
@@ -79,7 +84,8 @@ problems = []
 rows, unparsed = rows_of(table)
 if unparsed:
     problems.append(f"{unparsed} rows do not read as "
-                    'AC_WRAPPED/AC_LEFT_ALONE(Name, Class, "why")')
+                    'AC_WRAPPED(Name, (Params), Effect, "why") or '
+                    'AC_LEFT_ALONE(Name, Reason, "why")')
 names = [r[1] for r in rows]
 undeclared = {r[1] for r in rows if r[2] == "undeclared"}
 dups = sorted({n for n in names if names.count(n) > 1})
@@ -107,13 +113,7 @@ if driver:
     print(f"{driver}: {len(entry_points)} entry points exported, "
           f"{len(entry_points & set(names))} of them rows of the table")
 
-hooks = set(re.findall(r"^AC_HOOK\((\w+)", re.sub(r"/\*.*?\*/", "", open(entrypoints).read(),
-                                                  flags=re.S), re.M))
 wrapped = {r[1] for r in rows if r[0] == "AC_WRAPPED"}
-if wrapped - hooks:
-    problems.append(f"marked wrapped but not in entrypoints.inc: {sorted(wrapped - hooks)}")
-if hooks - wrapped:
-    problems.append(f"in entrypoints.inc but not marked wrapped: {sorted(hooks - wrapped)}")
 
 for macro, name, cls, why in rows:
     allowed = EFFECTS if macro == "AC_WRAPPED" else REASONS

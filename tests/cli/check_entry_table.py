@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""The entry-point table against two references: every name is a real export
-of libcuda.so.1 (the toolkit's stub lists them all), and the shim exports
-exactly the table's names plus its libc interceptors - nothing more leaks out."""
+"""The wrapped rows of the driver table (shim/driver_api.inc) against two
+references: every name is a real export of libcuda.so.1 (the toolkit's stub
+lists them all), and the shim exports exactly those names plus its libc
+interceptors - nothing more leaks out."""
 import os
 import re
 import subprocess
@@ -17,7 +18,7 @@ def exports(lib):
 
 
 text = re.sub(r"/\*.*?\*/", "", open(table).read(), flags=re.S)
-names = re.findall(r"^AC_HOOK\((\w+)", text, flags=re.M)
+names = re.findall(r"^AC_WRAPPED\(\s*(\w+)", text, flags=re.M)
 failed = 0
 if len(names) != len(set(names)):
     print("duplicate rows:", sorted({n for n in names if names.count(n) > 1}))
@@ -33,5 +34,5 @@ if shim_exports != set(names) | LIBC:
     print("shim exports differ from the table and the libc interceptors:",
           sorted(shim_exports ^ (set(names) | LIBC)))
     failed += 1
-print(f"entry table ({len(names)} rows): {3 - failed} passed, {failed} failed")
+print(f"entry table ({len(names)} wrapped rows): {3 - failed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
