@@ -3,6 +3,8 @@
  * built from those streams at exit or by the CLI.
  *
  *   sink.c        de-duplication, locking, dispatch to the outputs below
+ *   sink_exit.c   the end of a process: its summary, last record, report, exit status
+ *   sink_internal.h  what sink.c and sink_exit.c share
  *   finding_key.c  what makes two findings one: rule, problem, stack
  *   summary.c     the summary: counts, occurrences, the checks that did not run
  *   text.c        the human-readable block on stderr, from a finding's record
@@ -44,7 +46,7 @@
 #endif
 #define AC_SCHEMA_VERSION 2
 
-/* ---- sink.c (used by the shim) ---- */
+/* ---- sink.c, sink_exit.c (used by the shim) ---- */
 /* Announces this process in the session (records it as loaded). Light enough
  * for a constructor: one small write. */
 void ac_report_announce(const struct ac_options *o);
