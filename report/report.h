@@ -14,7 +14,8 @@
  *   merge.c       the final JSON report from one or more streams, or from saved reports
  *   sarif.c       the final report as SARIF 2.1.0
  *   html.c        the final report as a self-contained HTML page with a timeline
- *   html_finding.c  one finding of that page in full (html_internal.h: what they share)
+ *   html_finding.c  one finding of that page in full
+ *   html_internal.h  what html.c and html_finding.c share
  *   frames.c      which frame of a stack is the program's own
  *   suppressions.c  RULE:PATTERN lines that silence findings
  *   paths.c       report file names (%p, %q{ENV}) and their safe creation

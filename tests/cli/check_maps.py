@@ -14,7 +14,7 @@ MAPS = {"shim": "shim/shim.h", "shim/guard": "shim/guard/guard_internal.h",
         "report": "report/report.h"}
 SOURCE = re.compile(r".*\.(c|h|inc|S|in|cmake|css|js)$")
 # A map line: " *   name[, name...]   what it is" (two spaces or more on each side).
-ENTRY = re.compile(r"^\s*\*\s{2,}([\w*./]+(?:, [\w*./]+)*)\s{2,}\S", re.M)
+ENTRY = re.compile(r"^[ \t]*\*[ \t]{2,}([\w*./]+(?:, [\w*./]+)*)[ \t]{2,}\S", re.M)
 
 problems = []
 for folder, header in MAPS.items():
