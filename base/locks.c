@@ -1,6 +1,8 @@
 /* locks.c - the locks of locks.inc and the fork protocol made from it. */
 #include "locks.h"
 
+#include "fd_gate.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -83,4 +85,5 @@ void ac_locks_fork_child(void) {
   ac_locks_held = held_at_fork;
   taken_for_fork = 0;
   __atomic_store_n(&forks_pending, 0, __ATOMIC_RELEASE); /* the child's only thread forks no more */
+  ac_fd_gate_after_fork_child(); /* its holders were the parent's other threads */
 }

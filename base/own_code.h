@@ -20,5 +20,7 @@ bool ac_code_range_of(const void *code, uintptr_t *lo, uintptr_t *hi);
 void ac_own_code_add(const void *code);
 /* Whether pc lies in one of the objects added. */
 bool ac_own_code_contains(uintptr_t pc);
+/* In an exported wrapper: whether its caller is one of those libraries. */
+#define AC_FROM_OWN_LIBRARY() ac_own_code_contains((uintptr_t)__builtin_return_address(0))
 
 #endif

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "sys.h"
 
+#include "fd_gate.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -132,8 +134,12 @@ static char *read_fd(int fd, const char *path, size_t size, size_t *len, char *e
 
 char *ac_sys_read_small_file(const char *path, size_t max, size_t *len, char *err, size_t errlen) {
   /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
+  ac_fd_gate_enter(); /* the descriptor lies in the program's range (fd_gate.h) */
   int fd = ac_sys_open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0);
-  if (fd < 0) return snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno)), NULL;
+  if (fd < 0) {
+    ac_fd_gate_leave();
+    return snprintf(err, errlen, "cannot read %s: %s", path, strerror(errno)), NULL;
+  }
   struct stat st;
   char *text = NULL;
   if (ac_sys_fstat(fd, &st) != 0)
@@ -145,5 +151,6 @@ char *ac_sys_read_small_file(const char *path, size_t max, size_t *len, char *er
   else
     text = read_fd(fd, path, (size_t)st.st_size, len, err, errlen);
   ac_sys_close(fd);
+  ac_fd_gate_leave();
   return text;
 }

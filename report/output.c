@@ -32,6 +32,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fd_gate.h"
 #include "report.h"
 #include "sys.h"
 
@@ -147,7 +148,8 @@ static int reopen(struct ac_output *out) {
 }
 
 /* The descriptor that is still the output's file; -1 if there is none.
- * *passing: opened for this write only, to be closed after it. */
+ * *passing: opened for this write only, to be closed after it - with the
+ * descriptor gate held until then (ac_output_write leaves it). */
 static int current_fd(struct ac_output *out, bool *passing) {
   *passing = false;
   if (!out->path[0]) { /* stderr: fd 2 while it is the same file, else the copy */
@@ -160,8 +162,11 @@ static int current_fd(struct ac_output *out, bool *passing) {
   /* Closed, or the number now holds a file of the program's: forget it (not
    * ours to close) and open the file again. */
   out->fd = -1;
+  ac_fd_gate_enter();
   int fd = reopen(out);
-  return fd < 0 ? -1 : keep(out, fd, passing);
+  if (fd >= 0) fd = keep(out, fd, passing);
+  if (!*passing) ac_fd_gate_leave();
+  return fd;
 }
 
 /* Undoes the part of a record a failed write left at the end of a file of
@@ -189,8 +194,11 @@ static bool write_whole(int fd, const char *text, size_t len, bool undo) {
   return true;
 }
 
-bool ac_output_open(struct ac_output *out, const char *path, char *err, size_t errlen) {
-  ac_output_close(out);
+/* Each of the three below holds the descriptor gate (fd_gate.h) while a
+ * descriptor of its own may lie in the program's range: from an open to the
+ * move, or for the whole of a write made through a descriptor that could
+ * not be moved. */
+static bool open_held(struct ac_output *out, const char *path, char *err, size_t errlen) {
   *out = (struct ac_output){.fd = -1};
   int fd = ac_open_log_file(path, err, errlen);
   if (fd < 0) return false;
@@ -206,8 +214,15 @@ bool ac_output_open(struct ac_output *out, const char *path, char *err, size_t e
   return false;
 }
 
-bool ac_output_create(struct ac_output *out, const char *path) {
+bool ac_output_open(struct ac_output *out, const char *path, char *err, size_t errlen) {
   ac_output_close(out);
+  ac_fd_gate_enter();
+  bool ok = open_held(out, path, err, errlen);
+  ac_fd_gate_leave();
+  return ok;
+}
+
+static bool create_held(struct ac_output *out, const char *path) {
   *out = (struct ac_output){.fd = -1, .exclusive = true};
   int fd = ac_sys_open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0600);
   if (fd < 0) return false;
@@ -215,6 +230,14 @@ bool ac_output_create(struct ac_output *out, const char *path) {
   bool passing, ok = remember(out, fd);
   if (ok) fd = keep(out, fd, &passing);
   if (!ok || passing) ac_sys_close(fd);
+  return ok;
+}
+
+bool ac_output_create(struct ac_output *out, const char *path) {
+  ac_output_close(out);
+  ac_fd_gate_enter();
+  bool ok = create_held(out, path);
+  ac_fd_gate_leave();
   return ok;
 }
 
@@ -238,6 +261,7 @@ bool ac_output_write(struct ac_output *out, const char *text, size_t len) {
   if (passing) {
     int error = errno;
     ac_sys_close(fd);
+    ac_fd_gate_leave();
     errno = error;
   }
   if (ok) errno = saved; /* the program's errno is not ours to change */

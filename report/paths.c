@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fd_gate.h"
 #include "report.h"
 #include "sys.h"
 
@@ -143,11 +144,16 @@ static bool write_file(const char *text, size_t n, const char *path, bool overwr
 
 /* The n bytes of text into a new temporary file, with raw writes (sys.h). */
 static bool write_temporary(const char *text, size_t n, const char *tmp, char *err, size_t errlen) {
+  ac_fd_gate_enter(); /* the descriptor lies in the program's range (fd_gate.h) */
   int fd = ac_sys_open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) return snprintf(err, errlen, "%s: %s", tmp, strerror(errno)), false;
+  if (fd < 0) {
+    ac_fd_gate_leave();
+    return snprintf(err, errlen, "%s: %s", tmp, strerror(errno)), false;
+  }
   bool ok = ac_sys_write_all(fd, text, n);
   int saved = errno;
   if (ac_sys_close(fd) != 0 && ok) ok = false, saved = errno;
+  ac_fd_gate_leave();
   if (!ok) {
     ac_sys_unlink(tmp);
     snprintf(err, errlen, "%s: %s", tmp, strerror(saved ? saved : EIO));

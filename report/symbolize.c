@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fd_gate.h"
 #include "own_code.h"
 #include "report.h"
 #include "sys.h"
@@ -86,11 +87,11 @@ static void *open_beside_report(const char *name) {
     char *slash = strrchr(path, '/');
     if (slash && (size_t)(slash - path) + 1 + strlen(name) < sizeof path) {
       strcpy(slash + 1, name);
-      void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+      void *h = ac_fd_gate_dlopen(path, RTLD_NOW | RTLD_LOCAL);
       if (h) return h;
     }
   }
-  return dlopen(name, RTLD_NOW | RTLD_LOCAL);
+  return ac_fd_gate_dlopen(name, RTLD_NOW | RTLD_LOCAL);
 }
 
 #define LOAD(field, symbol) (*(void **)&dw.field = dlsym(h, symbol)) != NULL
@@ -118,10 +119,12 @@ static int find_debuginfo_locally(Dwfl_Module *mod, void **userdata, const char 
   for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
     int n = snprintf(path, sizeof path, places[i], dir_len, file_name, debuglink_file);
     if (n <= 0 || (size_t)n >= sizeof path || strcmp(path, file_name) == 0) continue;
-    fd = ac_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+    ac_fd_gate_enter(); /* in the program's range until it is moved (fd_gate.h) */
+    fd = ac_output_move_out_of_range(ac_sys_open(path, O_RDONLY | O_CLOEXEC, 0));
+    ac_fd_gate_leave();
     if (fd >= 0) {
       *debuginfo_file_name = strdup(path);
-      return ac_output_move_out_of_range(fd); /* libdw keeps it open */
+      return fd; /* libdw keeps it open */
     }
   }
   errno = 0;
@@ -153,7 +156,13 @@ static void load_libdw(void) {
 static Dwfl *report_process(void) {
   Dwfl *d = dw.begin(&dw.callbacks);
   if (!d) return NULL;
-  if (dw.proc_report(d, getpid()) != 0 || dw.report_end(d, NULL, NULL) != 0) {
+  /* libdw reads /proc/PID/maps through fopen, the C library's own open,
+   * which no export of the shim's sees: that descriptor is in the program's
+   * range for the whole report (fd_gate.h). */
+  ac_fd_gate_enter();
+  bool reported = dw.proc_report(d, getpid()) == 0 && dw.report_end(d, NULL, NULL) == 0;
+  ac_fd_gate_leave();
+  if (!reported) {
     dw.end(d); /* never handed out: no caller holds its names */
     return NULL;
   }
@@ -188,7 +197,7 @@ static void demangle_into(struct ac_frame *out, const char *name) {
     /* The program's own if it is C++ enough to have libstdc++ loaded; else a
      * private copy (a C++ name in a process without it: a library's). */
     demangle = (demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
-    void *h = demangle ? NULL : dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+    void *h = demangle ? NULL : ac_fd_gate_dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
     if (h) demangle = (demangle_fn)dlsym(h, "__cxa_demangle");
     looked = true;
   }

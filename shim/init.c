@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fd_gate.h"
 #include "libc_real.h"
 #include "report.h"
 #include "sys.h"
@@ -66,7 +67,7 @@ static void *next_definition(const char *name, void *driver_entry) {
  * itself (the driver option names it) is refused. */
 static bool resolve_driver(char *why, size_t len) {
   ac_stack_locate_shim(); /* for ac_pc_in_shim */
-  void *driver = dlopen(ac_opts.driver, RTLD_LAZY | RTLD_LOCAL);
+  void *driver = ac_fd_gate_dlopen(ac_opts.driver, RTLD_LAZY | RTLD_LOCAL);
   if (!driver) {
     snprintf(why, len, "cannot load the driver %s: %s", ac_opts.driver, dlerror());
     return false;

@@ -23,6 +23,10 @@
  * (a finding's source lines): those descriptors are moved where the
  * program's never come (report/output.c), above its RLIMIT_NOFILE.
  *
+ * Those moves hold the descriptor gate (base/fd_gate.h), which the
+ * program's closes wait for (interceptors_fd.c; here, the system calls that
+ * close or replace descriptors made through syscall(2)).
+ *
  * Every other call of the program's is the C library's, untouched.
  */
 #define _GNU_SOURCE
@@ -36,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fd_gate.h"
 #include "libc_real.h"
 #include "own_code.h"
 #include "shim.h"
@@ -70,10 +75,6 @@ bool ac_unwinder_write(int fd, const void *addr, ssize_t *result) {
   return true;
 }
 
-/* The caller of the wrapper that calls this is one of the shim's own
- * libraries. */
-#define FROM_OWN_LIBRARY() ac_own_code_contains((uintptr_t)__builtin_return_address(0))
-
 AC_EXPORT int open(const char *path, int flags, ...) {
   __typeof__(&open) real = AC_LIBC_REAL(open);
   mode_t mode = 0;
@@ -83,14 +84,20 @@ AC_EXPORT int open(const char *path, int flags, ...) {
     mode = va_arg(ap, mode_t);
     va_end(ap);
   }
-  int fd = real(path, flags, mode);
-  return FROM_OWN_LIBRARY() ? ac_output_move_out_of_range(fd) : fd;
+  if (!AC_FROM_OWN_LIBRARY()) return real(path, flags, mode);
+  ac_fd_gate_enter(); /* the number is the program's until it is moved */
+  int fd = ac_output_move_out_of_range(real(path, flags, mode));
+  ac_fd_gate_leave();
+  return fd;
 }
 
 AC_EXPORT int dup(int fd) {
   __typeof__(&dup) real = AC_LIBC_REAL(dup);
-  int copy = real(fd);
-  return FROM_OWN_LIBRARY() ? ac_output_move_out_of_range(copy) : copy;
+  if (!AC_FROM_OWN_LIBRARY()) return real(fd);
+  ac_fd_gate_enter();
+  int copy = ac_output_move_out_of_range(real(fd));
+  ac_fd_gate_leave();
+  return copy;
 }
 
 AC_EXPORT int pipe2(int fds[2], int flags) {
@@ -129,6 +136,7 @@ __attribute__((no_sanitize("address"))) AC_EXPORT long syscall(long number, ...)
       ac_pc_in_unwinder((uintptr_t)__builtin_return_address(0)) &&
       ac_unwinder_write((int)a[0], (const void *)a[1], &unwinder))
     return unwinder;
+  if (ac_closes_descriptors(number) && !AC_FROM_OWN_LIBRARY()) ac_fd_gate_wait();
   bool forks = forks_a_process(number, a);
   if (forks) ac_before_foreign_clone();
   long r = real(number, a[0], a[1], a[2], a[3], a[4], a[5]);

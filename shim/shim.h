@@ -124,6 +124,10 @@ void ac_become_foreign_child(void);
  * child that found that one held hung in exit() - and given back in both. */
 void ac_before_foreign_clone(void);
 void ac_after_foreign_clone(bool in_child);
+/* Whether system call number closes or replaces descriptors (close,
+ * close_range, dup2, dup3): the program's wait for the descriptor gate
+ * (interceptors_fd.c). */
+bool ac_closes_descriptors(long number);
 
 /* Starts the shim if it has not started; false if it cannot (the reason has
  * been printed once). Cheap after the first success. */

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fd_gate.h"
 #include "own_code.h"
 #include "shim.h"
 
@@ -46,8 +47,8 @@ static void *open_beside_shim(const char *dir, const char *name) {
   char path[PATH_MAX];
   void *h = NULL;
   if (dir && snprintf(path, sizeof path, "%s/%s", dir, name) < (int)sizeof path)
-    h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  return h ? h : dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    h = ac_fd_gate_dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  return h ? h : ac_fd_gate_dlopen(name, RTLD_NOW | RTLD_LOCAL);
 }
 
 /* The shim's own mapped segments, so that telling its frames apart costs two
