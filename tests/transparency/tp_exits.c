@@ -25,6 +25,13 @@
  *                                     each is new to the reporter; the file
  *                                     holds only what the program wrote, and
  *                                     no step stalls
+ *   tp_exits daemon_storm [N]         N (200) times, while a thread keeps
+ *                                     making findings (one AC202, repeated:
+ *                                     a record each), the program closes
+ *                                     every descriptor above 2, opens its 8
+ *                                     data files again and appends a line to
+ *                                     each: every file holds exactly its
+ *                                     lines, and no write fails
  *
  * The handler's add is made 40 calls deep, below any frame of the code it
  * interrupted: a finding's stack (32 frames) is then the same wherever the
@@ -311,9 +318,62 @@ static void daemon_case(void) {
   if (slowest >= 1.0) fprintf(stderr, "tp_exits: the slowest step took %.1f s\n", slowest);
 }
 
+/* The shim's record stream is closed with everything else at each round,
+ * and opened again at its next record, in the program's lowest numbers
+ * before it moves up: a close_range in between would give the program's next
+ * file that number. */
+static void daemon_storm(void) {
+  int rounds = tp_argc > 0 ? atoi(tp_argv[0]) : 200, failed_writes = 0;
+  tp_start();
+  s = tp_stream();
+  m = tp_managed(BUF, CU_MEM_ATTACH_GLOBAL);
+  char path[DAEMON_FILES][64];
+  for (int f = 0; f < DAEMON_FILES; f++)
+    snprintf(path[f], sizeof path[f], "/tmp/tp_exits.storm.%d.%d", (int)getpid(), f);
+  pthread_t t;
+  pthread_create(&t, NULL, looper, NULL);
+  int data[DAEMON_FILES];
+  static char expected[1 << 16];
+  size_t expected_len = 0;
+  for (int i = 0; i < rounds; i++) {
+    close_all_but_driver();
+    for (int f = 0; f < DAEMON_FILES; f++)
+      data[f] = open(path[f], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    char line[64];
+    int len = snprintf(line, sizeof line, "round %d\n", i);
+    for (int f = 0; f < DAEMON_FILES; f++)
+      failed_writes += write(data[f], line, (size_t)len) != len;
+    if (expected_len + (size_t)len <= sizeof expected) {
+      memcpy(expected + expected_len, line, (size_t)len);
+      expected_len += (size_t)len;
+    }
+  }
+  looping = 0;
+  pthread_join(t, NULL);
+  int clean = 0;
+  for (int f = 0; f < DAEMON_FILES; f++) {
+    static char back[1 << 16];
+    int fd = open(path[f], O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? pread(fd, back, sizeof back, 0) : -1;
+    bool same = got == (ssize_t)expected_len && memcmp(back, expected, expected_len) == 0;
+    clean += same;
+    size_t at = 0; /* where it first differs: the shim's bytes, if any, say whose they are */
+    while (!same && got > 0 && at < (size_t)got && at < expected_len && back[at] == expected[at])
+      at++;
+    if (!same)
+      fprintf(stderr, "tp_exits: file %d: %zd bytes, %zu expected; from byte %zu: %.200s\n", f, got,
+              expected_len, at, got > 0 && at < (size_t)got ? back + at : "");
+    if (fd >= 0) close(fd);
+    unlink(path[f]);
+  }
+  printf("%d rounds; failed writes: %d; data files holding only the program's lines: %d of %d\n",
+         rounds, failed_writes, clean, DAEMON_FILES);
+}
+
 static const struct scenario_case cases[] = {
     {"handler_legal", handler_legal},     {"handler_busy", handler_busy}, {"fork_exit", fork_exit},
     {"_Fork_exit", fork_underscore_exit}, {"clone_exit", clone_exit},     {"daemon", daemon_case},
+    {"daemon_storm", daemon_storm},
 };
 
 TP_MAIN(cases)
