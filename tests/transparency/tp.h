@@ -11,7 +11,11 @@
 #define TP_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "scenario.h"
 
@@ -69,6 +73,39 @@ static __attribute__((unused)) void tp_fill(void *p, size_t n, unsigned seed) {
   unsigned char *b = p;
   for (size_t i = 0; i < n; i++)
     b[i] = (unsigned char)(i * 31u + seed);
+}
+
+/* A periodic SIGALRM every usec microseconds, sent to the calling thread
+ * only (SIGEV_THREAD_ID). A process-wide one (setitimer) goes to any thread
+ * that does not block it whenever the caller is still inside its handler -
+ * the driver's threads block nothing - and two handlers at once lose updates
+ * whoever made the handler slower. The handler is installed with SA_RESTART. */
+static timer_t tp_ticker;
+
+static __attribute__((unused)) void tp_ticks_start(void (*handler)(int), long usec) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = handler;
+  sa.sa_flags = SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  struct sigevent ev;
+  memset(&ev, 0, sizeof ev);
+  ev.sigev_notify = SIGEV_THREAD_ID;
+  ev.sigev_signo = SIGALRM;
+  ev._sigev_un._tid = (pid_t)syscall(SYS_gettid); /* sigev_notify_thread_id: glibc 2.37 on */
+  struct itimerspec it = {{0, usec * 1000}, {0, usec * 1000}};
+  if (timer_create(CLOCK_MONOTONIC, &ev, &tp_ticker) != 0 ||
+      timer_settime(tp_ticker, 0, &it, NULL) != 0) {
+    perror("timer");
+    exit(2);
+  }
+}
+
+/* Stops the ticks; one still pending is dropped. */
+static __attribute__((unused)) void tp_ticks_stop(void) {
+  timer_delete(tp_ticker);
+  signal(SIGALRM, SIG_IGN);
 }
 
 /* Runs the case named on the command line; the process exits with finish(). */

@@ -89,24 +89,6 @@ static void on_alarm(int sig) {
   ticks++;
 }
 
-static void start_timer(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = on_alarm;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGALRM, &sa, NULL);
-  struct itimerval it = {{0, 200}, {0, 200}};
-  setitimer(ITIMER_REAL, &it, NULL);
-}
-
-static void stop_timer(void) {
-  struct itimerval it;
-  memset(&it, 0, sizeof it);
-  setitimer(ITIMER_REAL, &it, NULL);
-  signal(SIGALRM, SIG_IGN); /* a tick still pending is dropped */
-}
-
 /* Driver calls on s over w, for SECONDS and at least 50 ticks; between a
  * launch and its synchronisation, a run of queries of another stream, so the
  * thread is inside the driver (and a checker) nearly all the time. */
@@ -132,9 +114,9 @@ static void handler(bool busy) {
     target = tp_managed(BUF, CU_MEM_ATTACH_HOST);
     attach_sync(quiet, target, CU_MEM_ATTACH_SINGLE); /* quiet never works: always the CPU's */
   }
-  start_timer();
+  tp_ticks_start(on_alarm, 200);
   driver_loop(m, quiet, seconds_arg(0.5));
-  stop_timer();
+  tp_ticks_stop();
   EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
   printf("at least 50 ticks: %s; every add landed: %s\n", ticks >= 50 ? "yes" : "no",
          *(volatile int *)target == ticks ? "yes" : "no");

@@ -187,14 +187,10 @@ static void timer_reads(void) {
   setup();
   h = tp_managed(4096, CU_MEM_ATTACH_HOST);
   *(volatile int *)h = 1;
-  signal(SIGALRM, tick);
-  struct itimerval it = {{0, 200}, {0, 200}};
-  setitimer(ITIMER_REAL, &it, NULL);
+  tp_ticks_start(tick, 200);
   for (int i = 0; i < 3000 || ticks < 20; i++)
     tp_idle_after_work(s, m);
-  memset(&it, 0, sizeof it);
-  setitimer(ITIMER_REAL, &it, NULL);
-  usleep(10000); /* a tick still pending lands before the count is read */
+  tp_ticks_stop();
   printf("at least 20 ticks %d, each read the value %d\n", ticks >= 20, ticks == seen);
 }
 
