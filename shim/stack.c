@@ -55,7 +55,7 @@ static void *open_beside_shim(const char *dir, const char *name) {
  * comparisons per frame rather than a dladdr; and libunwind's, whose own
  * system calls the shim answers (interceptors_own.c). */
 static uintptr_t shim_lo = UINTPTR_MAX, shim_hi;
-static uintptr_t unwinder_lo = UINTPTR_MAX, unwinder_hi;
+static uintptr_t unwinder_lo = UINTPTR_MAX, unwinder_hi; /* atomic: hi published last */
 
 /* The segments of the object that holds code, into [*lo, *hi). */
 static void locate(const void *code, uintptr_t *lo, uintptr_t *hi) {
@@ -91,7 +91,10 @@ void ac_stack_start(void) {
     unwind_get_reg = (__typeof__(unwind_get_reg))ac_real_dlsym(h, EXPORTED_NAME(unw_get_reg));
   }
   if (!unwind_backtrace) ac_log("warning: libunwind.so.8 not found; findings have no stacks");
-  locate((const void *)unwind_step, &unwinder_lo, &unwinder_hi);
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  locate((const void *)unwind_step, &lo, &hi);
+  __atomic_store_n(&unwinder_lo, lo, __ATOMIC_RELAXED);
+  __atomic_store_n(&unwinder_hi, hi, __ATOMIC_RELEASE);
   /* libunwind checks that memory is readable by writing it to a pipe, which
    * valgrind reports as a write of uninitialised bytes: a clean program run
    * with --error-exitcode would fail. Under valgrind, stacks in normal
@@ -104,8 +107,11 @@ bool ac_pc_in_shim(const void *pc) {
   return (uintptr_t)pc >= shim_lo && (uintptr_t)pc < shim_hi;
 }
 
+/* Read by interceptors on any thread while start-up may still be writing
+ * it: hi first, so a range seen is a whole one. */
 bool ac_pc_in_unwinder(uintptr_t pc) {
-  return pc >= unwinder_lo && pc < unwinder_hi;
+  uintptr_t hi = __atomic_load_n(&unwinder_hi, __ATOMIC_ACQUIRE);
+  return pc < hi && pc >= __atomic_load_n(&unwinder_lo, __ATOMIC_RELAXED);
 }
 
 static unsigned long captures;
