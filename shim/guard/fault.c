@@ -145,7 +145,7 @@ static bool program_protection_forbids(uintptr_t a, bool is_write) {
 
 enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
                                       void *ucontext, unsigned *epoch) {
-  if (!ac_guard.enabled || __atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED))
+  if (!ac_guard_on() || __atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED))
     return AC_GUARD_NOT_OURS;
   uintptr_t a = (uintptr_t)addr;
   if (pkey >= 0) { /* a protection-key fault: one of ours, or the program's own */
@@ -234,7 +234,7 @@ static void check_keyed_buffer(const char *via, uintptr_t start, uintptr_t end, 
 }
 
 void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes) {
-  if (!ac_guard.enabled || !len || in_guard || ac_model_held() ||
+  if (!ac_guard_on() || !len || in_guard || ac_model_held() ||
       __atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED))
     return;
   uintptr_t start = (uintptr_t)buf, end = start + len;

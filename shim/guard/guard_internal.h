@@ -43,7 +43,7 @@
 
 struct ac_guard_shared {
   long page_size;
-  bool enabled;
+  bool enabled; /* atomic: set once at start, read by handlers of any thread (ac_guard_on) */
   struct range_list protected_now; /* what was made PROT_NONE (pages) */
   uintptr_t lifted[AC_GUARD_LIFTED_MAX];
   size_t lifted_count;
@@ -69,6 +69,11 @@ struct ac_guard_shared {
   } stats;
 };
 extern struct ac_guard_shared ac_guard;
+
+/* Whether the guard is on; async-signal-safe, any thread. */
+static inline bool ac_guard_on(void) {
+  return __atomic_load_n(&ac_guard.enabled, __ATOMIC_ACQUIRE);
+}
 
 static inline uintptr_t ac_guard_page_floor(uintptr_t a) {
   return a & ~(uintptr_t)(ac_guard.page_size - 1);

@@ -136,7 +136,7 @@ static void close_again(uintptr_t start, uintptr_t end) {
 }
 
 void ac_guard_program_protects(uintptr_t start, size_t len, int prot, int key) {
-  if (!ac_guard.enabled || !len || __atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED)) return;
+  if (!ac_guard_on() || !len || __atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED)) return;
   uintptr_t page = (uintptr_t)ac_guard.page_size;
   uintptr_t end = (start + len + page - 1) & ~(page - 1);
   start &= ~(page - 1);

@@ -290,7 +290,7 @@ static bool nothing_to_do(uint64_t generation, uint64_t layout) {
 
 void ac_guard_refresh_locked(void) {
   AC_ASSERT_MODEL_HELD();
-  if (!ac_guard.enabled) return;
+  if (!ac_guard_on()) return;
   uint64_t generation = ac_order_generation(ac_model), layout = ac_model_layout(ac_model);
   if (nothing_to_do(generation, layout)) {
     ac_guard_threads_catch_up(); /* a thread that left a call behind catches up here */
@@ -363,7 +363,7 @@ static void verify_skipped(void) {
 void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
                                         const struct ac_alloc *a) {
   AC_ASSERT_MODEL_HELD();
-  if (!ac_guard.enabled) return;
+  if (!ac_guard_on()) return;
   if (!move_changed_no_page(before, a)) {
     ac_guard_refresh_locked();
     return;
@@ -396,7 +396,7 @@ static void install_handler_once(void) {
 }
 
 void ac_guard_print_stats(void) {
-  if (!ac_guard.enabled || !ac_opts.verbose) return;
+  if (!ac_guard_on() || !ac_opts.verbose) return;
   ac_model_enter();
   ac_log("page guard: %lu refreshes (%lu rebuilds, %lu from scratch, %lu ranges of pages looked "
          "at again in the others, %lu of those resumed the pages kept while idle; %lu skipped "

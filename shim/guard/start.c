@@ -52,7 +52,7 @@ static void choose_backend(void) {
 /* A device without concurrent managed access was seen: its driver protects
  * managed memory itself, which protection keys cannot work beside. */
 void ac_guard_device_protects_managed(int device) {
-  if (!ac_guard.enabled) return;
+  if (!ac_guard_on()) return;
   ac_model_enter();
   ac_guard_keys_decline(device);
   ac_model_leave();
@@ -61,7 +61,7 @@ void ac_guard_device_protects_managed(int device) {
 /* The program's pkey_alloc found no key free: the guard's are given back
  * (keys.c). Whether any was. */
 bool ac_guard_give_keys_back(void) {
-  if (!ac_guard.enabled) return false;
+  if (!ac_guard_on()) return false;
   ac_model_enter();
   bool freed = ac_guard_keys_yield_locked();
   ac_model_leave();
@@ -70,8 +70,9 @@ bool ac_guard_give_keys_back(void) {
 
 void ac_guard_start(void) {
   ac_guard.page_size = sysconf(_SC_PAGESIZE);
-  ac_guard.enabled = ac_opts.guard_pages != AC_GUARD_OFF;
-  if (ac_guard.enabled) {
+  bool on = ac_opts.guard_pages != AC_GUARD_OFF;
+  __atomic_store_n(&ac_guard.enabled, on, __ATOMIC_RELEASE);
+  if (on) {
     choose_backend();
     ac_model_enter();
     ac_guard_classes_update(); /* the classes are kept from now on (classes.c) */
