@@ -131,6 +131,12 @@ __attribute__((no_sanitize("address"))) AC_EXPORT long syscall(long number, ...)
   for (int i = 0; i < 6; i++)
     a[i] = va_arg(ap, long);
   va_end(ap);
+  /* The shim's own raw calls (base/sys.c, being linked -Bsymbolic, binds
+   * here): never the program's closes, forks or the unwinder's writes, and
+   * a reporter thread must not wait at the gate for a holder that may be
+   * waiting for the reporter's lock. */
+  if (ac_pc_in_shim(__builtin_return_address(0)))
+    return real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
   ssize_t unwinder;
   if (number == SYS_write && /* an int argument: its upper half is not set */
       ac_pc_in_unwinder((uintptr_t)__builtin_return_address(0)) &&
