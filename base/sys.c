@@ -132,6 +132,16 @@ static char *read_fd(int fd, const char *path, size_t size, size_t *len, char *e
   return text;
 }
 
+ssize_t ac_sys_read_once(const char *path, char *buf, size_t size) {
+  ac_fd_gate_enter(); /* the descriptor lies in the program's range (fd_gate.h) */
+  int fd = ac_sys_open(path, O_RDONLY | O_CLOEXEC, 0);
+  ssize_t n = fd < 0 ? -1 : ac_sys_read(fd, buf, size - 1);
+  if (fd >= 0) ac_sys_close(fd);
+  ac_fd_gate_leave();
+  buf[n > 0 ? n : 0] = 0;
+  return n;
+}
+
 char *ac_sys_read_small_file(const char *path, size_t max, size_t *len, char *err, size_t errlen) {
   /* O_NONBLOCK: opening a FIFO must not wait for a writer. */
   ac_fd_gate_enter(); /* the descriptor lies in the program's range (fd_gate.h) */

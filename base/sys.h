@@ -42,5 +42,9 @@ bool ac_sys_random(void *buf, size_t n);
  * reads without bound: anything but a regular file, or a larger one, is
  * refused with a one-line reason in err. */
 char *ac_sys_read_small_file(const char *path, size_t max, size_t *len, char *err, size_t errlen);
+/* One read of at most size - 1 bytes of path (a /proc file) into buf, then a
+ * NUL: the bytes read, or -1. No allocation: async-signal-safe. The
+ * descriptor gate is held while the descriptor is open (fd_gate.h). */
+ssize_t ac_sys_read_once(const char *path, char *buf, size_t size);
 
 #endif

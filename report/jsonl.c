@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fd_gate.h"
 #include "report.h"
 #include "sys.h"
 
@@ -48,15 +47,9 @@ char *ac_jsonl_line(json_t *record, size_t *len) {
 static json_t *read_argv(void) {
   json_t *argv = json_array();
   char buf[8192];
-  ac_fd_gate_enter(); /* the descriptor lies in the program's range (fd_gate.h) */
-  int fd = ac_sys_open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC, 0);
-  ssize_t n = fd < 0 ? -1 : ac_sys_read(fd, buf, sizeof buf - 1);
-  if (fd >= 0) ac_sys_close(fd);
-  ac_fd_gate_leave();
-  for (ssize_t i = 0; n > 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
-    buf[n] = 0;
+  ssize_t n = ac_sys_read_once("/proc/self/cmdline", buf, sizeof buf);
+  for (ssize_t i = 0; i < n; i += (ssize_t)strlen(buf + i) + 1)
     json_array_append_new(argv, ac_json_text(buf + i));
-  }
   return argv;
 }
 

@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "fd_gate.h"
 #include "finding.h"
 #include "options.h"
 
@@ -321,6 +322,16 @@ void ac_output_close(struct ac_output *out);
  * returned and fd closed), or fd where there is no such place: for the
  * descriptors libdw keeps open (symbolize.c, the shim's open wrapper). */
 int ac_output_move_out_of_range(int fd);
+/* Evaluates open_expr - a call that gives a new descriptor or -1 - with the
+ * descriptor gate held (base/fd_gate.h) and moves what it gives out of the
+ * program's range: the number is the program's only while the gate is held. */
+#define AC_OPEN_OUT_OF_RANGE(open_expr)                                                            \
+  __extension__({                                                                                  \
+    ac_fd_gate_enter();                                                                            \
+    int moved_ = ac_output_move_out_of_range(open_expr);                                           \
+    ac_fd_gate_leave();                                                                            \
+    moved_;                                                                                        \
+  })
 
 /* ---- stream.c ---- */
 /* The name a stream takes while records are missing from it. */

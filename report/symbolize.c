@@ -119,9 +119,7 @@ static int find_debuginfo_locally(Dwfl_Module *mod, void **userdata, const char 
   for (size_t i = 0; i < sizeof places / sizeof places[0]; i++) {
     int n = snprintf(path, sizeof path, places[i], dir_len, file_name, debuglink_file);
     if (n <= 0 || (size_t)n >= sizeof path || strcmp(path, file_name) == 0) continue;
-    ac_fd_gate_enter(); /* in the program's range until it is moved (fd_gate.h) */
-    fd = ac_output_move_out_of_range(ac_sys_open(path, O_RDONLY | O_CLOEXEC, 0));
-    ac_fd_gate_leave();
+    fd = AC_OPEN_OUT_OF_RANGE(ac_sys_open(path, O_RDONLY | O_CLOEXEC, 0));
     if (fd >= 0) {
       *debuginfo_file_name = strdup(path);
       return fd; /* libdw keeps it open */

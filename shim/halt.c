@@ -19,7 +19,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "fd_gate.h"
 #include "libc_real.h"
 #include "report.h"
 #include "shim.h"
@@ -32,13 +31,7 @@ static const char *halt_asked;
  * async-signal-safe. */
 static bool traced(void) {
   char buf[1024];
-  ac_fd_gate_enter(); /* the descriptor lies in the program's range (fd_gate.h) */
-  int fd = ac_sys_open("/proc/self/status", O_RDONLY | O_CLOEXEC, 0);
-  ssize_t n = fd < 0 ? -1 : ac_sys_read(fd, buf, sizeof buf - 1);
-  if (fd >= 0) ac_sys_close(fd);
-  ac_fd_gate_leave();
-  if (n <= 0) return false;
-  buf[n] = 0;
+  if (ac_sys_read_once("/proc/self/status", buf, sizeof buf) <= 0) return false;
   const char *at = strstr(buf, "TracerPid:");
   if (!at) return false;
   for (at += strlen("TracerPid:"); *at == ' ' || *at == '\t'; at++) {

@@ -85,19 +85,13 @@ AC_EXPORT int open(const char *path, int flags, ...) {
     va_end(ap);
   }
   if (!AC_FROM_OWN_LIBRARY()) return real(path, flags, mode);
-  ac_fd_gate_enter(); /* the number is the program's until it is moved */
-  int fd = ac_output_move_out_of_range(real(path, flags, mode));
-  ac_fd_gate_leave();
-  return fd;
+  return AC_OPEN_OUT_OF_RANGE(real(path, flags, mode));
 }
 
 AC_EXPORT int dup(int fd) {
   __typeof__(&dup) real = AC_LIBC_REAL(dup);
   if (!AC_FROM_OWN_LIBRARY()) return real(fd);
-  ac_fd_gate_enter();
-  int copy = ac_output_move_out_of_range(real(fd));
-  ac_fd_gate_leave();
-  return copy;
+  return AC_OPEN_OUT_OF_RANGE(real(fd));
 }
 
 AC_EXPORT int pipe2(int fds[2], int flags) {
