@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "guard_internal.h"
 #include "pkeys.h"
 #include "rules_host.h"
@@ -104,36 +105,10 @@ static void judge_counted(uintptr_t a, struct ac_alloc *alloc, bool is_write, ui
   if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_guard_now_seconds() - started;
 }
 
-/* A fault on a page tagged with one of the guard's keys: judged as any
- * other, then the key is enabled in the PKRU the thread gets back (and kept
- * while the model allows that memory). */
-static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, uintptr_t pc,
-                                        void *ucontext) {
-  if (ac_model_held()) {
-    __atomic_add_fetch(&ac_guard.stats.unjudged, 1, __ATOMIC_RELAXED);
-    return ac_guard_keys_let_through(slot, ucontext) ? AC_GUARD_HANDLED : AC_GUARD_NOT_OURS;
-  }
-  int saved_errno = errno;
-  ac_model_enter();
+void ac_guard_judge_locked(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext) {
   in_guard = true;
-  ac_guard.stats.key_faults++;
   judge_counted(a, ac_model_find_alloc(ac_model, a), is_write, pc, ucontext);
-  ac_guard_keys_enable(slot, !ac_guard_keys_slot_forbidden(slot), ucontext, a);
   in_guard = false;
-  ac_model_leave_as_is();
-  errno = saved_errno;
-  return AC_GUARD_HANDLED;
-}
-
-/* Whether a protection-key fault names a key that the thread's PKRU at the
- * fault allowed. The kernel reads the key it reports from the mapping after
- * the fault, so when another thread retagged the page in between (a page
- * lifted, a patch, a layout), it names the page's new key - key 0 after a
- * lift, not ours - and the fault was not that key's (docs/driver-facts.md,
- * "Protection keys"). Async-signal-safe. */
-static bool key_report_is_stale(int pkey, bool is_write, void *ucontext) {
-  const uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
-  return pkru && !ac_pkru_forbids(*pkru, pkey, is_write);
 }
 
 /* Whether the protection the program itself set at a forbids the access:
@@ -148,22 +123,8 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
   if (!ac_guard_on() || __atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED))
     return AC_GUARD_NOT_OURS;
   uintptr_t a = (uintptr_t)addr;
-  if (pkey >= 0) { /* a protection-key fault: one of ours, or the program's own */
-    if (key_report_is_stale(pkey, is_write, ucontext)) {
-      /* The page has its new key now: the access runs again under it. Only
-       * another retag makes the report stale again, so the count of tags is
-       * the epoch: retries under one count are few (fault_retry.c). */
-      *epoch = ac_pkeys_tags_made();
-      return AC_GUARD_RETRY;
-    }
-    int slot = ac_guard_keys_slot_of(pkey);
-    if (slot >= 0) return on_key_fault(a, slot, is_write, pc, ucontext);
-    /* The closing key's pages are the page tables' closed ones, judged as
-     * mprotect's are below; any other key is the program's own. */
-    if (pkey != ac_guard_keys_closing()) return AC_GUARD_NOT_OURS;
-  } else if (ac_guard_keys_closing() >= 0) {
-    return AC_GUARD_NOT_OURS; /* the guard protects nothing by mprotect while it has keys */
-  }
+  enum ac_guard_claim decided;
+  if (ac_guard.backend->on_fault(a, is_write, pc, pkey, ucontext, epoch, &decided)) return decided;
   if (ac_model_held()) return lift_without_lock(a);
   bool overflow;
   bool guarded = published_overlaps(a, a + 1, &overflow);

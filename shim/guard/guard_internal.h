@@ -16,6 +16,9 @@
  *   keys.c           which classes get protection keys, and their pages' tags
  *   keys_patch.c     the keys' layout patched between layouts; what they shut
  *   keys_fault.c     the keys' verdicts at a transition, and at a fault
+ *   keys_follow.c    the keys backend: laid out, patched, given up, its table
+ *   backend.h        the backends' one face: mprotect's and the keys'
+ *   backend_mprotect.c  the page tables' backend
  *   keys_internal.h  the state the keys' files share
  *   threads.c        every thread's protection-key register, written by itself
  *   pkeys.c          the processor's protection keys: detection, PKRU, frames
@@ -35,14 +38,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "guard.h"
 #include "published.h"
 #include "ranges.h"
 
 /* Pages the handler lifted inside protected_now, until the next transition. */
 #define AC_GUARD_LIFTED_MAX 1024
 
+struct ac_guard_backend;
+
 struct ac_guard_shared {
   long page_size;
+  /* mprotect's or the keys' (backend.h): chosen at start, before the guard
+   * is on, and never changed after. */
+  const struct ac_guard_backend *backend;
   bool enabled; /* atomic: set once at start, read by handlers of any thread (ac_guard_on) */
   struct range_list protected_now; /* what was made PROT_NONE (pages) */
   uintptr_t lifted[AC_GUARD_LIFTED_MAX];
@@ -87,6 +96,13 @@ static inline bool ac_guard_pages_covered(const struct range_list *pages, uintpt
 }
 
 double ac_guard_now_seconds(void);
+/* The SIGSEGV handler and the reporter, once: before anything is shut. */
+void ac_guard_install_handler_once(void);
+
+/* ---- fault.c ---- */
+/* Judges a CPU access at a, faulted at pc, against the model; a finding goes
+ * to the reporter (model lock held, in the SIGSEGV handler). */
+void ac_guard_judge_locked(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext);
 
 /* ---- reporter.c: findings of the SIGSEGV handler ---- */
 /* A slot for the handler's next finding, or NULL (the ring stayed full);
@@ -162,6 +178,9 @@ bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr
 bool ac_guard_keys_let_through(int slot, void *ucontext);
 int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, bool *maybe);
 void ac_guard_keys_after_fork_child(void);
+/* The keys backend's on_fault (backend.h). */
+bool ac_guard_keys_on_fault(uintptr_t a, bool is_write, uintptr_t pc, int pkey, void *ucontext,
+                            unsigned *epoch, enum ac_guard_claim *claim);
 
 /* ---- threads.c: each thread's own PKRU (no lock) ---- */
 /* The calling thread writes its PKRU to the verdicts, unless it agrees. */

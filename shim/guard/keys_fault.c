@@ -5,11 +5,13 @@
  * catching the thread up with the verdicts in its signal frame or its PKRU.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <string.h>
 
 #include "classes.h"
 #include "guard_internal.h"
 #include "keys_internal.h"
+#include "pkeys.h"
 #include "shim.h"
 
 static void disable_busy_stream(const struct ac_stream *s, void *disabled) {
@@ -165,4 +167,59 @@ int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, b
   if (!(pkru & ac_keys.our_bits)) return -1; /* every key of ours enabled here */
   if (ac_model_held()) return disabled_in_tagged(pkru, start, end, page);
   return ac_published_find(&ac_keys.published, start, end, slot_disabled_in, &pkru, page, maybe);
+}
+
+/* ---- a fault, as the keys backend's on_fault (backend.h) ---- */
+
+/* A fault on a page tagged with one of the guard's keys: judged as any
+ * other, then the key is enabled in the PKRU the thread gets back (and kept
+ * while the model allows that memory). */
+static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, uintptr_t pc,
+                                        void *ucontext) {
+  if (ac_model_held()) {
+    __atomic_add_fetch(&ac_guard.stats.unjudged, 1, __ATOMIC_RELAXED);
+    return ac_guard_keys_let_through(slot, ucontext) ? AC_GUARD_HANDLED : AC_GUARD_NOT_OURS;
+  }
+  int saved_errno = errno;
+  ac_model_enter();
+  ac_guard.stats.key_faults++;
+  ac_guard_judge_locked(a, is_write, pc, ucontext);
+  ac_guard_keys_enable(slot, !ac_guard_keys_slot_forbidden(slot), ucontext, a);
+  ac_model_leave_as_is();
+  errno = saved_errno;
+  return AC_GUARD_HANDLED;
+}
+
+/* Whether a protection-key fault names a key that the thread's PKRU at the
+ * fault allowed. The kernel reads the key it reports from the mapping after
+ * the fault, so when another thread retagged the page in between (a page
+ * lifted, a patch, a layout), it names the page's new key - key 0 after a
+ * lift, not ours - and the fault was not that key's (docs/driver-facts.md,
+ * "Protection keys"). Async-signal-safe. */
+static bool key_report_is_stale(int pkey, bool is_write, void *ucontext) {
+  const uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
+  return pkru && !ac_pkru_forbids(*pkru, pkey, is_write);
+}
+
+bool ac_guard_keys_on_fault(uintptr_t a, bool is_write, uintptr_t pc, int pkey, void *ucontext,
+                            unsigned *epoch, enum ac_guard_claim *claim) {
+  if (pkey >= 0) { /* a protection-key fault: one of ours, or the program's own */
+    if (key_report_is_stale(pkey, is_write, ucontext)) {
+      /* The page has its new key now: the access runs again under it. Only
+       * another retag makes the report stale again, so the count of tags is
+       * the epoch: retries under one count are few (fault_retry.c). */
+      *epoch = ac_pkeys_tags_made();
+      *claim = AC_GUARD_RETRY;
+      return true;
+    }
+    int slot = ac_guard_keys_slot_of(pkey);
+    if (slot >= 0) return *claim = on_key_fault(a, slot, is_write, pc, ucontext), true;
+    /* The closing key's pages are the page tables' closed ones, judged as
+     * mprotect's are (fault.c); any other key is the program's own. */
+    *claim = AC_GUARD_NOT_OURS;
+    return pkey != ac_guard_keys_closing();
+  }
+  /* The guard protects nothing by mprotect while it has keys. */
+  *claim = AC_GUARD_NOT_OURS;
+  return ac_guard_keys_closing() >= 0;
 }

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "classes.h"
 #include "guard_internal.h"
 #include "shim.h"
@@ -35,6 +36,7 @@ static void choose_backend(void) {
   const char *why = NULL;
   if (ac_opts.guard_pages == AC_GUARD_AUTO || ac_opts.guard_pages == AC_GUARD_PKEYS) {
     if (ac_guard_keys_start(&why)) {
+      ac_guard.backend = &ac_guard_keys_backend;
       if (ac_opts.verbose)
         ac_log("page guard: protection keys (%d keys), mprotect where pages are shared",
                ac_guard_keys_count());
@@ -71,9 +73,9 @@ bool ac_guard_give_keys_back(void) {
 void ac_guard_start(void) {
   ac_guard.page_size = sysconf(_SC_PAGESIZE);
   bool on = ac_opts.guard_pages != AC_GUARD_OFF;
+  if (on) choose_backend(); /* before the guard is on: a fault reads it unlocked */
   __atomic_store_n(&ac_guard.enabled, on, __ATOMIC_RELEASE);
   if (on) {
-    choose_backend();
     ac_model_enter();
     ac_guard_classes_update(); /* the classes are kept from now on (classes.c) */
     ac_model_leave();
