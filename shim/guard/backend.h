@@ -48,7 +48,8 @@ struct ac_guard_backend {
   void (*shut_pages)(struct range_list *out);
   /* Memory goes back to the driver: the backend lets go of its pages. */
   void (*forget)(uintptr_t start, uintptr_t end);
-  /* A fault at a (pkey: the key the kernel named, or -1): true with *claim
+  /* A fault at a (pkey: the key the kernel named, or -1; a report the
+   * thread's PKRU shows stale was retried before): true with *claim
    * when the backend decided it, false to judge it by the page tables. */
   bool (*on_fault)(uintptr_t a, bool is_write, uintptr_t pc, int pkey, void *ucontext,
                    unsigned *epoch, enum ac_guard_claim *claim);

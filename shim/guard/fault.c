@@ -111,6 +111,17 @@ void ac_guard_judge_locked(uintptr_t a, bool is_write, uintptr_t pc, void *ucont
   in_guard = false;
 }
 
+/* Whether a protection-key fault names a key that the thread's PKRU at the
+ * fault allowed. The kernel reads the key it reports from the mapping after
+ * the fault, so when another thread retagged the page in between (a page
+ * lifted, a patch, a layout), it names the page's new key - key 0 after a
+ * lift, not ours - and the fault was not that key's (docs/driver-facts.md,
+ * "Protection keys"). Async-signal-safe. */
+static bool key_report_is_stale(int pkey, bool is_write, void *ucontext) {
+  const uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
+  return pkru && !ac_pkru_forbids(*pkru, pkey, is_write);
+}
+
 /* Whether the protection the program itself set at a forbids the access:
  * then the fault is its own (lock held). */
 static bool program_protection_forbids(uintptr_t a, bool is_write) {
@@ -123,6 +134,14 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
   if (!ac_guard_on() || __atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED))
     return AC_GUARD_NOT_OURS;
   uintptr_t a = (uintptr_t)addr;
+  if (pkey >= 0 && key_report_is_stale(pkey, is_write, ucontext)) {
+    /* Whichever the backend: the page has its new key now, and the access
+     * runs again under it. Only another retag makes the report stale again,
+     * so the count of tags is the epoch: retries under one count are few
+     * (fault_retry.c). */
+    *epoch = ac_pkeys_tags_made();
+    return AC_GUARD_RETRY;
+  }
   enum ac_guard_claim decided;
   if (ac_guard.backend->on_fault(a, is_write, pc, pkey, ucontext, epoch, &decided)) return decided;
   if (ac_model_held()) return lift_without_lock(a);

@@ -190,28 +190,10 @@ static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, ui
   return AC_GUARD_HANDLED;
 }
 
-/* Whether a protection-key fault names a key that the thread's PKRU at the
- * fault allowed. The kernel reads the key it reports from the mapping after
- * the fault, so when another thread retagged the page in between (a page
- * lifted, a patch, a layout), it names the page's new key - key 0 after a
- * lift, not ours - and the fault was not that key's (docs/driver-facts.md,
- * "Protection keys"). Async-signal-safe. */
-static bool key_report_is_stale(int pkey, bool is_write, void *ucontext) {
-  const uint32_t *pkru = ac_pkeys_frame_pkru(ucontext);
-  return pkru && !ac_pkru_forbids(*pkru, pkey, is_write);
-}
-
 bool ac_guard_keys_on_fault(uintptr_t a, bool is_write, uintptr_t pc, int pkey, void *ucontext,
                             unsigned *epoch, enum ac_guard_claim *claim) {
+  (void)epoch;     /* a stale report was retried before (fault.c) */
   if (pkey >= 0) { /* a protection-key fault: one of ours, or the program's own */
-    if (key_report_is_stale(pkey, is_write, ucontext)) {
-      /* The page has its new key now: the access runs again under it. Only
-       * another retag makes the report stale again, so the count of tags is
-       * the epoch: retries under one count are few (fault_retry.c). */
-      *epoch = ac_pkeys_tags_made();
-      *claim = AC_GUARD_RETRY;
-      return true;
-    }
     int slot = ac_guard_keys_slot_of(pkey);
     if (slot >= 0) return *claim = on_key_fault(a, slot, is_write, pc, ucontext), true;
     /* The closing key's pages are the page tables' closed ones, judged as
