@@ -165,10 +165,12 @@ static inline void ac_model_enter(void) {
   ac_lock(AC_LOCK_model);
 }
 /* Leaving the model brings the page guard up to date with what changed
- * while it was held: no transition can forget it. */
+ * while it was held: no transition can forget it. Then what this thread's
+ * signal handlers touched while it held the lock is judged (guard.h). */
 static inline void ac_model_leave(void) {
   ac_guard_refresh_locked();
   ac_unlock(AC_LOCK_model);
+  if (AC_UNLIKELY(ac_guard_deferred_waiting())) ac_guard_judge_deferred();
 }
 /* Leaving without that: the guard's own fault side, in a signal handler,
  * which makes no transition and must not allocate. */
@@ -204,6 +206,9 @@ bool ac_unwinder_write(int fd, const void *addr, ssize_t *result);
 void ac_stack_print_stats(void);
 /* The stack of the code a signal interrupted (async-signal-safe). */
 void ac_stack_capture_from_signal(void *ucontext, struct ac_stack *out);
+/* Whether this thread is inside libunwind for ac_stack_capture (a signal
+ * handler there must not unwind again). */
+bool ac_stack_capturing(void);
 
 /* ---- findings.c ---- */
 /* Completes a finding with the driver's answer and hands it to the reports. */

@@ -123,11 +123,21 @@ void ac_stack_print_stats(void) {
            capture_seconds * 1e3);
 }
 
+/* Set while this thread is inside libunwind for a capture: a signal handler
+ * that interrupts it must not unwind again (its caches are not reentrant). */
+static __thread volatile bool capturing;
+
+bool ac_stack_capturing(void) {
+  return capturing;
+}
+
 void ac_stack_capture(struct ac_stack *out) {
   struct timespec t0, t1;
   if (ac_opts.verbose) clock_gettime(CLOCK_MONOTONIC, &t0);
   void *raw[AC_STACK_MAX + 16];
+  capturing = true;
   int n = unwind_backtrace ? unwind_backtrace(raw, (int)(sizeof raw / sizeof raw[0])) : 0;
+  capturing = false;
   int skip = 0;
   while (skip < n && ac_pc_in_shim(raw[skip]))
     skip++;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "deferred.h"
 #include "guard_internal.h"
 #include "pkeys.h"
 #include "rules_host.h"
@@ -21,6 +22,11 @@
 /* Set while this thread judges a fault or a buffer: libunwind checks memory
  * with write(2) on a pipe, which must not come back into the guard. */
 static __thread bool in_guard;
+
+/* The accesses this thread's signal handlers made while it held the model
+ * lock, judged when it leaves (deferred.h). */
+static __thread struct ac_deferred deferred;
+static __thread bool draining;
 
 /* ---- the handler's side ---- */
 
@@ -50,23 +56,39 @@ bool ac_pc_in_driver(uintptr_t pc) {
   return pc >= ac_guard.driver_lo && pc < ac_guard.driver_hi;
 }
 
+void ac_guard_defer(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext) {
+  struct ac_deferred_access *slot = ac_deferred_slot(&deferred);
+  if (!slot) return;
+  slot->addr = a;
+  slot->is_write = is_write;
+  if (ac_stack_capturing()) { /* libunwind is busy on this thread: the place alone */
+    slot->stack.depth = 1;
+    slot->stack.pc[0] = (void *)(pc + 1); /* symbolised at pc - 1, as a return address */
+  } else {
+    ac_stack_capture_from_signal(ucontext, &slot->stack);
+  }
+  ac_deferred_commit(&deferred);
+}
+
 /* The fault of a thread interrupted inside the shim with the model lock held
  * (a signal handler of the program touched guarded memory): the lock cannot
  * be taken and the model may be half-changed. The page is the guard's when
  * the published pages - which, during a refresh, cover what was closed and
  * what will be, and which are read without waiting for the interrupted
- * writer (published.h) - hold it: it is lifted unjudged, and the next
- * transition protects again from scratch. It may be closed again before
- * the handler runs once more: each time it faults it is lifted again. A
- * page the guard never closed is the program's own fault. */
-static enum ac_guard_claim lift_without_lock(uintptr_t a) {
+ * writer (published.h) - hold it: it is lifted, the access queued to be
+ * judged when the thread leaves the model, and the next transition protects
+ * again from scratch. It may be closed again before the handler runs once
+ * more: each time it faults it is lifted again. A page the guard never
+ * closed is the program's own fault. */
+static enum ac_guard_claim lift_without_lock(uintptr_t a, bool is_write, uintptr_t pc,
+                                             void *ucontext) {
   uintptr_t page = ac_guard_page_floor(a);
   bool overflow;
   if (!published_overlaps(page, page + (uintptr_t)ac_guard.page_size, &overflow) && !overflow)
     return AC_GUARD_NOT_OURS;
   ac_guard_open_pages(page, page + (uintptr_t)ac_guard.page_size);
   __atomic_store_n(&ac_guard.lifted_unlocked, 1, __ATOMIC_RELEASE);
-  __atomic_add_fetch(&ac_guard.stats.unjudged, 1, __ATOMIC_RELAXED);
+  ac_guard_defer(a, is_write, pc, ucontext);
   return AC_GUARD_HANDLED;
 }
 
@@ -111,6 +133,50 @@ void ac_guard_judge_locked(uintptr_t a, bool is_write, uintptr_t pc, void *ucont
   in_guard = false;
 }
 
+/* One access a handler made inside the shim, judged now that its thread
+ * left the model: against the model as it stands, with the stack of the
+ * fault. */
+static void judge_late(const struct ac_deferred_access *d, void *ctx) {
+  (void)ctx;
+  struct ac_finding f;
+  bool found = false;
+  ac_model_enter();
+  struct ac_alloc *alloc = ac_model_find_alloc(ac_model, d->addr);
+  if (alloc && ac_alloc_is_managed(alloc) && !alloc->retiring)
+    found = judge_access(d->addr, 0, alloc, d->is_write,
+                         "page fault, judged after the call it interrupted", &f);
+  ac_guard.stats.judged_late++;
+  ac_model_leave_as_is(); /* judging makes no transition */
+  if (!found) return;
+  f.stack = d->stack;
+  ac_emit_finding(&f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
+}
+
+/* Accesses that did not fit the queue: never judged, and said. */
+static void lost_accesses(unsigned n) {
+  __atomic_add_fetch(&ac_guard.stats.unjudged, n, __ATOMIC_RELAXED);
+  ac_log("%u CPU accesses made by signal handlers while their thread was inside attachcheck were "
+         "not judged: more than %d at once",
+         n, AC_DEFERRED_MAX);
+}
+
+bool ac_guard_deferred_waiting(void) {
+  return ac_deferred_pending(&deferred) && !draining;
+}
+
+void ac_guard_judge_deferred(void) {
+  if (draining || ac_model_held()) return;
+  draining = true;
+  unsigned dropped = ac_deferred_drain(&deferred, judge_late, NULL);
+  draining = false;
+  if (dropped) lost_accesses(dropped);
+}
+
+void ac_guard_deferred_after_fork_child(void) {
+  deferred.count = deferred.dropped = 0;
+  draining = false;
+}
+
 /* Whether a protection-key fault names a key that the thread's PKRU at the
  * fault allowed. The kernel reads the key it reports from the mapping after
  * the fault, so when another thread retagged the page in between (a page
@@ -144,7 +210,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
   }
   enum ac_guard_claim decided;
   if (ac_guard.backend->on_fault(a, is_write, pc, pkey, ucontext, epoch, &decided)) return decided;
-  if (ac_model_held()) return lift_without_lock(a);
+  if (ac_model_held()) return lift_without_lock(a, is_write, pc, ucontext);
   bool overflow;
   bool guarded = published_overlaps(a, a + 1, &overflow);
   int saved_errno = errno;

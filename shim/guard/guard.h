@@ -95,6 +95,13 @@ enum ac_guard_claim { AC_GUARD_NOT_OURS, AC_GUARD_HANDLED, AC_GUARD_RETRY };
  * it: a few retries, then the program's own fault). */
 enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, int pkey,
                                       void *ucontext, unsigned *epoch);
+/* A signal handler of the program that touched guarded memory while its
+ * thread held the model lock was let through unjudged, its access queued:
+ * whether this thread has such accesses waiting (a load), and judging them
+ * against the model as it stands, with the fault's stack, once the lock is
+ * released (ac_model_leave does both; normal context, no lock held). */
+bool ac_guard_deferred_waiting(void);
+void ac_guard_judge_deferred(void);
 /* A system call is about to read (cpu_writes false) or fill a buffer (no
  * lock): judged, and let through, so the call succeeds. */
 void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes);

@@ -9,6 +9,7 @@
  *   class_pending.c  the allocations with an attach pending: each its own verdict
  *   wanted.c         the pages to close, kept up to date from what changed
  *   fault.c          a fault or a system call's buffer judged and let through
+ *   deferred.c       a handler's access inside the shim, queued to be judged late
  *   reporter.c       the SIGSEGV handler's findings, written by a thread of the guard's
  *   pages.c          closing pages to every thread, and opening them again
  *   program_prot.c   the program's own protection of managed memory, kept
@@ -73,6 +74,7 @@ struct ac_guard_shared {
     unsigned long resumed;                     /* windows over the pages kept while idle */
     unsigned long skipped;                     /* attaches that could change no page */
     unsigned long key_faults, disagreements;
+    unsigned long judged_late; /* accesses of handlers inside the shim (deferred.h) */
     unsigned long layouts, patches, stood_aside; /* the keys laid out, patched; stood aside */
     double seconds, handler_seconds;
   } stats;
@@ -103,6 +105,10 @@ void ac_guard_install_handler_once(void);
 /* Judges a CPU access at a, faulted at pc, against the model; a finding goes
  * to the reporter (model lock held, in the SIGSEGV handler). */
 void ac_guard_judge_locked(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext);
+/* In the SIGSEGV handler of a thread that holds the model lock: the access
+ * is queued, to be judged when the thread leaves the model (deferred.h). */
+void ac_guard_defer(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext);
+void ac_guard_deferred_after_fork_child(void);
 
 /* ---- reporter.c: findings of the SIGSEGV handler ---- */
 /* A slot for the handler's next finding, or NULL (the ring stayed full);

@@ -176,9 +176,10 @@ int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, b
  * while the model allows that memory). */
 static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, uintptr_t pc,
                                         void *ucontext) {
-  if (ac_model_held()) {
-    __atomic_add_fetch(&ac_guard.stats.unjudged, 1, __ATOMIC_RELAXED);
-    return ac_guard_keys_let_through(slot, ucontext) ? AC_GUARD_HANDLED : AC_GUARD_NOT_OURS;
+  if (ac_model_held()) { /* a handler inside the shim: judged when its thread leaves */
+    if (!ac_guard_keys_let_through(slot, ucontext)) return AC_GUARD_NOT_OURS;
+    ac_guard_defer(a, is_write, pc, ucontext);
+    return AC_GUARD_HANDLED;
   }
   int saved_errno = errno;
   ac_model_enter();

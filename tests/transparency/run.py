@@ -11,6 +11,7 @@ import difflib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,12 +40,13 @@ OUTPUT_CAP = 1 << 20
 def parse_cases(path):
     """The rows of the table, read as the scenarios' expectations are (name |
     command | options | findings | a fifth column, here notes). Options may
-    hold env:NAME=VALUE (for both runs), timeout:SECONDS and preload (run under
-    plain LD_PRELOAD with ATTACHCHECK_JSON instead of the CLI); the others are
-    attachcheck's."""
+    hold env:NAME=VALUE (for both runs), timeout:SECONDS, preload (run under
+    plain LD_PRELOAD with ATTACHCHECK_JSON instead of the CLI) and own_calloc
+    (the program replaces calloc); the others are attachcheck's."""
     cases = []
     for row in SCENARIOS.parse_expectations(path):
-        case = dict(row, options=[], env={}, timeout=DEFAULT_TIMEOUT, preload=False)
+        case = dict(row, options=[], env={}, timeout=DEFAULT_TIMEOUT, preload=False,
+                    own_calloc=False)
         for opt in row["options"]:
             if opt.startswith("env:"):
                 key, value = opt[4:].split("=", 1)
@@ -53,6 +55,8 @@ def parse_cases(path):
                 case["timeout"] = int(opt[8:])
             elif opt == "preload":
                 case["preload"] = True
+            elif opt == "own_calloc":
+                case["own_calloc"] = True
             else:
                 case["options"].append(opt)
         cases.append(case)
@@ -185,6 +189,11 @@ def main():
             return f"{tool} is not installed here"
         # A case that fills its TMPDIR gets a small file system of its own
         # (small_tmpdir.sh mounts it, as root); never a shared /tmp.
+        # A program's own calloc would take the allocator from under a
+        # preloaded sanitizer runtime (the sanitized legs preload one).
+        preloaded = os.environ.get("LD_PRELOAD", "")
+        if case["own_calloc"] and re.search(r"lib[at]san", preloaded):
+            return "the program replaces calloc, which the preloaded sanitizer runtime must own"
         tmpdir = case["env"].get("TMPDIR")
         if tmpdir and not os.path.ismount(tmpdir):
             return f"{tmpdir} is not a small file system of its own (small_tmpdir.sh mounts one)"
