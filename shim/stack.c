@@ -91,6 +91,10 @@ void ac_stack_start(void) {
     unwind_get_reg = (__typeof__(unwind_get_reg))ac_real_dlsym(h, EXPORTED_NAME(unw_get_reg));
   }
   if (!unwind_backtrace) ac_log("warning: libunwind.so.8 not found; findings have no stacks");
+  /* libunwind's own opens are the shim's: on aarch64 it reads
+   * /proc/PID/maps while it unwinds, and that descriptor must be gated and
+   * moved out of the program's range as the shim's own are (own_code.h). */
+  if (unwind_step) ac_own_code_add((const void *)unwind_step);
   uintptr_t lo = UINTPTR_MAX, hi = 0;
   locate((const void *)unwind_step, &lo, &hi);
   __atomic_store_n(&unwinder_lo, lo, __ATOMIC_RELAXED);

@@ -69,12 +69,9 @@ export LD_LIBRARY_PATH=/usr/lib/aarch64-linux-gnu
 # checks and the hang probe (they compile their programs with the host's
 # compiler), the ASan program (no arm64 sanitizer runtime here, and ASan's shadow memory under qemu-user is not the real thing) and valgrind (the
 # host's cannot run an aarch64 program); report.sarif and report.files run
-# below, apart. Held out for now: transparency.exits.daemon and
-# exits.daemon_storm: under qemu-user a data file of the daemon's sometimes
-# holds text of qemu's emulated /proc/self/maps (docs/platforms.md); the
-# x86-64 legs run them.
+# below, apart.
 (cd "$build" && ctest --output-on-failure -j "$(nproc)" \
-  -E '^(shim\.entry_table|shim\.driver_api(_exports|_new_door)?|python\.clients(_wheel)?|package\.(install_and_deb|wheel)|mpi\.launcher|example\.ctest|report\.robustness|tools\.stuck|transparency\.(asan|valgrind)\..*|transparency\.exits\.daemon(_storm)?|report\.sarif|report\.files)$')
+  -E '^(shim\.entry_table|shim\.driver_api(_exports|_new_door)?|python\.clients(_wheel)?|package\.(install_and_deb|wheel)|mpi\.launcher|example\.ctest|report\.robustness|tools\.stuck|transparency\.(asan|valgrind)\..*|report\.sarif|report\.files)$')
 
 # These checks start a host program (python3, /bin/sh) as the application: an
 # x86-64 process cannot load the aarch64 shim, so under qemu they cannot pass.
