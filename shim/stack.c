@@ -54,19 +54,34 @@ static void *open_beside_shim(const char *dir, const char *name) {
 /* The shim's own mapped segments, so that telling its frames apart costs two
  * comparisons per frame rather than a dladdr; and libunwind's, whose own
  * system calls the shim answers (interceptors_own.c). */
-static uintptr_t shim_lo = UINTPTR_MAX, shim_hi;
-static uintptr_t unwinder_lo = UINTPTR_MAX, unwinder_hi; /* atomic: hi published last */
+/* Read by interceptors on any thread while start-up may still be writing
+ * them: atomic, hi published last and read first, so a range seen is a
+ * whole one. */
+struct code_range {
+  uintptr_t lo, hi;
+};
+static struct code_range shim_code = {UINTPTR_MAX, 0}, unwinder_code = {UINTPTR_MAX, 0};
 
-/* The segments of the object that holds code, into [*lo, *hi). */
-static void locate(const void *code, uintptr_t *lo, uintptr_t *hi) {
-  ac_code_range_of(code, lo, hi);
+/* The segments of the object that holds code, published into r. */
+static void locate(const void *code, struct code_range *r) {
+  uintptr_t lo = UINTPTR_MAX, hi = 0;
+  ac_code_range_of(code, &lo, &hi);
+  __atomic_store_n(&r->lo, lo, __ATOMIC_RELAXED);
+  __atomic_store_n(&r->hi, hi, __ATOMIC_RELEASE);
+}
+
+static bool in_code(const struct code_range *r, uintptr_t pc) {
+  uintptr_t hi = __atomic_load_n(&r->hi, __ATOMIC_ACQUIRE);
+  return pc < hi && pc >= __atomic_load_n(&r->lo, __ATOMIC_RELAXED);
 }
 
 void ac_stack_locate_shim(void) {
   Dl_info info;
-  if (shim_hi || !dladdr((const void *)ac_stack_locate_shim, &info)) return;
+  if (__atomic_load_n(&shim_code.hi, __ATOMIC_ACQUIRE) ||
+      !dladdr((const void *)ac_stack_locate_shim, &info))
+    return;
   shim_base = info.dli_fbase;
-  locate((const void *)ac_stack_locate_shim, &shim_lo, &shim_hi);
+  locate((const void *)ac_stack_locate_shim, &shim_code);
 }
 
 void ac_stack_start(void) {
@@ -95,10 +110,7 @@ void ac_stack_start(void) {
    * /proc/PID/maps while it unwinds, and that descriptor must be gated and
    * moved out of the program's range as the shim's own are (own_code.h). */
   if (unwind_step) ac_own_code_add((const void *)unwind_step);
-  uintptr_t lo = UINTPTR_MAX, hi = 0;
-  locate((const void *)unwind_step, &lo, &hi);
-  __atomic_store_n(&unwinder_lo, lo, __ATOMIC_RELAXED);
-  __atomic_store_n(&unwinder_hi, hi, __ATOMIC_RELEASE);
+  locate((const void *)unwind_step, &unwinder_code);
   /* libunwind checks that memory is readable by writing it to a pipe, which
    * valgrind reports as a write of uninitialised bytes: a clean program run
    * with --error-exitcode would fail. Under valgrind, stacks in normal
@@ -108,14 +120,11 @@ void ac_stack_start(void) {
 }
 
 bool ac_pc_in_shim(const void *pc) {
-  return (uintptr_t)pc >= shim_lo && (uintptr_t)pc < shim_hi;
+  return in_code(&shim_code, (uintptr_t)pc);
 }
 
-/* Read by interceptors on any thread while start-up may still be writing
- * it: hi first, so a range seen is a whole one. */
 bool ac_pc_in_unwinder(uintptr_t pc) {
-  uintptr_t hi = __atomic_load_n(&unwinder_hi, __ATOMIC_ACQUIRE);
-  return pc < hi && pc >= __atomic_load_n(&unwinder_lo, __ATOMIC_RELAXED);
+  return in_code(&unwinder_code, pc);
 }
 
 static unsigned long captures;
