@@ -57,8 +57,19 @@ int ac_sys_open(const char *path, int flags, mode_t mode) {
   return (int)r;
 }
 
+#ifdef __SANITIZE_THREAD__
+/* ThreadSanitizer follows descriptors through the calls it intercepts: a
+ * close made here, raw, would leave it believing the number still belongs
+ * to whoever opened it, and the program's next descriptor of that number
+ * would look like a race on it. Its syscall hook tells it. */
+void __sanitizer_syscall_pre_impl_close(long fd);
+#endif
+
 /* close is not retried: on Linux the descriptor is gone even after EINTR. */
 int ac_sys_close(int fd) {
+#ifdef __SANITIZE_THREAD__
+  __sanitizer_syscall_pre_impl_close(fd);
+#endif
   return (int)syscall(SYS_close, fd);
 }
 

@@ -54,6 +54,10 @@ static void *open_beside_shim(const char *dir, const char *name) {
 /* The shim's own mapped segments, so that telling its frames apart costs two
  * comparisons per frame rather than a dladdr; and libunwind's, whose own
  * system calls the shim answers (interceptors_own.c). */
+#ifdef __SANITIZE_THREAD__
+void __tsan_init(void); /* the runtime's, here only for its address */
+#endif
+
 /* Read by interceptors on any thread while start-up may still be writing
  * them: atomic, hi published last and read first, so a range seen is a
  * whole one. */
@@ -110,6 +114,13 @@ void ac_stack_start(void) {
    * /proc/PID/maps while it unwinds, and that descriptor must be gated and
    * moved out of the program's range as the shim's own are (own_code.h). */
   if (unwind_step) ac_own_code_add((const void *)unwind_step);
+#ifdef __SANITIZE_THREAD__
+  /* The ThreadSanitizer build: the runtime's own calls (its symbolizer's
+   * open, close, pread while it makes a report) are the shim's too, or a
+   * report would wait at the descriptor gate for a holder that waits for
+   * the report's lock. */
+  ac_own_code_add((const void *)__tsan_init);
+#endif
   locate((const void *)unwind_step, &unwinder_code);
   /* libunwind checks that memory is readable by writing it to a pipe, which
    * valgrind reports as a write of uninitialised bytes: a clean program run
