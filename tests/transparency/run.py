@@ -116,7 +116,8 @@ def base_env(build, driver, case):
 def checked_command(case, build, prog, report, env):
     """The command and environment of the run under attachcheck."""
     if case["preload"]:
-        preload = [env.get("LD_PRELOAD", ""), os.path.join(build, "lib", "libattachcheck.so")]
+        # the shim first, then what was preloaded already, as the CLI does
+        preload = [os.path.join(build, "lib", "libattachcheck.so"), env.get("LD_PRELOAD", "")]
         env = dict(env, LD_PRELOAD=" ".join(p for p in preload if p), ATTACHCHECK_JSON=report)
         return prog, env
     cli = os.path.join(build, "bin", "attachcheck")
