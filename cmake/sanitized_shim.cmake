@@ -29,12 +29,14 @@ get_filename_component(SANITIZER_RUNTIME_DIR ${SANITIZER_RUNTIME} DIRECTORY)
 # What every test that preloads the shim adds to its environment: the
 # programs' leaks are not ours to judge, and a program's genuine crash must
 # still die by SIGSEGV rather than in the sanitizer's own handler. Under
-# ThreadSanitizer a race report fails the test (exitcode), and the signal
-# handlers' own calls are the guard's business (report_signal_unsafe).
+# ThreadSanitizer a race report fails the test (exitcode), the signal
+# handlers' own calls are the guard's business (report_signal_unsafe), and a
+# forked child that exits while its parent had threads must not sleep a
+# second first (atexit_sleep_ms: the fork storms would take minutes).
 set(ATTACHCHECK_TEST_PRELOAD ${SANITIZER_RUNTIME})
 if(ATTACHCHECK_SANITIZER_RUNTIME STREQUAL tsan)
   set(ATTACHCHECK_TEST_OPTIONS
-      "TSAN_OPTIONS=exitcode=66:report_signal_unsafe=0:handle_segv=0:die_after_fork=0:suppressions=${PROJECT_SOURCE_DIR}/tests/tsan.supp")
+      "TSAN_OPTIONS=exitcode=66:report_signal_unsafe=0:handle_segv=0:die_after_fork=0:atexit_sleep_ms=0:suppressions=${PROJECT_SOURCE_DIR}/tests/tsan.supp")
 else()
   set(ATTACHCHECK_TEST_OPTIONS
       "ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0:handle_segv=0")
