@@ -8,7 +8,8 @@
  * arrive is marked incomplete, so a report that misses findings never looks
  * clean: its stream was torn (a partial line), or cut (a record could not be
  * written - the CLI reads it from the stream's cut name, from a stream with
- * no record at all, and from a "lost" record).
+ * no record at all, and from a "lost" record), or its page guard let CPU
+ * accesses through unjudged (an "unjudged" record).
  *
  * Saved final reports (attachcheck report) merge the same way: their
  * findings by key, their processes kept apart by host and pid.
@@ -109,6 +110,11 @@ static void take_record(struct merge *m, json_t *r) {
     m->sum->output_errors++;
   } else if (strcmp(type, "lost") == 0) {
     take_lost(proc, r);
+  } else if (strcmp(type, "unjudged") == 0) { /* accesses the page guard could not judge */
+    json_t *inc = incomplete_of(proc);
+    add_count(inc, "unjudged_accesses", json_integer_value(json_object_get(r, "accesses")));
+    if (!*ac_json_str(inc, "why"))
+      json_object_set_new(inc, "why", json_string(ac_json_str(r, "why")));
   } else if (strcmp(type, "exit") == 0) {
     json_object_set_new(proc, "exited", json_true());
   } else if (strcmp(type, "halt") == 0) { /* --on-error halt stopped it at this rule's finding */

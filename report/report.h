@@ -59,6 +59,10 @@ bool ac_report_finding(const struct ac_finding *f);
  * summary, a halt record in place of the exit record and, without the CLI,
  * the final reports. Nothing is written after it. */
 void ac_report_halt(const char *rule);
+/* n CPU accesses the page guard let through without judging them (why says
+ * why): said as an error, and recorded, so that the report calls the
+ * process incomplete - a finding may be missing - and the run fails. */
+void ac_report_unjudged(unsigned long n, const char *why);
 #define AC_MAX_DEVICES_DESCRIBED 16
 struct ac_cuda_facts {
   int driver_version; /* cuDriverGetVersion: 13000 for 13.0; 0 if unknown */

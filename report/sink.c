@@ -352,6 +352,19 @@ void ac_report_fork_child(void) {
   sink_unlock();
 }
 
+void ac_report_unjudged(unsigned long n, const char *why) {
+  char text[400];
+  snprintf(text, sizeof text,
+           "error: %lu CPU access%s to managed memory went unjudged (%s): findings may be "
+           "missing",
+           n, n == 1 ? "" : "es", why);
+  ac_report_message(AC_MESSAGE_FATAL, text);
+  sink_lock();
+  sink_append(json_pack("{s:s, s:i, s:I, s:s}", "type", "unjudged", "pid", (int)getpid(),
+                        "accesses", (json_int_t)n, "why", why));
+  sink_unlock();
+}
+
 void ac_report_cuda_init(int result, const struct ac_cuda_facts *facts) {
   json_t *devices = json_array();
   for (int i = 0; i < facts->device_count; i++)

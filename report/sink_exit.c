@@ -37,12 +37,22 @@ static void say_incomplete(const json_t *report) {
   const json_t *inc = json_object_get(json_object_get(report, "process"), "incomplete");
   if (!inc) return;
   json_int_t lost = json_integer_value(json_object_get(inc, "lost_records"));
+  json_int_t unjudged = json_integer_value(json_object_get(inc, "unjudged_accesses"));
   char text[300];
-  snprintf(text, sizeof text,
-           "error: the report is incomplete: %lld record%s of this process could not be written "
-           "(%s); findings may be missing from it",
-           (long long)lost, lost == 1 ? "" : "s", ac_json_str(inc, "why"));
-  sink_say_on_stderr(text);
+  if (json_is_true(json_object_get(inc, "cut"))) {
+    snprintf(text, sizeof text,
+             "error: the report is incomplete: %lld record%s of this process could not be "
+             "written (%s); findings may be missing from it",
+             (long long)lost, lost == 1 ? "" : "s", ac_json_str(inc, "why"));
+    sink_say_on_stderr(text);
+  }
+  if (unjudged) {
+    snprintf(text, sizeof text,
+             "error: the report is incomplete: the page guard let %lld CPU access%s of this "
+             "process through unjudged; findings may be missing from it",
+             (long long)unjudged, unjudged == 1 ? "" : "es");
+    sink_say_on_stderr(text);
+  }
 }
 
 /* Under plain LD_PRELOAD several processes of a run may name one report.

@@ -155,9 +155,10 @@ static void judge_late(const struct ac_deferred_access *d, void *ctx) {
 /* Accesses that did not fit the queue: never judged, and said. */
 static void lost_accesses(unsigned n) {
   __atomic_add_fetch(&ac_guard.stats.unjudged, n, __ATOMIC_RELAXED);
-  ac_log("%u CPU accesses made by signal handlers while their thread was inside attachcheck were "
-         "not judged: more than %d at once",
-         n, AC_DEFERRED_MAX);
+  char why[120];
+  snprintf(why, sizeof why, "signal handlers made more than %d at once inside attachcheck",
+           AC_DEFERRED_MAX);
+  ac_report_unjudged(n, why);
 }
 
 bool ac_guard_deferred_waiting(void) {

@@ -120,7 +120,7 @@ void ac_guard_drain(void) {
     ac_model_unpin_streams(ac_model, n);
     ac_model_leave_as_is();
   }
-  if (lost) ac_log("%lu CPU accesses were not judged: the reporter could not keep up", lost);
+  if (lost) ac_report_unjudged(lost, "the reporter could not keep up");
   __atomic_sub_fetch(&batches_in_flight, 1, __ATOMIC_ACQ_REL);
   ac_unlock(AC_LOCK_drain);
 }

@@ -19,6 +19,9 @@
  *   stream_prog torn             under the CLI: writes half a record into its
  *                                own stream and leaves as a killed process
  *                                would, without an end
+ *   stream_prog unjudged         under the CLI: writes into its own stream
+ *                                the record of 3 CPU accesses the guard let
+ *                                through unjudged, and exits with 0
  *   stream_prog late             a finding made in the destructor of a
  *                                library it links (late_lib.c), which runs
  *                                after the shim's own
@@ -30,6 +33,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,7 +130,9 @@ static int files(int hog) {
 }
 
 /* Half a record at the end of this process's stream in the session folder. */
-static int tear(void) {
+/* Appends text to the process's own stream under the CLI; false when it
+ * cannot. */
+static bool append_own(const char *text) {
   const char *session = getenv("ATTACHCHECK_SESSION_DIR");
   char prefix[32], path[4096];
   snprintf(prefix, sizeof prefix, "%d.", (int)getpid());
@@ -138,8 +144,26 @@ static int tear(void) {
       snprintf(path, sizeof path, "%s/%s", session, e->d_name);
   closedir(d);
   int fd = path[0] ? open(path, O_WRONLY | O_APPEND) : -1;
-  if (fd < 0 || write(fd, "{\"type\": \"find", 15) != 15) return 1;
+  bool ok = fd >= 0 && write(fd, text, strlen(text)) == (ssize_t)strlen(text);
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
+static int tear(void) {
+  if (!append_own("{\"type\": \"find")) return 1;
   _exit(0);
+}
+
+/* The record the page guard writes when it let CPU accesses through
+ * unjudged (a reporter that could not keep up, more accesses at once than
+ * it keeps for late judging), as the shim writes it. */
+static int unjudged(void) {
+  char record[200];
+  snprintf(record, sizeof record,
+           "{\"type\":\"unjudged\",\"pid\":%d,\"accesses\":3,\"why\":\"the reporter could "
+           "not keep up\"}\n",
+           (int)getpid());
+  return append_own(record) ? 0 : 1;
 }
 
 int main(int argc, char **argv) {
@@ -149,6 +173,7 @@ int main(int argc, char **argv) {
     return fill_then_find(arg, argc > 3 ? argv[3] : "", argc > 4 ? atol(argv[4]) : 1);
   if (strcmp(mode, "files") == 0) return files(strcmp(arg, "hog") == 0);
   if (strcmp(mode, "torn") == 0) return tear();
+  if (strcmp(mode, "unjudged") == 0) return unjudged();
   if (strcmp(mode, "late") == 0) {
     if (start()) return 1;
     late_lib_attach_at_exit(managed);
@@ -173,6 +198,6 @@ int main(int argc, char **argv) {
   }
   fprintf(stderr,
           "usage: stream_prog fill DIR [free|quit] [N]|files [hog]|finding [STATUS]|crash|torn|"
-          "late|forked\n");
+          "unjudged|late|forked\n");
   return 2;
 }

@@ -7,7 +7,8 @@
   counts the records it lost (summary.incomplete_processes) and says so;
 - a limit of 16 descriptors: the program opens as many files checked as bare,
   and a finding made while it holds every descriptor still reaches the report;
-- a torn stream (a partial last line) fails the run;
+- a torn stream (a partial last line) fails the run, as does a process whose
+  page guard let CPU accesses through unjudged;
 - a planted stream in a shared folder (a file with a forged record, or a
   symbolic link, at the name a stream once had) is neither adopted, read nor
   deleted; a session folder other users may write is not used; a stream left
@@ -172,6 +173,19 @@ def torn_stream(d):
           (p.returncode, p.stderr[-400:], report.get("summary")))
 
 
+def unjudged_accesses(d):
+    # The page guard let CPU accesses through without judging them: a
+    # finding may be missing, so the run fails as one with records lost.
+    p = run([CLI, "--require-cuda-init", "no", "--json", f"{d}/unjudged.json", PROG, "unjudged"])
+    report = load(f"{d}/unjudged.json")
+    inc = report.get("process", {}).get("incomplete", {})
+    lines = incomplete_lines(p.stderr)
+    check("CPU accesses let through unjudged: one line that says so, status 5",
+          p.returncode == 5 and len(lines) == 1 and "3 CPU accesses unjudged" in lines[0] and
+          inc.get("unjudged_accesses") == 3 and summary(report, "incomplete_processes") == 1,
+          (p.returncode, p.stderr[-400:], inc))
+
+
 def forged_stream(pid):
     """What another user plants: a process record and a finding of its own."""
     return (json.dumps({"type": "process", "pid": pid, "argv": ["forged"]}) + "\n" +
@@ -293,7 +307,7 @@ def secure_exec(d):
           "AT_SECURE 0" in p.stdout and os.path.exists(f"{drop}/log"), (p.stdout, p.stderr[-300:]))
 
 
-for case in [full_tmpdir, sixteen_descriptors, torn_stream, planted_streams,
+for case in [full_tmpdir, sixteen_descriptors, torn_stream, unjudged_accesses, planted_streams,
              shared_session_folder, crash_leaves_private_stream, late_finding, secure_exec]:
     with tempfile.TemporaryDirectory() as folder:
         case(folder)
