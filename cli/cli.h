@@ -1,6 +1,7 @@
 /* cli.h - what the files of the front end share: the exit statuses, the
  * command line (args.c), the summary line (cli.c), running the program
- * (launch.c) and the report command (report_cmd.c).
+ * (launch.c), an incomplete report said (shortfall.c) and the report command
+ * (report_cmd.c).
  */
 #ifndef AC_CLI_H
 #define AC_CLI_H
@@ -41,6 +42,10 @@ void ac_cli_summary_line(const struct ac_summary *sum, char *line, size_t len);
 /* Two outputs (reports, the log) on one file would lose one of them after the
  * whole run has been spent: a usage error, before it. */
 void ac_cli_check_distinct_outputs(const struct ac_options *o);
+
+/* ---- shortfall.c ---- */
+/* The one line for a report some of whose processes are incomplete. */
+void ac_cli_say_incomplete(const json_t *report);
 
 /* ---- launch.c ---- */
 /* Runs the program argv and waits for it: its status as a shell gives it
