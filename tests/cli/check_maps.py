@@ -3,7 +3,8 @@
 opens its header - names each of the folder's source files, and names no
 file that is not there (a name may be a glob such as interceptors_*.c, or
 a subfolder with a slash). A newcomer reads the map to know where things
-are: a map that misses a file, or names one that went, misleads."""
+are: a map that misses a file, or names one that went, misleads. And no
+product source file is longer than 500 lines: one concern per file."""
 import fnmatch
 import os
 import re
@@ -39,6 +40,14 @@ for folder, header in MAPS.items():
         elif not any(fnmatch.fnmatch(f, n) for f in files) and \
                 not os.path.exists(os.path.join(ROOT, n)):
             problems.append(f"{header}: the map names {n}, which is not in {folder}")
+PRODUCT = ["base", "cli", "report", "rules", "shim", "shim/guard"]
+LIMIT = 500
+for folder in PRODUCT:
+    for f in sorted(os.listdir(os.path.join(ROOT, folder))):
+        if f.endswith((".c", ".h")):
+            lines = sum(1 for _ in open(os.path.join(ROOT, folder, f)))
+            if lines > LIMIT:
+                problems.append(f"{folder}/{f}: {lines} lines, more than {LIMIT}")
 for p in problems:
     print(p)
 print(f"check_maps: {len(MAPS)} maps, {len(problems)} problems")
