@@ -50,15 +50,17 @@ struct ac_alloc {
   size_t size;
   uint64_t serial; /* unique for the life of the process */
   uint64_t tick;   /* where it was recorded in the model's order (ac_history_tick) */
-  const char *origin_api;
   uint32_t origin_thread;
   ac_stack_id origin_stack;
   struct ac_alloc_more *more; /* NULL until attached or named */
   uint32_t guard_tag;         /* the page guard's own: which of its classes holds it */
-  uint8_t kind;               /* enum ac_mem_kind */
-  uint8_t assoc;              /* enum ac_assoc: the current association */
-  uint8_t default_flags;      /* the cuMemAllocManaged flags */
-  bool learned : 1;           /* found through the driver, not seen being made */
+  /* The entry point that made it, interned (ac_api_intern): a byte rather
+   * than a pointer keeps the record at 64 bytes. 0: none. */
+  uint8_t origin_api;
+  uint8_t kind;          /* enum ac_mem_kind */
+  uint8_t assoc;         /* enum ac_assoc: the current association */
+  uint8_t default_flags; /* the cuMemAllocManaged flags */
+  bool learned : 1;      /* found through the driver, not seen being made */
   /* Being freed: the free was called and has not returned. The page guard
    * leaves it alone, so no protection outlives it into memory the driver may
    * hand out again. */
@@ -126,6 +128,14 @@ static inline struct ac_stream *ac_alloc_assoc_stream(const struct ac_alloc *a) 
  * (no attach, or the host has seen it complete). */
 static inline struct ac_stream *ac_alloc_attach_stream(const struct ac_alloc *a) {
   return a->more ? a->more->attach_stream : NULL;
+}
+/* The entry points allocations are made by, each given a byte once (model
+ * lock held); 0 stands for none (NULL). Past 255 names, 0 too. */
+uint8_t ac_api_intern(const char *api);
+/* The name a byte stands for, or NULL for 0. */
+const char *ac_api_name(uint8_t id);
+static inline const char *ac_alloc_origin_api(const struct ac_alloc *a) {
+  return ac_api_name(a->origin_api);
 }
 static inline const char *ac_alloc_name(const struct ac_alloc *a) {
   return a->more && a->more->name ? a->more->name : "";

@@ -158,6 +158,28 @@ struct ac_alloc_more *ac_model_more(struct ac_alloc *a) {
   return a->more;
 }
 
+/* A record per tracked allocation: its size is the model's memory at scale
+ * (docs/gpu-results.md, bytes per tracked allocation). */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct ac_alloc) <= 64,
+               "an allocation's record grew past 64 bytes");
+
+/* ---- the entry points allocations come from, a byte each ---- */
+static const char *api_names[256];
+static unsigned api_count = 1; /* 0 is none */
+
+uint8_t ac_api_intern(const char *api) {
+  if (!api) return 0;
+  for (unsigned i = 1; i < api_count; i++)
+    if (api_names[i] == api || strcmp(api_names[i], api) == 0) return (uint8_t)i;
+  if (api_count == 256) return 0;
+  api_names[api_count] = api; /* the names are the driver table's: they outlive the model */
+  return (uint8_t)api_count++;
+}
+
+const char *ac_api_name(uint8_t id) {
+  return id && id < api_count ? api_names[id] : NULL;
+}
+
 struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *proto) {
   struct ac_alloc *a = new_record(m);
   if (!a) return NULL;
@@ -180,7 +202,8 @@ struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *p
   m->allocations++;
   if (ac_alloc_is_managed(a) && !is_plain_global(a)) ac_model_note_judged(m, a);
   if (ac_alloc_is_managed(a) && !a->learned) { /* the memory findings are about */
-    struct ac_op_record *r = ac_history_push(m, NULL, AC_OP_ALLOC, a->origin_api, a->origin_thread);
+    struct ac_op_record *r =
+        ac_history_push(m, NULL, AC_OP_ALLOC, ac_alloc_origin_api(a), a->origin_thread);
     r->alloc_serial = a->serial;
     r->addr = a->base;
     a->tick = r->tick;

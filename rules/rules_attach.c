@@ -61,7 +61,7 @@ void ac_alloc_snapshot_fill(struct ac_alloc_snapshot *snap, const struct ac_allo
     snap->assoc_stream_handle = s->handle;
   }
   snprintf(snap->name, sizeof snap->name, "%s", ac_alloc_name(a));
-  snap->origin_api = a->origin_api;
+  snap->origin_api = ac_alloc_origin_api(a);
   snap->origin_thread = a->origin_thread;
   ac_stack_depot_get(a->origin_stack, &snap->origin_stack);
   if (a->more) ac_origin_expand(&a->more->attach_origin, &snap->attach_origin);

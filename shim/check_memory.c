@@ -26,11 +26,11 @@ static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdevic
   a.default_flags = (uint8_t)flags;
   a.assoc = flags == CU_MEM_ATTACH_HOST ? AC_ASSOC_HOST : AC_ASSOC_GLOBAL;
   if (api) {
-    a.origin_api = api;
     a.origin_thread = (uint32_t)ac_thread_id();
     ac_stack_capture(&stack);
   }
   ac_model_enter();
+  a.origin_api = ac_api_intern(api); /* its table is under the model lock */
   /* The same live record again (a __managed__ variable looked up twice) is
    * kept with its state; any other record over this range is stale: the
    * driver has just handed the range out. */

@@ -374,18 +374,21 @@ static void test_history_allocations(void) {
   proto.base = 0x7000000;
   proto.size = 4096;
   proto.kind = AC_MEM_DEVICE;
-  proto.origin_api = "cuMemAlloc";
+  proto.origin_api = ac_api_intern("cuMemAlloc");
   ac_model_add_alloc(m, &proto);
   CHECK(ac_history_host(m)->total == 0);
   proto.base = 0x9000000;
   proto.kind = AC_MEM_MANAGED;
   proto.assoc = AC_ASSOC_GLOBAL;
-  proto.origin_api = "cuMemAllocManaged";
+  proto.origin_api = ac_api_intern("cuMemAllocManaged");
   struct ac_alloc *a = ac_model_add_alloc(m, &proto);
   struct ac_op_record out[AC_HISTORY_MAX];
   CHECK(ac_history_copy(ac_history_host(m), UINT64_MAX, out) == 1);
   CHECK(out[0].kind == AC_OP_ALLOC && out[0].addr == 0x9000000 && out[0].alloc_serial == a->serial);
   CHECK(a->tick == out[0].tick && a->tick == ac_history_tick(m));
+  /* The entry point that made it, kept as a byte, reads back by name. */
+  CHECK(strcmp(ac_alloc_origin_api(a), "cuMemAllocManaged") == 0);
+  CHECK(ac_api_intern("cuMemAllocManaged") == a->origin_api && ac_api_name(0) == NULL);
   /* Advice inside it names it, and changes nothing the rules judge. */
   uint64_t layout = ac_model_layout(m);
   ac_history_advice(m, 0x9000100, 1, "cuMemAdvise_v2", 7);
