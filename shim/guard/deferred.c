@@ -9,19 +9,27 @@
  * signal fences are enough: nothing crosses threads.
  */
 #include <stddef.h>
+#include <string.h>
 
 #include "deferred.h"
 
-struct ac_deferred_access *ac_deferred_slot(struct ac_deferred *d) {
-  unsigned n = __atomic_load_n(&d->count, __ATOMIC_RELAXED);
-  if (n < AC_DEFERRED_MAX) return &d->q[n];
-  __atomic_add_fetch(&d->dropped, 1, __ATOMIC_RELAXED);
-  return NULL;
+static bool same_access(const struct ac_deferred_access *x, const struct ac_deferred_access *y) {
+  return x->addr == y->addr && x->is_write == y->is_write && x->stack.depth == y->stack.depth &&
+         memcmp(x->stack.pc, y->stack.pc, (size_t)x->stack.depth * sizeof x->stack.pc[0]) == 0;
 }
 
-void ac_deferred_commit(struct ac_deferred *d) {
+bool ac_deferred_push(struct ac_deferred *d, const struct ac_deferred_access *a) {
+  unsigned n = __atomic_load_n(&d->count, __ATOMIC_RELAXED);
+  for (unsigned i = 0; i < n; i++)
+    if (same_access(&d->q[i], a)) return true;
+  if (n == AC_DEFERRED_MAX) {
+    __atomic_add_fetch(&d->dropped, 1, __ATOMIC_RELAXED);
+    return false;
+  }
+  d->q[n] = *a;
   __atomic_signal_fence(__ATOMIC_RELEASE);
-  __atomic_add_fetch(&d->count, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&d->count, n + 1, __ATOMIC_RELEASE);
+  return true;
 }
 
 unsigned ac_deferred_drain(struct ac_deferred *d,

@@ -30,10 +30,11 @@ struct ac_deferred {
   struct ac_deferred_access q[AC_DEFERRED_MAX];
 };
 
-/* In the signal handler: a slot for the next access, or NULL (full: counted
- * as dropped); ac_deferred_commit makes it visible. Async-signal-safe. */
-struct ac_deferred_access *ac_deferred_slot(struct ac_deferred *d);
-void ac_deferred_commit(struct ac_deferred *d);
+/* In the signal handler: a queued unless the same access - address, kind and
+ * stack - waits already (a handler that runs again and again while its
+ * thread stays inside the shim makes one access, one finding); false when
+ * the queue was full (counted as dropped). Async-signal-safe. */
+bool ac_deferred_push(struct ac_deferred *d, const struct ac_deferred_access *a);
 /* Whether anything waits (a load). */
 static inline bool ac_deferred_pending(const struct ac_deferred *d) {
   return __atomic_load_n(&d->count, __ATOMIC_ACQUIRE) != 0;

@@ -57,17 +57,16 @@ bool ac_pc_in_driver(uintptr_t pc) {
 }
 
 void ac_guard_defer(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext) {
-  struct ac_deferred_access *slot = ac_deferred_slot(&deferred);
-  if (!slot) return;
-  slot->addr = a;
-  slot->is_write = is_write;
+  struct ac_deferred_access access;
+  access.addr = a;
+  access.is_write = is_write;
   if (ac_stack_capturing()) { /* libunwind is busy on this thread: the place alone */
-    slot->stack.depth = 1;
-    slot->stack.pc[0] = (void *)(pc + 1); /* symbolised at pc - 1, as a return address */
+    access.stack.depth = 1;
+    access.stack.pc[0] = (void *)(pc + 1); /* symbolised at pc - 1, as a return address */
   } else {
-    ac_stack_capture_from_signal(ucontext, &slot->stack);
+    ac_stack_capture_from_signal(ucontext, &access.stack);
   }
-  ac_deferred_commit(&deferred);
+  ac_deferred_push(&deferred, &access);
 }
 
 /* The fault of a thread interrupted inside the shim with the model lock held
