@@ -52,7 +52,7 @@ struct ac_guard_backend {
    * thread's PKRU shows stale was retried before): true with *claim
    * when the backend decided it, false to judge it by the page tables. */
   bool (*on_fault)(uintptr_t a, bool is_write, uintptr_t pc, int pkey, void *ucontext,
-                   unsigned *epoch, enum ac_guard_claim *claim);
+                   enum ac_guard_claim *claim);
   /* In a forked child: the backend protects nothing the child can use. */
   void (*after_fork_child)(void);
   /* With --verbose: what the backend did, one line or none. */

@@ -24,9 +24,8 @@ static void nothing_to_forget(uintptr_t start, uintptr_t end) {
 }
 
 static bool key_faults_are_the_programs(uintptr_t a, bool is_write, uintptr_t pc, int pkey,
-                                        void *ucontext, unsigned *epoch,
-                                        enum ac_guard_claim *claim) {
-  (void)a, (void)is_write, (void)pc, (void)ucontext, (void)epoch;
+                                        void *ucontext, enum ac_guard_claim *claim) {
+  (void)a, (void)is_write, (void)pc, (void)ucontext;
   *claim = AC_GUARD_NOT_OURS;
   return pkey >= 0;
 }

@@ -209,7 +209,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
     return AC_GUARD_RETRY;
   }
   enum ac_guard_claim decided;
-  if (ac_guard.backend->on_fault(a, is_write, pc, pkey, ucontext, epoch, &decided)) return decided;
+  if (ac_guard.backend->on_fault(a, is_write, pc, pkey, ucontext, &decided)) return decided;
   if (ac_model_held()) return lift_without_lock(a, is_write, pc, ucontext);
   bool overflow;
   bool guarded = published_overlaps(a, a + 1, &overflow);

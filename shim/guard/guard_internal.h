@@ -186,7 +186,7 @@ int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, b
 void ac_guard_keys_after_fork_child(void);
 /* The keys backend's on_fault (backend.h). */
 bool ac_guard_keys_on_fault(uintptr_t a, bool is_write, uintptr_t pc, int pkey, void *ucontext,
-                            unsigned *epoch, enum ac_guard_claim *claim);
+                            enum ac_guard_claim *claim);
 
 /* ---- threads.c: each thread's own PKRU (no lock) ---- */
 /* The calling thread writes its PKRU to the verdicts, unless it agrees. */

@@ -192,8 +192,7 @@ static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, ui
 }
 
 bool ac_guard_keys_on_fault(uintptr_t a, bool is_write, uintptr_t pc, int pkey, void *ucontext,
-                            unsigned *epoch, enum ac_guard_claim *claim) {
-  (void)epoch;     /* a stale report was retried before (fault.c) */
+                            enum ac_guard_claim *claim) {
   if (pkey >= 0) { /* a protection-key fault: one of ours, or the program's own */
     int slot = ac_guard_keys_slot_of(pkey);
     if (slot >= 0) return *claim = on_key_fault(a, slot, is_write, pc, ucontext), true;
