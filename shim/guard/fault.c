@@ -27,6 +27,7 @@ static __thread bool in_guard;
  * lock, judged when it leaves (deferred.h). */
 static __thread struct ac_deferred deferred;
 static __thread bool draining;
+__thread bool ac_guard_late_waiting;
 
 /* ---- the handler's side ---- */
 
@@ -67,6 +68,7 @@ void ac_guard_defer(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext) {
     ac_stack_capture_from_signal(ucontext, &access.stack);
   }
   ac_deferred_push(&deferred, &access);
+  ac_guard_late_waiting = true; /* also when full: the drain counts what was dropped */
 }
 
 /* The fault of a thread interrupted inside the shim with the model lock held
@@ -160,13 +162,10 @@ static void lost_accesses(unsigned n) {
   ac_report_unjudged(n, why);
 }
 
-bool ac_guard_deferred_waiting(void) {
-  return ac_deferred_pending(&deferred) && !draining;
-}
-
 void ac_guard_judge_deferred(void) {
   if (draining || ac_model_held()) return;
   draining = true;
+  ac_guard_late_waiting = false; /* before the drain: a push during it sets it again */
   unsigned dropped = ac_deferred_drain(&deferred, judge_late, NULL);
   draining = false;
   if (dropped) lost_accesses(dropped);
@@ -175,6 +174,7 @@ void ac_guard_judge_deferred(void) {
 void ac_guard_deferred_after_fork_child(void) {
   deferred.count = deferred.dropped = 0;
   draining = false;
+  ac_guard_late_waiting = false;
 }
 
 /* Whether a protection-key fault names a key that the thread's PKRU at the

@@ -97,10 +97,14 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
                                       void *ucontext, unsigned *epoch);
 /* A signal handler of the program that touched guarded memory while its
  * thread held the model lock was let through unjudged, its access queued:
- * whether this thread has such accesses waiting (a load), and judging them
- * against the model as it stands, with the fault's stack, once the lock is
- * released (ac_model_leave does both; normal context, no lock held). */
-bool ac_guard_deferred_waiting(void);
+ * whether this thread has such accesses waiting - a flag of the thread's own,
+ * read at every shim call, so a load and no call - and judging them against
+ * the model as it stands, with the fault's stack, once the lock is released
+ * (ac_model_leave does both; normal context, no lock held). */
+extern __thread bool ac_guard_late_waiting;
+static inline bool ac_guard_deferred_waiting(void) {
+  return ac_guard_late_waiting;
+}
 void ac_guard_judge_deferred(void);
 /* A system call is about to read (cpu_writes false) or fill a buffer (no
  * lock): judged, and let through, so the call succeeds. */
