@@ -2,7 +2,9 @@
  *
  *   h100   (default) a discrete GPU with concurrent managed access;
  *   tegra  a Jetson: no concurrent managed access, and a CPU access to
- *          managed memory while GPU work is pending kills the process;
+ *          managed memory while GPU work is pending - a host function not
+ *          yet run, or any kernel launched since the host last
+ *          synchronised - kills the process;
  *   grace  a Grace Hopper: the GPU reaches pageable memory
  *          (PAGEABLE_MEMORY_ACCESS 1), so malloc'd memory may be attached.
  *
