@@ -26,7 +26,8 @@
 #define AC_TARGET_PROCESSES_CHOICES(AC_CHOICE)                                                     \
   AC_CHOICE(AC_TARGET_ALL, "all") AC_CHOICE(AC_TARGET_APPLICATION_ONLY, "application-only")
 #define AC_ON_ERROR_CHOICES(AC_CHOICE)                                                             \
-  AC_CHOICE(AC_ON_ERROR_REPORT, "report") AC_CHOICE(AC_ON_ERROR_HALT, "halt")
+  AC_CHOICE(AC_ON_ERROR_REPORT, "report")                                                          \
+  AC_CHOICE(AC_ON_ERROR_HALT, "halt") AC_CHOICE(AC_ON_ERROR_REPAIR, "repair")
 
 #define AC_CHOICE_ENUM(Enum, Text) Enum,
 #define AC_CHOICE_TEXT(Enum, Text) "|" Text

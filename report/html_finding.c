@@ -251,6 +251,11 @@ static void host_access_facts(struct page *p, const json_t *f) {
   html_putf(p, ") on thread %lld</dd>", html_num(f, "thread"));
   busy_fact(p, json_object_get(f, "busy"));
   memory_fact(p, f);
+  if (*html_str(f, "repair")) { /* --on-error repair */
+    term(p, "repair");
+    html_esc(p, html_str(f, "repair"));
+    html_put(p, "</dd>");
+  }
 }
 
 static const struct {

@@ -231,6 +231,9 @@ static void host_access_facts(json_t *o, const struct ac_finding *f) {
   json_object_set_new(o, "access", access);
   set_allocation(o, f, a->addr);
   if (f->busy.present) json_object_set_new(o, "busy", busy(&f->busy));
+  if (f->repair)
+    json_object_set_new(o, "repair",
+                        json_string("the access was held for the busy work to complete"));
 }
 
 static void (*const kind_facts[AC_KIND_COUNT])(json_t *, const struct ac_finding *) = {

@@ -78,6 +78,19 @@ static void add_count(json_t *object, const char *key, json_int_t n) {
 }
 
 /* Records a process could not write: known from its lost record. */
+/* A repair record: the process's repairs, made and given up (with the
+ * first reason). */
+static void take_repair(json_t *proc, const json_t *r) {
+  json_t *rep = json_object_get(proc, "repairs");
+  if (!rep)
+    json_object_set_new(proc, "repairs", rep = json_pack("{s:i, s:i}", "made", 0, "given_up", 0));
+  bool made = json_is_true(json_object_get(r, "made"));
+  add_count(rep, made ? "made" : "given_up", 1);
+  const char *why = ac_json_str(r, "why");
+  if (!made && *why && !json_object_get(rep, "why"))
+    json_object_set_new(rep, "why", json_string(why));
+}
+
 static void take_lost(json_t *proc, const json_t *r) {
   json_t *inc = incomplete_of(proc);
   json_object_set_new(inc, "cut", json_true());
@@ -115,6 +128,8 @@ static void take_record(struct merge *m, json_t *r) {
     add_count(inc, "unjudged_accesses", json_integer_value(json_object_get(r, "accesses")));
     if (!*ac_json_str(inc, "why"))
       json_object_set_new(inc, "why", json_string(ac_json_str(r, "why")));
+  } else if (strcmp(type, "repair") == 0) { /* --on-error repair made one, or gave it up */
+    take_repair(proc, r);
   } else if (strcmp(type, "exit") == 0) {
     json_object_set_new(proc, "exited", json_true());
   } else if (strcmp(type, "halt") == 0) { /* --on-error halt stopped it at this rule's finding */

@@ -63,6 +63,11 @@ void ac_report_halt(const char *rule);
  * why): said as an error, and recorded, so that the report calls the
  * process incomplete - a finding may be missing - and the run fails. */
 void ac_report_unjudged(unsigned long n, const char *why);
+/* --on-error repair: a repair of a finding of rule (NULL: not one finding's)
+ * was made - the access waited for busy work, waits synchronisations in
+ * seconds - or not (why says why: said as a warning). Recorded, so that the
+ * report counts the process's repairs. */
+void ac_report_repair(const char *rule, bool made, unsigned waits, double seconds, const char *why);
 #define AC_MAX_DEVICES_DESCRIBED 16
 struct ac_cuda_facts {
   int driver_version; /* cuDriverGetVersion: 13000 for 13.0; 0 if unknown */

@@ -232,8 +232,9 @@ static json_t *result(const json_t *f) {
   char *text = NULL, print[17];
   char what[700];
   ac_text_what(f, what, sizeof what);
-  if (asprintf(&text, "%s: %s. Fix: %s.", what, ac_json_str(f, "message"), ac_json_str(f, "fix")) <
-      0)
+  const char *repair = ac_json_str(f, "repair"); /* --on-error repair's, or "" */
+  if (asprintf(&text, "%s: %s. %s%s%sFix: %s.", what, ac_json_str(f, "message"),
+               *repair ? "Repaired: " : "", repair, *repair ? ". " : "", ac_json_str(f, "fix")) < 0)
     text = NULL;
   const char *call_note = json_is_object(json_object_get(f, "access"))
                               ? "the CPU touches the memory here"

@@ -365,6 +365,24 @@ void ac_report_unjudged(unsigned long n, const char *why) {
   sink_unlock();
 }
 
+void ac_report_repair(const char *rule, bool made, unsigned waits, double seconds,
+                      const char *why) {
+  if (!made) {
+    char text[400];
+    snprintf(text, sizeof text,
+             "warning: a repair was given up (%s): the access went on unrepaired%s", why,
+             rule ? "" : ", and repair is off for the rest of the process");
+    ac_report_message(AC_MESSAGE_INFO, text);
+  }
+  json_t *r = json_pack("{s:s, s:i, s:b, s:I, s:f}", "type", "repair", "pid", (int)getpid(), "made",
+                        made, "waits", (json_int_t)waits, "seconds", seconds);
+  if (rule) json_object_set_new(r, "rule", json_string(rule));
+  if (why) json_object_set_new(r, "why", json_string(why));
+  sink_lock();
+  sink_append(r);
+  sink_unlock();
+}
+
 void ac_report_cuda_init(int result, const struct ac_cuda_facts *facts) {
   json_t *devices = json_array();
   for (int i = 0; i < facts->device_count; i++)

@@ -210,6 +210,7 @@ struct ac_finding {
   struct ac_access_facts access;
   struct ac_semantics_facts semantics;
   const struct ac_finding_history *history; /* NULL when none was taken */
+  bool repair; /* --on-error repair: the CPU access waits for the busy work */
 };
 
 /* Copies what a finding needs to keep of an allocation (all zero for NULL). */

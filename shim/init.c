@@ -39,6 +39,20 @@ static bool failure_told;
 static pid_t own_pid;
 #define AC_DEFAULT_DRIVER "libcuda.so.1"
 
+bool ac_own_thread_start(void *(*fn)(void *)) {
+  pthread_t tid;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  bool started = pthread_create(&tid, &attr, fn, NULL) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_attr_destroy(&attr);
+  return started;
+}
+
 uint64_t ac_thread_id(void) {
   static uint64_t next = 1;
   static __thread uint64_t id;
@@ -88,6 +102,8 @@ static bool resolve_driver(char *why, size_t len) {
   RESOLVE(cuPointerGetAttribute)
   RESOLVE(cuCtxGetDevice)
   RESOLVE(cuCtxGetCurrent)
+  RESOLVE(cuCtxPushCurrent_v2)
+  RESOLVE(cuCtxPopCurrent_v2)
   RESOLVE(cuDeviceGetAttribute)
   RESOLVE(cuGetErrorName)
   RESOLVE(cuFuncGetParamInfo)

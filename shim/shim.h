@@ -24,6 +24,7 @@
  *   module_images.c       the images of the modules loaded, for drivers before 12.4
  *   gpu_work.h            what one launch or copy gives the GPU
  *   guard/                the page guard, its own room: guard/guard.h is its face
+ *   repair/               --on-error repair: the program made to obey; repair/repair.h is its face
  *   stack.c               call stacks with libunwind
  *   findings.c            hands findings to report/ with the process's details
  *   halt.c                --on-error halt: the process stops where its first error was made
@@ -68,6 +69,8 @@ struct ac_real_table {
   __typeof__(&cuPointerGetAttribute) cuPointerGetAttribute;
   __typeof__(&cuCtxGetDevice) cuCtxGetDevice;
   __typeof__(&cuCtxGetCurrent) cuCtxGetCurrent;
+  __typeof__(&cuCtxPushCurrent_v2) cuCtxPushCurrent_v2; /* --on-error repair's waits */
+  __typeof__(&cuCtxPopCurrent_v2) cuCtxPopCurrent_v2;
   __typeof__(&cuDeviceGetAttribute) cuDeviceGetAttribute;
   __typeof__(&cuGetErrorName) cuGetErrorName;
   __typeof__(&cuFuncGetParamInfo) cuFuncGetParamInfo;
@@ -188,6 +191,9 @@ static inline void ac_model_leave_as_is(void) {
 
 /* A small stable number for the calling thread (1 for the first). */
 uint64_t ac_thread_id(void);
+/* Starts a detached thread of the shim's own (the reporter, the repairer)
+ * with every signal blocked: the program's signals are not for it. */
+bool ac_own_thread_start(void *(*fn)(void *));
 
 /* ---- stack.c ---- */
 /* Finds where the shim itself is mapped (for ac_pc_in_shim); idempotent. */

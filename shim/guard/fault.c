@@ -14,6 +14,7 @@
 
 #include "backend.h"
 #include "deferred.h"
+#include "repair.h"
 #include "guard_internal.h"
 #include "pkeys.h"
 #include "rules_host.h"
@@ -103,35 +104,59 @@ static bool judge_access(uintptr_t a, size_t len, struct ac_alloc *alloc, bool i
   return ac_judge_host_access(ac_model, alloc, &access, f);
 }
 
-/* Judges the access at a (lock held); a finding goes to the reporter's ring. */
-static void judge_fault(uintptr_t a, struct ac_alloc *alloc, bool is_write, void *ucontext) {
+/* A finding's rule when --on-error repair is to repair it (repair.h), else
+ * AC_RULE_COUNT; the finding says so. */
+static enum ac_rule_id mark_repair(struct ac_finding *f) {
+  f->repair = ac_repair_cpu_access_wanted(f->rule, ac_current_host_function_stream() != NULL);
+  return f->repair ? f->rule : AC_RULE_COUNT;
+}
+
+/* Judges the access at a (lock held); a finding goes to the reporter's ring.
+ * Returns the rule to repair, or AC_RULE_COUNT. */
+static enum ac_rule_id judge_fault(uintptr_t a, struct ac_alloc *alloc, bool is_write,
+                                   void *ucontext) {
   static __thread struct ac_finding f; /* large: not on a signal stack */
-  if (!judge_access(a, 0, alloc, is_write, "page fault", &f)) return;
+  if (!judge_access(a, 0, alloc, is_write, "page fault", &f)) return AC_RULE_COUNT;
+  enum ac_rule_id repair = mark_repair(&f);
   ac_stack_capture_from_signal(ucontext, &f.stack);
   struct ac_finding *slot = ac_guard_ring_slot_locked();
-  if (!slot) return;
-  *slot = f;
-  ac_guard_ring_commit_locked();
+  if (slot) {
+    *slot = f;
+    ac_guard_ring_commit_locked();
+  }
+  return repair;
 }
 
 /* What both kinds of fault do once the guard owns one (lock held): counted,
  * the driver's own access let be, the program's judged, the judging timed. */
-static void judge_counted(uintptr_t a, struct ac_alloc *alloc, bool is_write, uintptr_t pc,
-                          void *ucontext) {
+static enum ac_rule_id judge_counted(uintptr_t a, struct ac_alloc *alloc, bool is_write,
+                                     uintptr_t pc, void *ucontext) {
   AC_ASSERT_MODEL_HELD();
+  enum ac_rule_id repair = AC_RULE_COUNT;
   ac_guard.stats.faults++;
   double started = ac_opts.verbose ? ac_guard_now_seconds() : 0;
   if (ac_pc_in_driver(pc))
     ac_guard.stats.driver_faults++; /* the driver's own access, e.g. inside a synchronous 2D copy */
   else if (alloc && ac_alloc_is_managed(alloc) && !alloc->retiring)
-    judge_fault(a, alloc, is_write, ucontext);
+    repair = judge_fault(a, alloc, is_write, ucontext);
   if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_guard_now_seconds() - started;
+  return repair;
 }
 
-void ac_guard_judge_locked(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext) {
+enum ac_rule_id ac_guard_judge_locked(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext) {
   in_guard = true;
-  judge_counted(a, ac_model_find_alloc(ac_model, a), is_write, pc, ucontext);
+  enum ac_rule_id repair =
+      judge_counted(a, ac_model_find_alloc(ac_model, a), is_write, pc, ucontext);
   in_guard = false;
+  return repair;
+}
+
+void ac_guard_repair_in_handler(uintptr_t a, enum ac_rule_id repair) {
+  if (repair == AC_RULE_COUNT) return;
+  AC_ASSERT_MODEL_HELD();
+  ac_model_leave_as_is(); /* the repairer takes it, through the shim's wrappers */
+  ac_repair_cpu_access_in_handler(a, repair);
+  ac_model_enter();
 }
 
 /* One access a handler made inside the shim, judged now that its thread
@@ -233,7 +258,12 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
     *epoch = ac_published_epoch(&ac_guard.closed);
   } else {
     in_guard = true;
-    judge_counted(a, alloc, is_write, pc, ucontext);
+    enum ac_rule_id repair = judge_counted(a, alloc, is_write, pc, ucontext);
+    in_guard = false;
+    /* Repaired, the memory is the CPU's and its page open; not, the access
+     * goes on as under report. */
+    ac_guard_repair_in_handler(a, repair);
+    in_guard = true;
     if (range_contains(&ac_guard.protected_now, a)) lift_page(a);
     in_guard = false;
   }
@@ -248,10 +278,14 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
  * program hands the kernel a protected buffer; the calls the shim sees are
  * judged and the buffer lifted before they run, so they still succeed. */
 
-/* A buffer's finding, outside the lock, in normal context: reported now. */
+/* A buffer's finding, outside the lock, in normal context: reported now,
+ * and under --on-error repair the call waits for the busy work first (this
+ * thread synchronises: no handler here). */
 static void report_buffer_finding(struct ac_finding *f) {
+  enum ac_rule_id repair = mark_repair(f);
   ac_stack_capture(&f->stack);
   ac_emit_finding(f, AC_DRIVER_RETURNED, CUDA_SUCCESS);
+  if (repair != AC_RULE_COUNT) ac_repair_cpu_access_now(f->access.addr, repair);
 }
 
 /* Judges a buffer on keyed pages whose key this thread has disabled, and

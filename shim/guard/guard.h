@@ -106,6 +106,9 @@ static inline bool ac_guard_deferred_waiting(void) {
   return ac_guard_late_waiting;
 }
 void ac_guard_judge_deferred(void);
+/* Wakes the guard's reporter thread, which also says what repair gave up
+ * (repair.h). Async-signal-safe. */
+void ac_guard_wake_reporter(void);
 /* A system call is about to read (cpu_writes false) or fill a buffer (no
  * lock): judged, and let through, so the call succeeds. */
 void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes);

@@ -104,7 +104,11 @@ void ac_guard_install_handler_once(void);
 /* ---- fault.c ---- */
 /* Judges a CPU access at a, faulted at pc, against the model; a finding goes
  * to the reporter (model lock held, in the SIGSEGV handler). */
-void ac_guard_judge_locked(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext);
+enum ac_rule_id ac_guard_judge_locked(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext);
+/* Under --on-error repair, the rule ac_guard_judge_locked returned (or
+ * AC_RULE_COUNT: nothing): the lock is let go while the access waits for the
+ * busy work (repair.h), and taken again. In the SIGSEGV handler. */
+void ac_guard_repair_in_handler(uintptr_t a, enum ac_rule_id repair);
 /* In the SIGSEGV handler of a thread that holds the model lock: the access
  * is queued, to be judged when the thread leaves the model (deferred.h). */
 void ac_guard_defer(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext);

@@ -184,7 +184,7 @@ static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, ui
   int saved_errno = errno;
   ac_model_enter();
   ac_guard.stats.key_faults++;
-  ac_guard_judge_locked(a, is_write, pc, ucontext);
+  ac_guard_repair_in_handler(a, ac_guard_judge_locked(a, is_write, pc, ucontext));
   ac_guard_keys_enable(slot, !ac_guard_keys_slot_forbidden(slot), ucontext, a);
   ac_model_leave_as_is();
   errno = saved_errno;

@@ -38,6 +38,7 @@
 #include "wanted.h"
 #include "ranges.h"
 #include "rules_host.h"
+#include "repair.h"
 #include "shim.h"
 
 /* ---- state (under ac_model_lock) ---- */
@@ -254,6 +255,7 @@ void ac_guard_install_handler_once(void) {
   if (installed) return;
   installed = true;
   ac_guard_reporter_start();
+  ac_repair_start();
   ac_signal_install_guard_handler();
 }
 
@@ -288,4 +290,5 @@ void ac_guard_after_fork_child(void) {
   ac_guard_program_prot_after_fork_child();
   ac_guard_deferred_after_fork_child();
   ac_guard_reporter_after_fork_child();
+  ac_repair_after_fork_child();
 }

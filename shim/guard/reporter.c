@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "repair.h"
 #include "shim.h"
 #include "sys.h"
 
@@ -42,7 +43,7 @@ static __thread bool draining;      /* this thread reports a batch now */
 static __thread bool is_reporter;   /* this thread is the reporter */
 static __thread unsigned left_here; /* findings this thread's handler left */
 
-static void wake_reporter(void) {
+void ac_guard_wake_reporter(void) {
   if (!__atomic_load_n(&reporter_running, __ATOMIC_ACQUIRE)) return;
   __atomic_add_fetch(&wake_count, 1, __ATOMIC_RELEASE);
   syscall(SYS_futex, &wake_count, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
@@ -60,7 +61,7 @@ struct ac_finding *ac_guard_ring_slot_locked(void) {
        ring_count == RING_SIZE && stalled < STALLED_REPORTER_MS && waited < FULL_RING_WAIT_MAX_MS;
        waited++) {
     if (!__atomic_load_n(&reporter_running, __ATOMIC_ACQUIRE)) break;
-    wake_reporter();
+    ac_guard_wake_reporter();
     ac_model_leave_as_is();
     sleep_one_ms();
     ac_model_enter();
@@ -79,7 +80,7 @@ void ac_guard_ring_commit_locked(void) {
   __atomic_store_n(&ring_count, ring_count + 1, __ATOMIC_RELEASE);
   left_here++;
   ac_model_pin_streams(ac_model); /* the finding's timeline reads its streams' records */
-  wake_reporter();
+  ac_guard_wake_reporter();
 }
 
 /* The drain lock (base/locks.inc) is held while a batch is reported, so the
@@ -143,7 +144,7 @@ void ac_guard_wait_reported(int max_ms) {
     if (__atomic_load_n(&ring_count, __ATOMIC_ACQUIRE) == 0 &&
         __atomic_load_n(&batches_in_flight, __ATOMIC_ACQUIRE) == 0)
       return;
-    wake_reporter();
+    ac_guard_wake_reporter();
     sleep_one_ms();
   }
 }
@@ -158,6 +159,7 @@ static void *reporter(void *unused) {
      * when the forking thread looks (a fork storm hung that way). */
     while (ac_locks_fork_pending())
       sleep_one_ms();
+    ac_repair_report_given_up(); /* a faulting thread gave a repair up: said here */
     if (anything_to_drain())
       ac_guard_drain();
     else /* returns at once when a wake-up came since seen was read */
@@ -167,17 +169,7 @@ static void *reporter(void *unused) {
 }
 
 void ac_guard_reporter_start(void) {
-  pthread_t tid;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old); /* the program's signals are not for it */
-  if (pthread_create(&tid, &attr, reporter, NULL) == 0)
-    __atomic_store_n(&reporter_running, 1, __ATOMIC_RELEASE);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  pthread_attr_destroy(&attr);
+  if (ac_own_thread_start(reporter)) __atomic_store_n(&reporter_running, 1, __ATOMIC_RELEASE);
 }
 
 /* In a forked child the reporter thread did not survive: a new one, if the

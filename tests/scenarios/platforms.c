@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "scenario.h"
 
@@ -26,31 +27,49 @@ static int device_attribute(CUdevice_attribute attr) {
   return v;
 }
 
-/* Keeps its stream busy until the program says go_on (or a second passed). */
-static void hold_stream(void *unused) {
-  (void)unused;
-  struct timespec ms = {0, 1000000};
-  for (int i = 0; i < 1000 && !__atomic_load_n(&go_on, __ATOMIC_ACQUIRE); i++)
-    nanosleep(&ms, NULL);
+/* Keeps its stream busy until the program says go_on, or ms (the data)
+ * milliseconds passed. */
+static void hold_stream(void *ms) {
+  struct timespec one = {0, 1000000};
+  for (intptr_t i = 0; i < (intptr_t)ms && !__atomic_load_n(&go_on, __ATOMIC_ACQUIRE); i++)
+    nanosleep(&one, NULL);
+}
+
+/* Adds one to the int at p after about a millisecond (one thread): on a GPU a
+ * CPU read made right after the launch sees the value before it. */
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                          ".visible .entry add_one(.param .u64 p)\n{\n"
+                          "  .reg .b64 %rd<3>;\n  .reg .b32 %r<3>;\n"
+                          "  ld.param.u64 %rd1, [p];\n  cvta.to.global.u64 %rd2, %rd1;\n"
+                          "  nanosleep.u32 1000000;\n  ld.global.u32 %r1, [%rd2];\n"
+                          "  add.s32 %r2, %r1, 1;\n  st.global.u32 [%rd2], %r2;\n  ret;\n}\n";
+static CUfunction add_one;
+
+static void launch_add_one(CUdeviceptr p) {
+  void *args[] = {&p};
+  EXPECT_RC(cu.cuLaunchKernel(add_one, 1, 1, 1, 1, 1, 1, 0, s, args, NULL), CUDA_SUCCESS);
 }
 
 /* A CPU write to memory single-attached to a stream with pending work: AC201
  * everywhere; on a device without concurrent managed access the driver kills
  * the process for it, so the finding must be out before. */
-static void touch_busy(void) {
+/* The write while a host function holds the stream for up to ms. */
+static void touch_while_held(intptr_t ms) {
   EXPECT_RC(cu.cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
-  EXPECT_RC(cu.cuLaunchHostFunc(s, hold_stream, NULL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuLaunchHostFunc(s, hold_stream, (void *)ms), CUDA_SUCCESS);
   *(volatile int *)m = 42; /* AC201; SIGSEGV on a Jetson */
   __atomic_store_n(&go_on, 1, __ATOMIC_RELEASE);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
 }
-
+static void touch_busy(void) {
+  touch_while_held(1000);
+}
 /* The same write after the synchronisation: right on every device. */
 /* Globally attached memory touched while another stream works: AC202, and
  * under --semantics device still an error where it is a crash. */
 static void touch_global_busy(void) {
-  EXPECT_RC(cu.cuLaunchHostFunc(s, hold_stream, NULL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuLaunchHostFunc(s, hold_stream, (void *)1000), CUDA_SUCCESS);
   *(volatile int *)m = 42; /* AC202; SIGSEGV on a Jetson */
   __atomic_store_n(&go_on, 1, __ATOMIC_RELEASE);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
@@ -59,10 +78,50 @@ static void touch_global_busy(void) {
 static void touch_after_sync(void) {
   EXPECT_RC(cu.cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
   __atomic_store_n(&go_on, 1, __ATOMIC_RELEASE);
-  EXPECT_RC(cu.cuLaunchHostFunc(s, hold_stream, NULL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuLaunchHostFunc(s, hold_stream, (void *)1000), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
   *(volatile int *)m = 42;
   if (*(volatile int *)m != 42) failures++, fprintf(stderr, "platforms: the write was lost\n");
+}
+
+/* --on-error repair's cases (docs/rules/AC201.md, AC202.md): a kernel is
+ * pending, not a host function, so the work completes on its own; without
+ * concurrent managed access the access kills the process unless it waits. */
+static void touch_launched(void) {
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  launch_add_one(m + 64);
+  *(volatile int *)m = 42; /* AC201; SIGSEGV on a Jetson, unless repaired */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  if (*(volatile int *)m != 42) failures++, fprintf(stderr, "platforms: the write was lost\n");
+}
+
+static void touch_global_launched(void) {
+  launch_add_one(m + 64);
+  *(volatile int *)m = 42; /* AC202 */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+
+/* read(2) into busy memory: EFAULT on a Jetson (the kernel finds it
+ * inaccessible), unless the call waits for the work first. */
+static void read_into_launched(void) {
+  int fds[2];
+  if (pipe(fds) != 0 || write(fds[1], "abcd", 4) != 4) failures++;
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  launch_add_one(m + 64);
+  ssize_t got = read(fds[0], (void *)m, 4); /* AC201 */
+  if (got != 4) failures++, fprintf(stderr, "platforms: read returned %zd\n", got);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  close(fds[0]);
+  close(fds[1]);
+}
+
+/* The host function holds the stream until the write is done (up to 5 s):
+ * waiting for it before the write cannot end, and a repair must be given
+ * up (--repair-wait). */
+static void touch_held(void) {
+  touch_while_held(5000);
 }
 
 /* malloc'd memory attached with its length: legal where the GPU reaches
@@ -89,6 +148,10 @@ static const struct scenario_case cases[] = {
     {"touch_busy", touch_busy},
     {"touch_global_busy", touch_global_busy},
     {"touch_after_sync", touch_after_sync},
+    {"touch_launched", touch_launched},
+    {"touch_global_launched", touch_global_launched},
+    {"read_into_launched", read_into_launched},
+    {"touch_held", touch_held},
     {"pageable_with_length", pageable_with_length},
     {"pageable_zero_length", pageable_zero_length},
 };
@@ -97,6 +160,9 @@ int main(int argc, char **argv) {
   const struct scenario_case *c = CASE_FROM_ARGS(cases, argc, argv);
   if (!c) return 2;
   start_cuda("link"); /* linked: the tegra profile's protection needs it (fake_profile.c) */
+  CUmodule mod;
+  EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&add_one, mod, "add_one"), CUDA_SUCCESS);
   EXPECT_RC(cu.cuMemAllocManaged(&m, MIB, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   c->run();

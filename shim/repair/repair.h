@@ -1,0 +1,52 @@
+/* repair.h - --on-error repair: the program is made to obey the attach rules
+ * at run time, and each breach is reported all the same.
+ *
+ * Layout of shim/repair/:
+ *   repair.h    the face: what the rest of the shim asks of repair
+ *   cpu_wait.c  a CPU access to memory that busy work owns (AC201, AC202)
+ *               waits until that work has completed: a thread of the shim's
+ *               synchronises with it while the faulting thread waits in its
+ *               SIGSEGV handler (a handler may make no driver call), or the
+ *               calling thread does it itself before a system call
+ *
+ * A repair that cannot finish within --repair-wait seconds (a host function
+ * on the awaited stream waits for something the faulting thread holds, as it
+ * would had the program synchronised there) is given up: the access goes on
+ * unrepaired, as under --on-error report, the report says so, and repair is
+ * off for the rest of the process.
+ */
+#ifndef AC_REPAIR_H
+#define AC_REPAIR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "finding.h"
+
+/* Whether a finding of rule, made by a CPU access of a thread that runs no
+ * host function (CUDA calls are not allowed there), is to be repaired:
+ * --on-error repair, a rule repair knows, and repair not given up.
+ * Async-signal-safe. */
+bool ac_repair_cpu_access_wanted(enum ac_rule_id rule, bool in_host_function);
+
+/* In the SIGSEGV handler, no lock of the shim's held: asks the repairer to
+ * wait for the work that keeps the CPU from the memory at addr, and waits
+ * for it (at most --repair-wait seconds). True when the CPU may touch it
+ * now; false when the repair was not made (the caller lets the access
+ * through as under report). Async-signal-safe. */
+bool ac_repair_cpu_access_in_handler(uintptr_t addr, enum ac_rule_id rule);
+
+/* The same in normal context (a system call's buffer): the calling thread
+ * waits for the work itself. No lock held. */
+bool ac_repair_cpu_access_now(uintptr_t addr, enum ac_rule_id rule);
+
+/* Normal context: a repair given up since last asked is reported (the
+ * reporter thread, or the exit's drain, call it). */
+void ac_repair_report_given_up(void);
+
+/* Start-up, when --on-error repair: the repairer thread. */
+void ac_repair_start(void);
+/* In a forked child: the repairer did not survive; a new one. */
+void ac_repair_after_fork_child(void);
+
+#endif
