@@ -166,6 +166,14 @@ static void on_stream(struct page *p, const json_t *f) {
   html_putf(p, ", thread %lld</dd>", html_num(f, "thread"));
 }
 
+/* What --on-error repair did about the finding, if anything. */
+static void repair_fact(struct page *p, const json_t *f) {
+  if (!*html_str(f, "repair")) return;
+  term(p, "repair");
+  html_esc(p, html_str(f, "repair"));
+  html_put(p, "</dd>");
+}
+
 static void attach_facts(struct page *p, const json_t *f) {
   const json_t *call = json_object_get(f, "call"), *driver = json_object_get(f, "driver");
   char text[400];
@@ -187,6 +195,7 @@ static void attach_facts(struct page *p, const json_t *f) {
   }
   busy_fact(p, json_object_get(f, "busy"));
   memory_fact(p, f);
+  repair_fact(p, f);
 }
 
 static void launch_facts(struct page *p, const json_t *f) {
@@ -251,11 +260,7 @@ static void host_access_facts(struct page *p, const json_t *f) {
   html_putf(p, ") on thread %lld</dd>", html_num(f, "thread"));
   busy_fact(p, json_object_get(f, "busy"));
   memory_fact(p, f);
-  if (*html_str(f, "repair")) { /* --on-error repair */
-    term(p, "repair");
-    html_esc(p, html_str(f, "repair"));
-    html_put(p, "</dd>");
-  }
+  repair_fact(p, f);
 }
 
 static const struct {

@@ -152,6 +152,10 @@ static void attach_facts(json_t *o, const struct ac_finding *f) {
   }
   json_object_set_new(o, "driver", driver);
   if (f->busy.present) json_object_set_new(o, "busy", busy(&f->busy));
+  if (f->repair)
+    json_object_set_new(o, "repair",
+                        json_string("the attach was ordered after the busy stream's work (an "
+                                    "event recorded there, waited on by this stream)"));
 }
 
 static json_t *dims(const unsigned d[3]) {

@@ -370,7 +370,9 @@ void ac_report_repair(const char *rule, bool made, unsigned waits, double second
   if (!made) {
     char text[400];
     snprintf(text, sizeof text,
-             "warning: a repair was given up (%s): the access went on unrepaired%s", why,
+             "warning: a repair%s%s was given up (%s): the program went on "
+             "unrepaired%s",
+             rule ? " of " : "", rule ? rule : "", why,
              rule ? "" : ", and repair is off for the rest of the process");
     ac_report_message(AC_MESSAGE_INFO, text);
   }

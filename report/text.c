@@ -195,6 +195,11 @@ static void write_driver(struct out *o, const json_t *d) {
 
 /* ---- each kind's facts ---- */
 
+/* What --on-error repair did about the finding, if anything. */
+static void write_repair(struct out *o, const json_t *f) {
+  if (json_object_get(f, "repair")) line(o, "  repair: %s (--on-error repair)", str(f, "repair"));
+}
+
 static void write_attach(struct out *o, const json_t *f) {
   const json_t *call = json_object_get(f, "call");
   char flags[64], stream[160];
@@ -208,6 +213,7 @@ static void write_attach(struct out *o, const json_t *f) {
   write_memory(o, f, "memory:", str(call, "dptr"));
   line(o, "  called at:");
   write_stack(o, json_object_get(f, "stack"));
+  write_repair(o, f);
 }
 
 void ac_launch_shape(const json_t *kernel, char *buf, size_t len) {
@@ -298,6 +304,7 @@ static void write_host_access(struct out *o, const json_t *f) {
   write_stack(o, json_object_get(f, "stack"));
   write_busy(o, "busy:  ", json_object_get(f, "busy"));
   write_memory(o, f, "memory:", str(a, "address"));
+  write_repair(o, f);
   if (json_object_get(f, "repair")) line(o, "  repair: %s (--on-error repair)", str(f, "repair"));
 }
 

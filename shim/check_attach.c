@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "rules_attach.h"
+#include "repair.h"
 #include "rules_host.h"
 #include "shim.h"
 
@@ -91,6 +92,9 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
   if (n == 0) n = judge_order(&c, findings);
   enum ac_guard_verdict verdict = ac_attach_guard(&c);
   ac_model_leave();
+  /* --on-error repair: the attach waits for the old stream's work (AC401). */
+  if (n == 1 && verdict == AC_GUARD_FORWARD && ac_repair_attach_wanted(&findings[0]))
+    findings[0].repair = ac_repair_attach_order(&findings[0], stream, per_thread);
 
   enum ac_driver_outcome outcome = verdict == AC_GUARD_FORWARD ? AC_DRIVER_RETURNED
                                    : ac_opts.guard             ? AC_DRIVER_GUARDED

@@ -104,6 +104,7 @@ static bool resolve_driver(char *why, size_t len) {
   RESOLVE(cuCtxGetCurrent)
   RESOLVE(cuCtxPushCurrent_v2)
   RESOLVE(cuCtxPopCurrent_v2)
+  RESOLVE(cuEventCreate)
   RESOLVE(cuDeviceGetAttribute)
   RESOLVE(cuGetErrorName)
   RESOLVE(cuFuncGetParamInfo)

@@ -71,6 +71,7 @@ struct ac_real_table {
   __typeof__(&cuCtxGetCurrent) cuCtxGetCurrent;
   __typeof__(&cuCtxPushCurrent_v2) cuCtxPushCurrent_v2; /* --on-error repair's waits */
   __typeof__(&cuCtxPopCurrent_v2) cuCtxPopCurrent_v2;
+  __typeof__(&cuEventCreate) cuEventCreate; /* --on-error repair's orderings */
   __typeof__(&cuDeviceGetAttribute) cuDeviceGetAttribute;
   __typeof__(&cuGetErrorName) cuGetErrorName;
   __typeof__(&cuFuncGetParamInfo) cuFuncGetParamInfo;

@@ -3,6 +3,8 @@
  *
  * Layout of shim/repair/:
  *   repair.h    the face: what the rest of the shim asks of repair
+ *   attach_order.c  a re-attach not ordered after the old stream's work
+ *               (AC401) is ordered after it, by an event, before it is made
  *   cpu_wait.c  a CPU access to memory that busy work owns (AC201, AC202)
  *               waits until that work has completed: a thread of the shim's
  *               synchronises with it while the faulting thread waits in its
@@ -20,6 +22,9 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
 
 #include "finding.h"
 
@@ -39,6 +44,14 @@ bool ac_repair_cpu_access_in_handler(uintptr_t addr, enum ac_rule_id rule);
 /* The same in normal context (a system call's buffer): the calling thread
  * waits for the work itself. No lock held. */
 bool ac_repair_cpu_access_now(uintptr_t addr, enum ac_rule_id rule);
+
+/* Whether the attach finding f (AC401) is to be repaired: --on-error repair,
+ * and a thread that runs no host function. */
+bool ac_repair_attach_wanted(const struct ac_finding *f);
+/* Normal context, no lock held, before the attach is forwarded: stream (as
+ * the program passed it; per_thread: through a _ptsz entry point) is made
+ * to wait for the work of f's busy stream. True when it was. */
+bool ac_repair_attach_order(const struct ac_finding *f, CUstream stream, bool per_thread);
 
 /* Normal context: a repair given up since last asked is reported (the
  * reporter thread, or the exit's drain, call it). */

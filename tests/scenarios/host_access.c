@@ -182,6 +182,21 @@ static void reattach_unordered(void) {
   attach(t, m, CU_MEM_ATTACH_SINGLE); /* AC401: s's kernel is not ordered before it */
   EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
 }
+/* The re-attach not ordered, then only the new stream synchronised: the old
+ * stream's kernel is still not seen complete, so the CPU may not touch other
+ * memory attached to the old stream (AC401, AC201). Under --on-error repair
+ * the attach waits for that kernel (an event), so the synchronisation covers
+ * it and the write is right (AC401 alone). */
+static void reattach_then_sync_new(void) {
+  CUdeviceptr other;
+  EXPECT_RC(cu.cuMemAllocManaged(&other, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  attach(s, other, CU_MEM_ATTACH_SINGLE);
+  setup_single();
+  launch(s, m);
+  attach(t, m, CU_MEM_ATTACH_SINGLE); /* AC401 */
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+  cpu_write(other); /* AC201 unless the attach was ordered after s's kernel */
+}
 static void pending_attach(void) {
   CUdeviceptr h;
   EXPECT_RC(cu.cuMemAllocManaged(&h, 4096, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
@@ -530,6 +545,7 @@ static const struct scenario_case cases[] = {
     {"destroy_reuse_touch", destroy_reuse_touch},
     {"stream_cycles", stream_cycles},
     {"reattach_unordered", reattach_unordered},
+    {"reattach_then_sync_new", reattach_then_sync_new},
     {"pending_attach", pending_attach},
     {"read_syscall", read_syscall},
     {"repeated_touch", repeated_touch},
