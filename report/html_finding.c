@@ -220,6 +220,7 @@ static void launch_facts(struct page *p, const json_t *f) {
   html_put(p, "</code></dd>");
   memory_fact(p, f);
   owner_fact(p, json_object_get(f, "owner"));
+  repair_fact(p, f);
 }
 
 static void copy_facts(struct page *p, const json_t *f) {

@@ -187,6 +187,11 @@ static void launch_facts(json_t *o, const struct ac_finding *f) {
   json_object_set_new(o, "argument", argument(f));
   set_allocation(o, f, w->addr);
   if (f->busy.present) json_object_set_new(o, "owner", owner(&f->busy));
+  if (f->repair)
+    json_object_set_new(o, "repair",
+                        json_string("the launch was ordered after the work of the stream the "
+                                    "memory belongs to (an event recorded there, waited on by "
+                                    "this stream)"));
 }
 
 static json_t *operand(const char *role, uintptr_t addr, enum ac_mem_kind kind, bool at_fault) {

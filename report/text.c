@@ -253,6 +253,7 @@ static void write_launch(struct out *o, const json_t *f) {
   write_owner(o, f);
   line(o, "  launched at:");
   write_stack(o, json_object_get(f, "stack"));
+  write_repair(o, f);
 }
 
 static void write_copy(struct out *o, const json_t *f) {

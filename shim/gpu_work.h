@@ -73,6 +73,7 @@ struct ac_gpu_work {
   bool host_is_legal;
   bool records_reach; /* device semantics: what the work may touch is recorded */
   bool graph;         /* a graph launch: its nodes' uses are judged */
+  bool probe;         /* judged before the launch, nothing recorded (--on-error repair) */
   const struct ac_layout *layout;
   struct ac_launch_dims dims;       /* a launch's */
   enum ac_work_operation operation; /* what the work (or the graph node being judged) is */
@@ -91,6 +92,11 @@ bool ac_concurrent_semantics(void);
  * memory is to be judged (a stream that runs it now, managed memory to judge). */
 bool ac_work_begin(struct ac_gpu_work *l, const char *api, CUstream stream, bool per_thread,
                    bool host_is_legal, struct ac_op_origin_slot *slot);
+/* Judges a launch before it is made, recording nothing: l's findings are
+ * what the launch would be found to break (--on-error repair). False when
+ * there is nothing to judge. No lock held. */
+bool ac_launch_probe(struct ac_gpu_work *l, CUfunction f, CUstream stream, bool per_thread,
+                     void **params, void **extra);
 /* Refreshes the guard, releases the lock, and reports what was found. */
 void ac_work_finish(struct ac_gpu_work *l, const struct ac_op_origin_slot *slot);
 /* The work is given a, through addr (model lock held). */

@@ -4,6 +4,7 @@
  * allocations, sparse mappings, external semaphores, and graphs changed
  * after instantiation. Thin: forward, then tell check_order.c, kernel_args.c
  * and graph_args.c. */
+#include "repair.h"
 #include "shim.h"
 
 /* An operation on the stream Stream (an expression over the parameters). */
@@ -19,6 +20,8 @@
 #define LAUNCH(Name, PerThread, Params, Args, Func, Stream, KernelParams, Extra)                   \
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
+    if (AC_UNLIKELY(ac_opts.on_error == AC_ON_ERROR_REPAIR))                                       \
+      ac_repair_launch_order(Func, Stream, PerThread, KernelParams, Extra);                        \
     CUresult r = ac_real.Name Args;                                                                \
     struct ac_launch_dims dims = {                                                                 \
         {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ}, sharedMemBytes};        \
@@ -37,6 +40,8 @@ LAUNCH(cuLaunchCooperativeKernel_ptsz, true, AC_COOP_PARAMS, AC_COOP_ARGS, f, hS
   AC_EXPORT CUresult Name(const CUlaunchConfig *config, CUfunction f, void **kernelParams,         \
                           void **extra) {                                                          \
     AC_START_OR_FAIL(Name);                                                                        \
+    if (AC_UNLIKELY(ac_opts.on_error == AC_ON_ERROR_REPAIR))                                       \
+      ac_repair_launch_order(f, config->hStream, PerThread, kernelParams, extra);                  \
     CUresult r = ac_real.Name(config, f, kernelParams, extra);                                     \
     if (r != CUDA_SUCCESS) return r;                                                               \
     ac_on_launch_events(config, PerThread);                                                        \

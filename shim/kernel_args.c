@@ -22,6 +22,7 @@
 #include "gpu_work.h"
 #include "grow.h"
 #include "kernel_image.h"
+#include "repair.h"
 #include "rules_device.h"
 
 struct module_vars {
@@ -191,10 +192,11 @@ static void describe_work(const struct ac_gpu_work *l, struct ac_finding *f, uin
 void ac_work_judge_use(struct ac_gpu_work *l, struct ac_alloc *a, uintptr_t addr,
                        const char *kernel, int param, size_t offset, enum ac_work_via via) {
   if (!ac_alloc_is_managed(a) || already_judged(l, a->serial)) return;
-  ac_order_add_reach(ac_model, l->stream, a);
+  if (!l->probe) ac_order_add_reach(ac_model, l->stream, a);
   if (l->n == AC_MAX_WORK_FINDINGS) return;
   struct ac_finding *f = &l->findings[l->n];
   if (!ac_judge_device_access(ac_model, a, l->stream, l->host_is_legal, f)) return;
+  f->repair = f->rule == AC_RULE_AC301 && ac_repair_launch_ordered(f);
   f->api = l->api;
   f->thread = ac_thread_id();
   describe_work(l, f, addr, kernel, param, offset, via);
@@ -297,7 +299,7 @@ bool ac_work_begin(struct ac_gpu_work *l, const char *api, CUstream stream, bool
                    bool host_is_legal, struct ac_op_origin_slot *slot) {
   l->api = api;
   l->n = l->judged_n = 0;
-  l->graph = false;
+  l->graph = l->probe = false;
   l->dst = l->src = 0;
   l->host_is_legal = host_is_legal;
   ac_model_enter();
@@ -343,6 +345,28 @@ void ac_on_launch(const char *api, CUfunction f, const struct ac_launch_dims *di
   }
   if (l.layout) ac_history_note_kernel(ac_model, l.stream, slot.seq, l.layout->name);
   ac_work_finish(&l, &slot);
+  ac_repair_launch_done();
+}
+
+bool ac_launch_probe(struct ac_gpu_work *l, CUfunction f, CUstream stream, bool per_thread,
+                     void **params, void **extra) {
+  l->layout = f ? ac_layout_of(f) : NULL;
+  if (!l->layout || !l->layout->known) return false;
+  l->n = l->judged_n = 0;
+  l->graph = false;
+  l->probe = true;
+  l->operation = AC_WORK_KERNEL;
+  l->host_is_legal = ac_concurrent_semantics();
+  ac_model_enter();
+  l->stream = ac_resolve_stream_locked(stream, per_thread, ac_thread_id()).stream;
+  l->records_reach = false;
+  bool judged = l->stream && !l->stream->capturing && ac_model_alloc_count(ac_model) > 0;
+  if (judged) {
+    scan_arguments(l, params, extra);
+    scan_module_variables(l);
+  }
+  ac_model_leave_as_is(); /* nothing changed */
+  return judged && l->n > 0;
 }
 
 /* What an asynchronous copy-like call is, by its entry point's name. */

@@ -3,8 +3,10 @@
  *
  * Layout of shim/repair/:
  *   repair.h    the face: what the rest of the shim asks of repair
- *   attach_order.c  a re-attach not ordered after the old stream's work
- *               (AC401) is ordered after it, by an event, before it is made
+ *   order.c     a re-attach not ordered after the old stream's work (AC401),
+ *               or a kernel given memory attached to another stream
+ *               (AC301), is ordered after that stream's work by an event,
+ *               before it is made
  *   cpu_wait.c  a CPU access to memory that busy work owns (AC201, AC202)
  *               waits until that work has completed: a thread of the shim's
  *               synchronises with it while the faulting thread waits in its
@@ -52,6 +54,16 @@ bool ac_repair_attach_wanted(const struct ac_finding *f);
  * the program passed it; per_thread: through a _ptsz entry point) is made
  * to wait for the work of f's busy stream. True when it was. */
 bool ac_repair_attach_order(const struct ac_finding *f, CUstream stream, bool per_thread);
+
+/* Before a launch is forwarded (normal context, no lock held), under
+ * --on-error repair: the launching stream is made to wait for the work of
+ * each stream that memory the kernel is given is single-attached to (AC301).
+ * The launch's AC301 findings then say so (ac_repair_launch_ordered) until
+ * ac_repair_launch_done. */
+void ac_repair_launch_order(CUfunction func, CUstream stream, bool per_thread, void **params,
+                            void **extra);
+bool ac_repair_launch_ordered(const struct ac_finding *f);
+void ac_repair_launch_done(void);
 
 /* Normal context: a repair given up since last asked is reported (the
  * reporter thread, or the exit's drain, call it). */

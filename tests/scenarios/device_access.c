@@ -33,6 +33,17 @@ static void plain_arg_foreign(void) {
   attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
   launch_use(t, m); /* AC301: m belongs to s */
 }
+/* The kernel on t is given s's memory while s still works on it, then only t
+ * is synchronised: s's kernel is not seen complete, so the CPU may not touch
+ * s's memory (AC301, AC201). Under --on-error repair the launch waits for
+ * s's work (an event), so t's synchronisation covers it (AC301 alone). */
+static void foreign_then_sync_launcher(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  launch_use(s, m);
+  launch_use(t, m); /* AC301: m belongs to s */
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+  sink = *(volatile int *)m; /* AC201 unless t's launch was ordered after s's */
+}
 static void struct_arg_foreign(void) {
   struct {
     int n;
@@ -237,6 +248,7 @@ static void touch_reached_global(void) {
 
 static const struct scenario_case cases[] = {
     {"plain_arg_foreign", plain_arg_foreign},
+    {"foreign_then_sync_launcher", foreign_then_sync_launcher},
     {"struct_arg_foreign", struct_arg_foreign},
     {"offset_inside", offset_inside},
     {"extra_buffer", extra_buffer},
