@@ -348,6 +348,28 @@ static void say_shim_never_loaded(const char *program) {
           why);
 }
 
+/* --on-error repair: what the run's repairs came to, after the summary, so a
+ * run that was repaired does not read as one that needed nothing. */
+static void say_repairs(const json_t *report) {
+  json_int_t made = 0, given_up = 0;
+  size_t i;
+  const json_t *proc;
+  json_array_foreach(json_object_get(report, "processes"), i, proc) {
+    const json_t *r = json_object_get(proc, "repairs");
+    made += json_integer_value(json_object_get(r, "made"));
+    given_up += json_integer_value(json_object_get(r, "given_up"));
+  }
+  if (made)
+    fprintf(stderr,
+            AC_PREFIX "repaired: %lld time%s the program was made to wait as the rules ask "
+                      "(--on-error repair); the findings' repair: lines say where to fix it\n",
+            (long long)made, made == 1 ? "" : "s");
+  if (given_up)
+    fprintf(stderr,
+            AC_PREFIX "warning: %lld repair%s given up: the program went on unrepaired there\n",
+            (long long)given_up, given_up == 1 ? " was" : "s were");
+}
+
 /* A program killed before the shim wrote its exit record: what the shim held
  * and had not written yet (a finding of its SIGSEGV handler's waiting for
  * the reporter thread) went with it. The summary must not read as complete. */
@@ -444,6 +466,7 @@ int main(int argc, char **argv) {
   remove_session(session, paths, n);
   if (started && !print_summary(&o, &sum)) output_lost = true;
   if (started && sum.incomplete_processes) ac_cli_say_incomplete(report);
+  if (started && report) say_repairs(report);
   if (started && killed_by && report) say_killed_unfinished(report);
   json_decref(report);
   if (!started) return status;

@@ -146,6 +146,29 @@ with tempfile.TemporaryDirectory() as d:
           p.returncode == -6 and r.get("process", {}).get("halted_at") == "AC101" and
           len(r.get("findings", [])) == 1, p.stderr[-600:])
 
+# --on-error repair: the CLI says what the repairs came to, and a repair that
+# cannot end is given up, said, and counted (tests/scenarios/platforms.c).
+PLATFORMS = os.path.join(BUILD, "tests", "scenarios", "platforms")
+with tempfile.TemporaryDirectory() as d:
+    report = os.path.join(d, "r.json")
+    p = run([CLI, "--on-error", "repair", "--json", report, PLATFORMS, "touch_launched"],
+            dict(ENV, FAKECUDA_PROFILE="tegra"))
+    r = json.load(open(report)) if os.path.exists(report) else {}
+    check("repair on a Jetson: the program runs, the CLI and the report count the repair",
+          p.returncode == 0 and "repaired: 1 time the program was made to wait" in p.stderr and
+          r.get("processes", [{}])[0].get("repairs") == {"made": 1, "given_up": 0} and
+          [f.get("repair") is not None for f in r.get("findings", [])] == [True], p.stderr[-600:])
+    p = run([CLI, "--on-error", "repair", "--repair-wait", "1", "--json", report, PLATFORMS,
+             "touch_held"])
+    r = json.load(open(report)) if os.path.exists(report) else {}
+    check("repair given up: said at the time and after the summary, and counted",
+          p.returncode == 0 and "a repair was given up" in p.stderr and
+          "1 repair was given up" in p.stderr and "repaired:" not in p.stderr and
+          r.get("processes", [{}])[0].get("repairs", {}).get("given_up") == 1, p.stderr[-600:])
+    p = run([CLI, "--json", report, PLATFORMS, "touch_launched"])
+    check("report, the default: nothing is repaired or said of repair",
+          p.returncode == 0 and "repair" not in p.stderr, p.stderr[-600:])
+
 usage_error("no program", ["--guard", "on"], ["no program"])
 usage_error("report folder missing", ["--json", "/nonexistent/r.json", "true"], ["/nonexistent"])
 with tempfile.TemporaryDirectory() as d:
