@@ -97,6 +97,9 @@ bool ac_work_begin(struct ac_gpu_work *l, const char *api, CUstream stream, bool
  * there is nothing to judge. No lock held. */
 bool ac_launch_probe(struct ac_gpu_work *l, CUfunction f, CUstream stream, bool per_thread,
                      void **params, void **extra);
+/* The same for an asynchronous copy, set or stream memory operation. */
+bool ac_copy_probe(struct ac_gpu_work *l, const char *api, CUstream stream, bool per_thread,
+                   uintptr_t dst, uintptr_t src);
 /* Refreshes the guard, releases the lock, and reports what was found. */
 void ac_work_finish(struct ac_gpu_work *l, const struct ac_op_origin_slot *slot);
 /* The work is given a, through addr (model lock held). */

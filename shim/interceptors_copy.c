@@ -10,6 +10,7 @@
  *
  * Here too the compiler checks driver_api.inc's wrapped rows against cuda.h. */
 #include "gpu_work.h"
+#include "repair.h"
 
 /* Each wrapped row redeclared from its Params: cuda.h (with
  * __CUDA_API_VERSION_INTERNAL) declares every ABI under its exported name, so a
@@ -26,6 +27,8 @@
 #define COPY(Name, PerThread, Params, Args, Dst, Src)                                              \
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
+    if (AC_UNLIKELY(ac_opts.on_error == AC_ON_ERROR_REPAIR))                                       \
+      ac_repair_copy_order(#Name, hStream, PerThread, Dst, Src);                                   \
     CUresult r = ac_real.Name Args;                                                                \
     if (r == CUDA_SUCCESS) ac_on_copy(#Name, hStream, PerThread, Dst, Src);                        \
     return r;                                                                                      \

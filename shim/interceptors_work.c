@@ -145,6 +145,8 @@ CALLBACK(cuStreamAddCallback_ptsz, true)
 #define VALUE_OP(Name, PerThread, Params)                                                          \
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
+    if (AC_UNLIKELY(ac_opts.on_error == AC_ON_ERROR_REPAIR))                                       \
+      ac_repair_copy_order(#Name, stream, PerThread, addr, 0);                                     \
     CUresult r = ac_real.Name AC_VALUE_ARGS;                                                       \
     if (r == CUDA_SUCCESS) ac_on_copy(#Name, stream, PerThread, addr, 0);                          \
     return r;                                                                                      \

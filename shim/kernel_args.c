@@ -196,7 +196,7 @@ void ac_work_judge_use(struct ac_gpu_work *l, struct ac_alloc *a, uintptr_t addr
   if (l->n == AC_MAX_WORK_FINDINGS) return;
   struct ac_finding *f = &l->findings[l->n];
   if (!ac_judge_device_access(ac_model, a, l->stream, l->host_is_legal, f)) return;
-  f->repair = f->rule == AC_RULE_AC301 && ac_repair_launch_ordered(f);
+  f->repair = f->rule == AC_RULE_AC301 && ac_repair_work_ordered(f);
   f->api = l->api;
   f->thread = ac_thread_id();
   describe_work(l, f, addr, kernel, param, offset, via);
@@ -345,28 +345,38 @@ void ac_on_launch(const char *api, CUfunction f, const struct ac_launch_dims *di
   }
   if (l.layout) ac_history_note_kernel(ac_model, l.stream, slot.seq, l.layout->name);
   ac_work_finish(&l, &slot);
-  ac_repair_launch_done();
+  ac_repair_work_done();
+}
+
+/* A probe's frame (--on-error repair): the model lock taken, the stream
+ * resolved, nothing recorded; true when there is memory to judge. */
+static bool probe_begin(struct ac_gpu_work *l, CUstream stream, bool per_thread) {
+  l->n = l->judged_n = 0;
+  l->graph = false;
+  l->probe = true;
+  l->records_reach = false;
+  l->dst = l->src = 0;
+  ac_model_enter();
+  l->stream = ac_resolve_stream_locked(stream, per_thread, ac_thread_id()).stream;
+  return l->stream && !l->stream->capturing && ac_model_alloc_count(ac_model) > 0;
+}
+
+static bool probe_end(struct ac_gpu_work *l) {
+  ac_model_leave_as_is(); /* nothing changed */
+  return l->n > 0;
 }
 
 bool ac_launch_probe(struct ac_gpu_work *l, CUfunction f, CUstream stream, bool per_thread,
                      void **params, void **extra) {
   l->layout = f ? ac_layout_of(f) : NULL;
   if (!l->layout || !l->layout->known) return false;
-  l->n = l->judged_n = 0;
-  l->graph = false;
-  l->probe = true;
   l->operation = AC_WORK_KERNEL;
   l->host_is_legal = ac_concurrent_semantics();
-  ac_model_enter();
-  l->stream = ac_resolve_stream_locked(stream, per_thread, ac_thread_id()).stream;
-  l->records_reach = false;
-  bool judged = l->stream && !l->stream->capturing && ac_model_alloc_count(ac_model) > 0;
-  if (judged) {
+  if (probe_begin(l, stream, per_thread)) {
     scan_arguments(l, params, extra);
     scan_module_variables(l);
   }
-  ac_model_leave_as_is(); /* nothing changed */
-  return judged && l->n > 0;
+  return probe_end(l);
 }
 
 /* What an asynchronous copy-like call is, by its entry point's name. */
@@ -376,6 +386,16 @@ static enum ac_work_operation copy_operation(const char *api) {
   return AC_WORK_COPY;
 }
 
+/* A copy's operands, given to its stream's work (model lock held). */
+static void judge_operands(struct ac_gpu_work *l, uintptr_t dst, uintptr_t src) {
+  l->dst = dst;
+  l->src = src;
+  if (dst)
+    ac_work_judge_address(l, dst, NULL, -1, 0,
+                          l->operation == AC_WORK_VALUE ? AC_VIA_ADDRESS : AC_VIA_DESTINATION);
+  if (src) ac_work_judge_address(l, src, NULL, -1, 0, AC_VIA_SOURCE);
+}
+
 /* An asynchronous copy or set: its operands are given to the stream's work. */
 void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src) {
   struct ac_gpu_work l;
@@ -383,15 +403,18 @@ void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst
   l.layout = NULL;
   l.operation = copy_operation(api);
   /* The driver copies HOST-attached memory itself: only AC301 applies. */
-  if (ac_work_begin(&l, api, stream, per_thread, true, &slot)) {
-    l.dst = dst;
-    l.src = src;
-    if (dst)
-      ac_work_judge_address(&l, dst, NULL, -1, 0,
-                            l.operation == AC_WORK_VALUE ? AC_VIA_ADDRESS : AC_VIA_DESTINATION);
-    if (src) ac_work_judge_address(&l, src, NULL, -1, 0, AC_VIA_SOURCE);
-  }
+  if (ac_work_begin(&l, api, stream, per_thread, true, &slot)) judge_operands(&l, dst, src);
   ac_work_finish(&l, &slot);
+  ac_repair_work_done();
+}
+
+bool ac_copy_probe(struct ac_gpu_work *l, const char *api, CUstream stream, bool per_thread,
+                   uintptr_t dst, uintptr_t src) {
+  l->layout = NULL;
+  l->operation = copy_operation(api);
+  l->host_is_legal = true;
+  if (probe_begin(l, stream, per_thread)) judge_operands(l, dst, src);
+  return probe_end(l);
 }
 
 /* The module's kernels end: the driver may give their handles again for

@@ -75,25 +75,38 @@ bool ac_repair_attach_order(const struct ac_finding *f, CUstream stream, bool pe
   return order_after(f, stream, per_thread);
 }
 
-void ac_repair_launch_order(CUfunction func, CUstream stream, bool per_thread, void **params,
-                            void **extra) {
-  ordered_n = 0;
-  if (!repairing_here()) return;
-  static __thread struct ac_gpu_work l; /* large: 8 findings */
-  if (!ac_launch_probe(&l, func, stream, per_thread, params, extra)) return;
-  for (int i = 0; i < l.n && ordered_n < ORDERED_MAX; i++) {
-    const struct ac_finding *f = &l.findings[i];
-    if (f->rule != AC_RULE_AC301 || !f->busy.present || ac_repair_launch_ordered(f)) continue;
+/* The work probed into l is ordered after each stream its AC301 findings
+ * name, once each. */
+static void order_work(const struct ac_gpu_work *l, CUstream stream, bool per_thread) {
+  for (int i = 0; i < l->n && ordered_n < ORDERED_MAX; i++) {
+    const struct ac_finding *f = &l->findings[i];
+    if (f->rule != AC_RULE_AC301 || !f->busy.present || ac_repair_work_ordered(f)) continue;
     if (order_after(f, stream, per_thread)) ordered[ordered_n++] = f->busy.stream_serial;
   }
 }
 
-bool ac_repair_launch_ordered(const struct ac_finding *f) {
+static __thread struct ac_gpu_work probed; /* large: 8 findings */
+
+void ac_repair_launch_order(CUfunction func, CUstream stream, bool per_thread, void **params,
+                            void **extra) {
+  ordered_n = 0;
+  if (repairing_here() && ac_launch_probe(&probed, func, stream, per_thread, params, extra))
+    order_work(&probed, stream, per_thread);
+}
+
+void ac_repair_copy_order(const char *api, CUstream stream, bool per_thread, uintptr_t dst,
+                          uintptr_t src) {
+  ordered_n = 0;
+  if (repairing_here() && ac_copy_probe(&probed, api, stream, per_thread, dst, src))
+    order_work(&probed, stream, per_thread);
+}
+
+bool ac_repair_work_ordered(const struct ac_finding *f) {
   for (int i = 0; i < ordered_n; i++)
     if (ordered[i] == f->busy.stream_serial) return true;
   return false;
 }
 
-void ac_repair_launch_done(void) {
+void ac_repair_work_done(void) {
   ordered_n = 0;
 }

@@ -55,15 +55,17 @@ bool ac_repair_attach_wanted(const struct ac_finding *f);
  * to wait for the work of f's busy stream. True when it was. */
 bool ac_repair_attach_order(const struct ac_finding *f, CUstream stream, bool per_thread);
 
-/* Before a launch is forwarded (normal context, no lock held), under
- * --on-error repair: the launching stream is made to wait for the work of
- * each stream that memory the kernel is given is single-attached to (AC301).
- * The launch's AC301 findings then say so (ac_repair_launch_ordered) until
- * ac_repair_launch_done. */
+/* Before a launch, or an asynchronous copy, set or stream memory operation
+ * (api), is forwarded (normal context, no lock held), under --on-error
+ * repair: its stream is made to wait for the work of each stream that memory
+ * it is given is single-attached to (AC301). Its AC301 findings then say so
+ * (ac_repair_work_ordered) until ac_repair_work_done. */
 void ac_repair_launch_order(CUfunction func, CUstream stream, bool per_thread, void **params,
                             void **extra);
-bool ac_repair_launch_ordered(const struct ac_finding *f);
-void ac_repair_launch_done(void);
+void ac_repair_copy_order(const char *api, CUstream stream, bool per_thread, uintptr_t dst,
+                          uintptr_t src);
+bool ac_repair_work_ordered(const struct ac_finding *f);
+void ac_repair_work_done(void);
 
 /* Normal context: a repair given up since last asked is reported (the
  * reporter thread, or the exit's drain, call it). */

@@ -83,6 +83,14 @@ static void async_copy(void) {
   /* g + 64: never where m ends, wherever the driver places the two */
   EXPECT_RC(cu.cuMemcpyAsync(m, g + 64, 64, t), CUDA_SUCCESS); /* AC301: the destination */
 }
+/* The same pattern as foreign_then_sync_launcher, by a copy into s's memory. */
+static void copy_foreign_then_sync(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  launch_use(s, m);
+  EXPECT_RC(cu.cuMemcpyAsync(m, g + 64, 64, t), CUDA_SUCCESS); /* AC301 */
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+  sink = *(volatile int *)m; /* AC201 unless t's copy was ordered after s's kernel */
+}
 /* A 2D copy naming m as host memory: the source is m all the same. */
 static void async_copy_2d(void) {
   CUDA_MEMCPY2D c;
@@ -249,6 +257,7 @@ static void touch_reached_global(void) {
 static const struct scenario_case cases[] = {
     {"plain_arg_foreign", plain_arg_foreign},
     {"foreign_then_sync_launcher", foreign_then_sync_launcher},
+    {"copy_foreign_then_sync", copy_foreign_then_sync},
     {"struct_arg_foreign", struct_arg_foreign},
     {"offset_inside", offset_inside},
     {"extra_buffer", extra_buffer},
