@@ -92,6 +92,11 @@ bool ac_concurrent_semantics(void);
  * memory is to be judged (a stream that runs it now, managed memory to judge). */
 bool ac_work_begin(struct ac_gpu_work *l, const char *api, CUstream stream, bool per_thread,
                    bool host_is_legal, struct ac_op_origin_slot *slot);
+/* A probe's frame (--on-error repair): the model lock taken, the stream
+ * resolved, nothing recorded; true when there is memory to judge. The end
+ * releases the lock; true when something was found. */
+bool ac_work_probe_begin(struct ac_gpu_work *l, CUstream stream, bool per_thread);
+bool ac_work_probe_end(struct ac_gpu_work *l);
 /* Judges a launch before it is made, recording nothing: l's findings are
  * what the launch would be found to break (--on-error repair). False when
  * there is nothing to judge. No lock held. */
@@ -100,6 +105,9 @@ bool ac_launch_probe(struct ac_gpu_work *l, CUfunction f, CUstream stream, bool 
 /* The same for an asynchronous copy, set or stream memory operation. */
 bool ac_copy_probe(struct ac_gpu_work *l, const char *api, CUstream stream, bool per_thread,
                    uintptr_t dst, uintptr_t src);
+/* The same for a graph launch: its nodes' uses (graph_args.c). */
+bool ac_graph_launch_probe(struct ac_gpu_work *l, CUgraphExec exec, CUstream stream,
+                           bool per_thread);
 /* Refreshes the guard, releases the lock, and reports what was found. */
 void ac_work_finish(struct ac_gpu_work *l, const struct ac_op_origin_slot *slot);
 /* The work is given a, through addr (model lock held). */

@@ -324,6 +324,22 @@ static void order_launch(struct graph_exec *g, struct ac_stream *s, uint64_t seq
 
 /* Kernels' uses first: a kernel may not be given HOST-attached memory that a
  * copy may (AC302), and each allocation is judged once per launch. */
+/* Every use of g's nodes, kernels first, judged as work of l's stream. */
+static void judge_uses(struct ac_gpu_work *l, const struct graph_exec *g, bool kernels_host_legal) {
+  for (int copies = 0; g && copies < 2; copies++)
+    for (size_t i = 0; i < g->count; i++) {
+      const struct graph_use *u = &g->uses[i];
+      bool copy = u->operation != AC_WORK_KERNEL;
+      if (copy != (copies == 1)) continue;
+      l->host_is_legal = copy || kernels_host_legal;
+      l->operation = u->operation;
+      l->dst = u->dst;
+      l->src = u->src;
+      ac_work_judge_address(l, u->addr, u->kernel[0] ? u->kernel : NULL, u->param, u->offset,
+                            u->via);
+    }
+}
+
 void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread) {
   struct ac_gpu_work l;
   struct ac_op_origin_slot slot;
@@ -335,19 +351,18 @@ void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool
   struct graph_exec *g = find_exec((uintptr_t)exec);
   record_graph_events(g, l.stream);
   order_launch(g, l.stream, slot.seq);
-  if (judged) {
-    for (int copies = 0; g && copies < 2; copies++)
-      for (size_t i = 0; i < g->count; i++) {
-        const struct graph_use *u = &g->uses[i];
-        bool copy = u->operation != AC_WORK_KERNEL;
-        if (copy != (copies == 1)) continue;
-        l.host_is_legal = copy || kernels_host_legal;
-        l.operation = u->operation;
-        l.dst = u->dst;
-        l.src = u->src;
-        ac_work_judge_address(&l, u->addr, u->kernel[0] ? u->kernel : NULL, u->param, u->offset,
-                              u->via);
-      }
-  }
+  if (judged) judge_uses(&l, g, kernels_host_legal);
   ac_work_finish(&l, &slot);
+}
+
+bool ac_graph_launch_probe(struct ac_gpu_work *l, CUgraphExec exec, CUstream stream,
+                           bool per_thread) {
+  bool kernels_host_legal = ac_concurrent_semantics();
+  l->layout = NULL;
+  memset(&l->dims, 0, sizeof l->dims);
+  if (ac_work_probe_begin(l, stream, per_thread)) {
+    l->graph = true;
+    judge_uses(l, find_exec((uintptr_t)exec), kernels_host_legal);
+  }
+  return ac_work_probe_end(l);
 }

@@ -27,10 +27,10 @@
 #define COPY(Name, PerThread, Params, Args, Dst, Src)                                              \
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
-    if (AC_UNLIKELY(ac_opts.on_error == AC_ON_ERROR_REPAIR))                                       \
-      ac_repair_copy_order(#Name, hStream, PerThread, Dst, Src);                                   \
+    AC_REPAIR_BEFORE(ac_repair_copy_order(#Name, hStream, PerThread, Dst, Src));                   \
     CUresult r = ac_real.Name Args;                                                                \
     if (r == CUDA_SUCCESS) ac_on_copy(#Name, hStream, PerThread, Dst, Src);                        \
+    AC_REPAIR_AFTER();                                                                             \
     return r;                                                                                      \
   }
 #define HOST(p) ((uintptr_t)(p))
@@ -107,6 +107,11 @@ static void on_batch(const char *api, CUstream stream, bool per_thread, const CU
   for (size_t i = 0; i < count; i++)
     ac_on_copy(api, stream, per_thread, dsts[i], srcs[i]);
 }
+static void repair_batch(const char *api, CUstream stream, bool per_thread, const CUdeviceptr *dsts,
+                         const CUdeviceptr *srcs, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    ac_repair_copy_order(api, stream, per_thread, dsts[i], srcs[i]);
+}
 
 static uintptr_t operand_3d(const CUmemcpy3DOperand *o) {
   return o->type == CU_MEMCPY_OPERAND_TYPE_POINTER ? o->op.ptr.ptr : 0;
@@ -116,12 +121,19 @@ static void on_batch_3d(const char *api, CUstream stream, bool per_thread,
   for (size_t i = 0; i < count; i++)
     ac_on_copy(api, stream, per_thread, operand_3d(&ops[i].dst), operand_3d(&ops[i].src));
 }
+static void repair_batch_3d(const char *api, CUstream stream, bool per_thread,
+                            const CUDA_MEMCPY3D_BATCH_OP *ops, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    ac_repair_copy_order(api, stream, per_thread, operand_3d(&ops[i].dst), operand_3d(&ops[i].src));
+}
 
-#define BATCH(Name, PerThread, Params, Args, Judge)                                                \
+#define BATCH(Name, PerThread, Params, Args, Judge, Repair)                                        \
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
+    AC_REPAIR_BEFORE(Repair);                                                                      \
     CUresult r = ac_real.Name Args;                                                                \
     if (r == CUDA_SUCCESS) Judge;                                                                  \
+    AC_REPAIR_AFTER();                                                                             \
     return r;                                                                                      \
   }
 #define BATCH_PARAMS(...)                                                                          \
@@ -129,27 +141,31 @@ static void on_batch_3d(const char *api, CUstream stream, bool per_thread,
    CUmemcpyAttributes * attrs, size_t * attrsIdxs, size_t numAttrs, __VA_ARGS__ CUstream hStream)
 #define BATCH_ARGS(...) (dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, __VA_ARGS__ hStream)
 #define JUDGE_BATCH(Name, PerThread) on_batch(#Name, hStream, PerThread, dsts, srcs, count)
+#define REPAIR_BATCH(Name, PerThread) repair_batch(#Name, hStream, PerThread, dsts, srcs, count)
 BATCH(cuMemcpyBatchAsync, false, BATCH_PARAMS(size_t *failIdx, ), BATCH_ARGS(failIdx, ),
-      JUDGE_BATCH(cuMemcpyBatchAsync, false))
+      JUDGE_BATCH(cuMemcpyBatchAsync, false), REPAIR_BATCH(cuMemcpyBatchAsync, false))
 BATCH(cuMemcpyBatchAsync_ptsz, true, BATCH_PARAMS(size_t *failIdx, ), BATCH_ARGS(failIdx, ),
-      JUDGE_BATCH(cuMemcpyBatchAsync_ptsz, true))
+      JUDGE_BATCH(cuMemcpyBatchAsync_ptsz, true), REPAIR_BATCH(cuMemcpyBatchAsync_ptsz, true))
 BATCH(cuMemcpyBatchAsync_v2, false, BATCH_PARAMS(), BATCH_ARGS(),
-      JUDGE_BATCH(cuMemcpyBatchAsync_v2, false))
+      JUDGE_BATCH(cuMemcpyBatchAsync_v2, false), REPAIR_BATCH(cuMemcpyBatchAsync_v2, false))
 BATCH(cuMemcpyBatchAsync_v2_ptsz, true, BATCH_PARAMS(), BATCH_ARGS(),
-      JUDGE_BATCH(cuMemcpyBatchAsync_v2_ptsz, true))
+      JUDGE_BATCH(cuMemcpyBatchAsync_v2_ptsz, true), REPAIR_BATCH(cuMemcpyBatchAsync_v2_ptsz, true))
 #define BATCH3D_PARAMS(...)                                                                        \
   (size_t numOps, CUDA_MEMCPY3D_BATCH_OP * opList, __VA_ARGS__ unsigned long long flags,           \
    CUstream hStream)
 #define BATCH3D_ARGS(...) (numOps, opList, __VA_ARGS__ flags, hStream)
 #define JUDGE_BATCH3D(Name, PerThread) on_batch_3d(#Name, hStream, PerThread, opList, numOps)
+#define REPAIR_BATCH3D(Name, PerThread) repair_batch_3d(#Name, hStream, PerThread, opList, numOps)
 BATCH(cuMemcpy3DBatchAsync, false, BATCH3D_PARAMS(size_t *failIdx, ), BATCH3D_ARGS(failIdx, ),
-      JUDGE_BATCH3D(cuMemcpy3DBatchAsync, false))
+      JUDGE_BATCH3D(cuMemcpy3DBatchAsync, false), REPAIR_BATCH3D(cuMemcpy3DBatchAsync, false))
 BATCH(cuMemcpy3DBatchAsync_ptsz, true, BATCH3D_PARAMS(size_t *failIdx, ), BATCH3D_ARGS(failIdx, ),
-      JUDGE_BATCH3D(cuMemcpy3DBatchAsync_ptsz, true))
+      JUDGE_BATCH3D(cuMemcpy3DBatchAsync_ptsz, true),
+      REPAIR_BATCH3D(cuMemcpy3DBatchAsync_ptsz, true))
 BATCH(cuMemcpy3DBatchAsync_v2, false, BATCH3D_PARAMS(), BATCH3D_ARGS(),
-      JUDGE_BATCH3D(cuMemcpy3DBatchAsync_v2, false))
+      JUDGE_BATCH3D(cuMemcpy3DBatchAsync_v2, false), REPAIR_BATCH3D(cuMemcpy3DBatchAsync_v2, false))
 BATCH(cuMemcpy3DBatchAsync_v2_ptsz, true, BATCH3D_PARAMS(), BATCH3D_ARGS(),
-      JUDGE_BATCH3D(cuMemcpy3DBatchAsync_v2_ptsz, true))
+      JUDGE_BATCH3D(cuMemcpy3DBatchAsync_v2_ptsz, true),
+      REPAIR_BATCH3D(cuMemcpy3DBatchAsync_v2_ptsz, true))
 
 /* ---- synchronous copies and sets ----
  * An operation on the legacy stream (the thread's own default stream for

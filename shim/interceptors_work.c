@@ -20,13 +20,13 @@
 #define LAUNCH(Name, PerThread, Params, Args, Func, Stream, KernelParams, Extra)                   \
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
-    if (AC_UNLIKELY(ac_opts.on_error == AC_ON_ERROR_REPAIR))                                       \
-      ac_repair_launch_order(Func, Stream, PerThread, KernelParams, Extra);                        \
+    AC_REPAIR_BEFORE(ac_repair_launch_order(Func, Stream, PerThread, KernelParams, Extra));        \
     CUresult r = ac_real.Name Args;                                                                \
     struct ac_launch_dims dims = {                                                                 \
         {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ}, sharedMemBytes};        \
     if (r == CUDA_SUCCESS)                                                                         \
       ac_on_launch(#Name, Func, &dims, Stream, PerThread, KernelParams, Extra);                    \
+    AC_REPAIR_AFTER();                                                                             \
     return r;                                                                                      \
   }
 LAUNCH(cuLaunchKernel, false, AC_LAUNCH_PARAMS, AC_LAUNCH_ARGS, f, hStream, kernelParams, extra)
@@ -40,15 +40,16 @@ LAUNCH(cuLaunchCooperativeKernel_ptsz, true, AC_COOP_PARAMS, AC_COOP_ARGS, f, hS
   AC_EXPORT CUresult Name(const CUlaunchConfig *config, CUfunction f, void **kernelParams,         \
                           void **extra) {                                                          \
     AC_START_OR_FAIL(Name);                                                                        \
-    if (AC_UNLIKELY(ac_opts.on_error == AC_ON_ERROR_REPAIR))                                       \
-      ac_repair_launch_order(f, config->hStream, PerThread, kernelParams, extra);                  \
+    AC_REPAIR_BEFORE(ac_repair_launch_order(f, config->hStream, PerThread, kernelParams, extra));  \
     CUresult r = ac_real.Name(config, f, kernelParams, extra);                                     \
-    if (r != CUDA_SUCCESS) return r;                                                               \
-    ac_on_launch_events(config, PerThread);                                                        \
-    struct ac_launch_dims dims = {{config->gridDimX, config->gridDimY, config->gridDimZ},          \
-                                  {config->blockDimX, config->blockDimY, config->blockDimZ},       \
-                                  config->sharedMemBytes};                                         \
-    ac_on_launch(#Name, f, &dims, config->hStream, PerThread, kernelParams, extra);                \
+    if (r == CUDA_SUCCESS) {                                                                       \
+      ac_on_launch_events(config, PerThread);                                                      \
+      struct ac_launch_dims dims = {{config->gridDimX, config->gridDimY, config->gridDimZ},        \
+                                    {config->blockDimX, config->blockDimY, config->blockDimZ},     \
+                                    config->sharedMemBytes};                                       \
+      ac_on_launch(#Name, f, &dims, config->hStream, PerThread, kernelParams, extra);              \
+    }                                                                                              \
+    AC_REPAIR_AFTER();                                                                             \
     return r;                                                                                      \
   }
 LAUNCH_EX(cuLaunchKernelEx, false)
@@ -57,8 +58,10 @@ LAUNCH_EX(cuLaunchKernelEx_ptsz, true)
 #define GRAPH_LAUNCH(Name, PerThread)                                                              \
   AC_EXPORT CUresult Name(CUgraphExec hGraphExec, CUstream hStream) {                              \
     AC_START_OR_FAIL(Name);                                                                        \
+    AC_REPAIR_BEFORE(ac_repair_graph_order(hGraphExec, hStream, PerThread));                       \
     CUresult r = ac_real.Name(hGraphExec, hStream);                                                \
     if (r == CUDA_SUCCESS) ac_on_graph_launch(#Name, hGraphExec, hStream, PerThread);              \
+    AC_REPAIR_AFTER();                                                                             \
     return r;                                                                                      \
   }
 GRAPH_LAUNCH(cuGraphLaunch, false)
@@ -145,10 +148,10 @@ CALLBACK(cuStreamAddCallback_ptsz, true)
 #define VALUE_OP(Name, PerThread, Params)                                                          \
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
-    if (AC_UNLIKELY(ac_opts.on_error == AC_ON_ERROR_REPAIR))                                       \
-      ac_repair_copy_order(#Name, stream, PerThread, addr, 0);                                     \
+    AC_REPAIR_BEFORE(ac_repair_copy_order(#Name, stream, PerThread, addr, 0));                     \
     CUresult r = ac_real.Name AC_VALUE_ARGS;                                                       \
     if (r == CUDA_SUCCESS) ac_on_copy(#Name, stream, PerThread, addr, 0);                          \
+    AC_REPAIR_AFTER();                                                                             \
     return r;                                                                                      \
   }
 VALUE_OP(cuStreamWaitValue32, false, AC_VALUE32_PARAMS)
@@ -182,6 +185,14 @@ static CUdeviceptr batch_op_address(const CUstreamBatchMemOpParams *op) {
   }
 }
 
+/* Under --on-error repair, before the batch: each operation ordered. */
+static void repair_batch_mem_op(const char *api, CUstream stream, bool per_thread, unsigned count,
+                                const CUstreamBatchMemOpParams *ops) {
+  for (unsigned i = 0; ops && i < count; i++)
+    if (batch_op_address(&ops[i]))
+      ac_repair_copy_order(api, stream, per_thread, batch_op_address(&ops[i]), 0);
+}
+
 /* A batch: each operation with an address is judged in the batch's stream;
  * a batch without one is still an operation of the stream. */
 static void on_batch_mem_op(const char *api, CUstream stream, bool per_thread, unsigned count,
@@ -199,8 +210,10 @@ static void on_batch_mem_op(const char *api, CUstream stream, bool per_thread, u
 #define BATCH_OP(Name, PerThread)                                                                  \
   AC_EXPORT CUresult Name AC_BATCH_OP_PARAMS {                                                     \
     AC_START_OR_FAIL(Name);                                                                        \
+    AC_REPAIR_BEFORE(repair_batch_mem_op(#Name, stream, PerThread, count, paramArray));            \
     CUresult r = ac_real.Name AC_BATCH_OP_ARGS;                                                    \
     if (r == CUDA_SUCCESS) on_batch_mem_op(#Name, stream, PerThread, count, paramArray);           \
+    AC_REPAIR_AFTER();                                                                             \
     return r;                                                                                      \
   }
 BATCH_OP(cuStreamBatchMemOp, false)

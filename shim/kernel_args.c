@@ -345,12 +345,9 @@ void ac_on_launch(const char *api, CUfunction f, const struct ac_launch_dims *di
   }
   if (l.layout) ac_history_note_kernel(ac_model, l.stream, slot.seq, l.layout->name);
   ac_work_finish(&l, &slot);
-  ac_repair_work_done();
 }
 
-/* A probe's frame (--on-error repair): the model lock taken, the stream
- * resolved, nothing recorded; true when there is memory to judge. */
-static bool probe_begin(struct ac_gpu_work *l, CUstream stream, bool per_thread) {
+bool ac_work_probe_begin(struct ac_gpu_work *l, CUstream stream, bool per_thread) {
   l->n = l->judged_n = 0;
   l->graph = false;
   l->probe = true;
@@ -361,7 +358,7 @@ static bool probe_begin(struct ac_gpu_work *l, CUstream stream, bool per_thread)
   return l->stream && !l->stream->capturing && ac_model_alloc_count(ac_model) > 0;
 }
 
-static bool probe_end(struct ac_gpu_work *l) {
+bool ac_work_probe_end(struct ac_gpu_work *l) {
   ac_model_leave_as_is(); /* nothing changed */
   return l->n > 0;
 }
@@ -372,11 +369,11 @@ bool ac_launch_probe(struct ac_gpu_work *l, CUfunction f, CUstream stream, bool 
   if (!l->layout || !l->layout->known) return false;
   l->operation = AC_WORK_KERNEL;
   l->host_is_legal = ac_concurrent_semantics();
-  if (probe_begin(l, stream, per_thread)) {
+  if (ac_work_probe_begin(l, stream, per_thread)) {
     scan_arguments(l, params, extra);
     scan_module_variables(l);
   }
-  return probe_end(l);
+  return ac_work_probe_end(l);
 }
 
 /* What an asynchronous copy-like call is, by its entry point's name. */
@@ -405,7 +402,6 @@ void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst
   /* The driver copies HOST-attached memory itself: only AC301 applies. */
   if (ac_work_begin(&l, api, stream, per_thread, true, &slot)) judge_operands(&l, dst, src);
   ac_work_finish(&l, &slot);
-  ac_repair_work_done();
 }
 
 bool ac_copy_probe(struct ac_gpu_work *l, const char *api, CUstream stream, bool per_thread,
@@ -413,8 +409,8 @@ bool ac_copy_probe(struct ac_gpu_work *l, const char *api, CUstream stream, bool
   l->layout = NULL;
   l->operation = copy_operation(api);
   l->host_is_legal = true;
-  if (probe_begin(l, stream, per_thread)) judge_operands(l, dst, src);
-  return probe_end(l);
+  if (ac_work_probe_begin(l, stream, per_thread)) judge_operands(l, dst, src);
+  return ac_work_probe_end(l);
 }
 
 /* The module's kernels end: the driver may give their handles again for

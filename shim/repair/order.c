@@ -89,15 +89,18 @@ static __thread struct ac_gpu_work probed; /* large: 8 findings */
 
 void ac_repair_launch_order(CUfunction func, CUstream stream, bool per_thread, void **params,
                             void **extra) {
-  ordered_n = 0;
   if (repairing_here() && ac_launch_probe(&probed, func, stream, per_thread, params, extra))
     order_work(&probed, stream, per_thread);
 }
 
 void ac_repair_copy_order(const char *api, CUstream stream, bool per_thread, uintptr_t dst,
                           uintptr_t src) {
-  ordered_n = 0;
   if (repairing_here() && ac_copy_probe(&probed, api, stream, per_thread, dst, src))
+    order_work(&probed, stream, per_thread);
+}
+
+void ac_repair_graph_order(CUgraphExec exec, CUstream stream, bool per_thread) {
+  if (repairing_here() && ac_graph_launch_probe(&probed, exec, stream, per_thread))
     order_work(&probed, stream, per_thread);
 }
 

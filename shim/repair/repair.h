@@ -55,17 +55,28 @@ bool ac_repair_attach_wanted(const struct ac_finding *f);
  * to wait for the work of f's busy stream. True when it was. */
 bool ac_repair_attach_order(const struct ac_finding *f, CUstream stream, bool per_thread);
 
-/* Before a launch, or an asynchronous copy, set or stream memory operation
- * (api), is forwarded (normal context, no lock held), under --on-error
- * repair: its stream is made to wait for the work of each stream that memory
- * it is given is single-attached to (AC301). Its AC301 findings then say so
- * (ac_repair_work_ordered) until ac_repair_work_done. */
+/* Before a launch, an asynchronous copy, set or stream memory operation
+ * (api), or a graph launch is forwarded (normal context, no lock held), under
+ * --on-error repair: its stream is made to wait for the work of each stream
+ * that memory it is given is single-attached to (AC301). Its AC301 findings
+ * then say so (ac_repair_work_ordered) until the wrapper calls
+ * ac_repair_work_done; a batch asks for each of its operations first. */
 void ac_repair_launch_order(CUfunction func, CUstream stream, bool per_thread, void **params,
                             void **extra);
 void ac_repair_copy_order(const char *api, CUstream stream, bool per_thread, uintptr_t dst,
                           uintptr_t src);
+void ac_repair_graph_order(CUgraphExec exec, CUstream stream, bool per_thread);
 bool ac_repair_work_ordered(const struct ac_finding *f);
 void ac_repair_work_done(void);
+
+/* A wrapper's frame under --on-error repair: Order (an ac_repair_*_order
+ * call) before the call is forwarded, and the marks its findings read
+ * cleared after they were made. */
+#define AC_REPAIR_BEFORE(Order)                                                                    \
+  bool ac_repairing_ = AC_UNLIKELY(ac_opts.on_error == AC_ON_ERROR_REPAIR);                        \
+  if (ac_repairing_) Order
+#define AC_REPAIR_AFTER()                                                                          \
+  if (ac_repairing_) ac_repair_work_done()
 
 /* Normal context: a repair given up since last asked is reported (the
  * reporter thread, or the exit's drain, call it). */

@@ -153,6 +153,25 @@ static void graph_foreign(void) {
   EXPECT_RC(cuGraphExecDestroy(exec), CUDA_SUCCESS);
 }
 
+/* The same pattern as foreign_then_sync_launcher, by a graph launch. */
+static void graph_foreign_then_sync(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  CUgraphExec exec = captured_graph(t, m);
+  launch_use(s, m);
+  EXPECT_RC(cuGraphLaunch(exec, t), CUDA_SUCCESS); /* AC301 */
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+  sink = *(volatile int *)m; /* AC201 unless the graph launch was ordered after s's kernel */
+  EXPECT_RC(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+}
+/* A batch of copies into s's memory, the same pattern. */
+static void batch_foreign_then_sync(void) {
+  attach_sync(s, m, CU_MEM_ATTACH_SINGLE);
+  launch_use(s, m);
+  EXPECT_RC(batch_into(m, t), CUDA_SUCCESS); /* AC301 */
+  EXPECT_RC(cu.cuStreamSynchronize(t), CUDA_SUCCESS);
+  sink = *(volatile int *)m; /* AC201 unless the batch was ordered after s's kernel */
+}
+
 /* A handle the driver gives again after an unload names another kernel: its
  * layout is learned anew, so the second pointer (the foreign one) is seen. */
 static const char ptx_one[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -258,6 +277,8 @@ static const struct scenario_case cases[] = {
     {"plain_arg_foreign", plain_arg_foreign},
     {"foreign_then_sync_launcher", foreign_then_sync_launcher},
     {"copy_foreign_then_sync", copy_foreign_then_sync},
+    {"graph_foreign_then_sync", graph_foreign_then_sync},
+    {"batch_foreign_then_sync", batch_foreign_then_sync},
     {"struct_arg_foreign", struct_arg_foreign},
     {"offset_inside", offset_inside},
     {"extra_buffer", extra_buffer},
