@@ -185,11 +185,13 @@ void ac_repair_start(void) {
   if (ac_own_thread_start(repairer)) __atomic_store_n(&running, 1, __ATOMIC_RELEASE);
 }
 
+/* The repairer did not survive the fork, and the child needs none: the page
+ * guard protects nothing in a forked child (it cannot use the parent's CUDA
+ * context), so no access there waits. */
 void ac_repair_after_fork_child(void) {
   for (int i = 0; i < SLOTS; i++)
     slots[i].state = FREE;
   __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
-  if (!__atomic_load_n(&given_up, __ATOMIC_ACQUIRE)) ac_repair_start();
 }
 
 /* ---- the faulting thread's side (async-signal-safe) ---- */

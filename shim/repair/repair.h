@@ -84,7 +84,8 @@ void ac_repair_report_given_up(void);
 
 /* Start-up, when --on-error repair: the repairer thread. */
 void ac_repair_start(void);
-/* In a forked child: the repairer did not survive; a new one. */
+/* In a forked child: the repairer did not survive, and no access of the
+ * child's is held (the guard protects nothing there). */
 void ac_repair_after_fork_child(void);
 
 #endif
