@@ -155,7 +155,12 @@ void ac_guard_repair_in_handler(uintptr_t a, enum ac_rule_id repair) {
   if (repair == AC_RULE_COUNT) return;
   AC_ASSERT_MODEL_HELD();
   ac_model_leave_as_is(); /* the repairer takes it, through the shim's wrappers */
+  /* Parked while it waits, as in a blocking call: it runs none of the
+   * program's code, so the transitions the repair makes do not count it as
+   * a thread whose keys disagree; its frame catches up after. */
+  ac_guard_park();
   ac_repair_cpu_access_in_handler(a, repair);
+  ac_guard_unpark();
   ac_model_enter();
 }
 
