@@ -54,11 +54,16 @@ enum fake_profile fake_profile(void);
 /* Managed memory mapped at base (len bytes) or unmapped; fake_lock held. */
 void fake_managed_mapped(uintptr_t base, size_t len);
 void fake_managed_unmapped(uintptr_t base);
-/* Work was enqueued behind pending work; the host synchronised and work_pending
- * says whether any is still pending. The tegra profile takes managed memory
- * from the CPU between the two. */
-void fake_work_pending(void);
-void fake_host_synchronized(bool work_pending);
+/* The tegra profile's ownership of managed memory (fake_lock held): stream
+ * got work (a kernel, a host function); the host saw its work complete, or
+ * every stream's (a context synchronisation); an allocation was made or
+ * attached anew. Nothing but under the tegra profile. */
+void fake_tegra_active(const void *stream);
+void fake_tegra_idle(const void *stream);
+void fake_tegra_all_idle(void);
+void fake_tegra_changed(void);
+/* A kernel enqueued on stream h (fake_stream.c). */
+CUresult fake_enqueue_kernel(CUstream h, bool per_thread_entry);
 
 /* ---- memory (fake_memory.c) ---- */
 enum fake_mem_kind { FAKE_MANAGED, FAKE_DEVICE, FAKE_PINNED };
@@ -70,11 +75,14 @@ struct fake_alloc {
   size_t size;
   enum fake_mem_kind kind;
   unsigned assoc;
+  const void *stream; /* CU_MEM_ATTACH_SINGLE's stream */
   enum fake_mapping mapping;
   bool ipc_opened; /* by cuIpcOpenMemHandle: ended by cuIpcCloseMemHandle */
   struct fake_alloc *next, *prev;
   UT_hash_handle hh; /* by base: records never overlap, so a base names one */
 };
+/* fn for each allocation. Caller holds fake_lock. */
+void fake_for_each_alloc(void (*fn)(const struct fake_alloc *a, void *ctx), void *ctx);
 /* The allocation holding addr, or NULL. Caller holds fake_lock. */
 struct fake_alloc *fake_find_alloc(uintptr_t addr);
 CUresult fake_alloc_managed(CUdeviceptr *dptr, size_t bytes, unsigned assoc);

@@ -60,6 +60,11 @@ static CUresult record(uintptr_t base, size_t size, enum fake_mem_kind kind, uns
                                                                        : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+void fake_for_each_alloc(void (*fn)(const struct fake_alloc *a, void *ctx), void *ctx) {
+  for (struct fake_alloc *a = allocs; a; a = a->next)
+    fn(a, ctx);
+}
+
 /* A base is found at once (a program passing the pointers it got, as most
  * calls do, costs what it does with the real driver, whatever is alive);
  * an address inside an allocation is searched for. */
@@ -140,6 +145,7 @@ CUresult fake_alloc_managed(CUdeviceptr *dptr, size_t bytes, unsigned assoc) {
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult r = record(p, bytes, FAKE_MANAGED, assoc);
   if (r == CUDA_SUCCESS) *dptr = p;
+  fake_tegra_changed(); /* globally attached: the GPU's while any stream works */
   return r;
 }
 

@@ -321,11 +321,9 @@ static CUresult launch_with(CUfunction f, CUstream h, bool pt, void **params) {
   struct fake_function *fn = function_of(f);
   if (!fn) return CUDA_ERROR_INVALID_HANDLE;
   if (fake_capture_kernel(h, pt, f, params, fn->count, fn->size)) return CUDA_SUCCESS;
-  CUresult r = fake_enqueue_work(h, pt);
-  /* A Jetson's GPU owns all managed memory from a launch until the host
-   * synchronises, though the kernel here completed at once (fake_profile.c). */
-  if (r == CUDA_SUCCESS) fake_work_pending();
-  return r;
+  /* A Jetson's GPU owns the memory the stream may use from a launch until the
+   * host synchronises, though the kernel here completes at once. */
+  return fake_enqueue_kernel(h, pt);
 }
 
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,

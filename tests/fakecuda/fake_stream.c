@@ -83,9 +83,11 @@ static struct host_task *tasks_head, *tasks_tail;
 static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
 static unsigned host_functions_pending; /* on every stream */
 
-/* The host observed completion; caller holds fake_lock. */
-static void host_synchronized(void) {
-  fake_host_synchronized(host_functions_pending != 0);
+/* The host observed that s's work up to seq completed (caller holds
+ * fake_lock): on a Jetson the GPU gives back what s may use, if nothing was
+ * enqueued after. */
+static void host_saw(struct fake_stream *s, uint64_t seq) {
+  if (s->pending_host_functions == 0 && seq >= s->enqueued) fake_tegra_idle(s);
 }
 
 bool fake_stream_is_null(CUstream h, bool per_thread_entry) {
@@ -159,6 +161,17 @@ static uint64_t enqueue(struct fake_stream *s) {
   return s->enqueued;
 }
 
+CUresult fake_enqueue_kernel(CUstream h, bool per_thread_entry) {
+  pthread_mutex_lock(&fake_lock);
+  struct fake_stream *s = fake_stream_checked(h, per_thread_entry);
+  if (!s->capture) {
+    enqueue(s);
+    fake_tegra_active(s);
+  }
+  pthread_mutex_unlock(&fake_lock);
+  return CUDA_SUCCESS;
+}
+
 CUresult fake_enqueue_work(CUstream h, bool per_thread_entry) {
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, per_thread_entry);
@@ -187,7 +200,7 @@ static CUresult enqueue_host_function(CUstream h, bool per_thread_entry, CUhostF
   }
   s->pending_host_functions++;
   host_functions_pending++;
-  fake_work_pending();
+  fake_tegra_active(s);
   t->stream = s;
   t->seq = enqueue(s);
   t->fn = fn;
@@ -304,7 +317,7 @@ static CUresult stream_synchronize(CUstream h, bool pt) {
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, pt);
   wait_for(s, s->enqueued);
-  host_synchronized();
+  host_saw(s, s->enqueued);
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
@@ -320,7 +333,7 @@ static CUresult stream_query(CUstream h, bool pt) {
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = fake_stream_checked(h, pt);
   CUresult r = s->completed == s->enqueued ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-  if (r == CUDA_SUCCESS) host_synchronized();
+  if (r == CUDA_SUCCESS) host_saw(s, s->enqueued);
   pthread_mutex_unlock(&fake_lock);
   return r;
 }
@@ -338,7 +351,7 @@ FAKE_EXPORT CUresult cuCtxSynchronize(void) {
     pthread_cond_wait(&progress, &fake_lock);
   for (struct fake_stream *s = live_streams; s; s = s->next)
     wait_for(s, s->enqueued);
-  host_synchronized();
+  fake_tegra_all_idle();
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
@@ -470,7 +483,8 @@ FAKE_EXPORT CUresult cuEventSynchronize(CUevent h) {
   pthread_mutex_lock(&fake_lock);
   for (size_t i = 0; i < e->count; i++)
     wait_for(e->at[i].stream, e->at[i].seq);
-  host_synchronized();
+  for (size_t i = 0; i < e->count; i++)
+    host_saw(e->at[i].stream, e->at[i].seq);
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }
@@ -480,7 +494,8 @@ FAKE_EXPORT CUresult cuEventQuery(CUevent h) {
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
   pthread_mutex_lock(&fake_lock);
   CUresult r = event_complete(e) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-  if (r == CUDA_SUCCESS) host_synchronized();
+  for (size_t i = 0; r == CUDA_SUCCESS && i < e->count; i++)
+    host_saw(e->at[i].stream, e->at[i].seq);
   pthread_mutex_unlock(&fake_lock);
   return r;
 }
@@ -665,8 +680,9 @@ static CUresult attach(CUstream h, CUdeviceptr dptr, size_t length, unsigned fla
     r = CUDA_ERROR_INVALID_VALUE;
   } else {
     struct fake_alloc *a = fake_find_alloc(dptr);
-    if (a) a->assoc = flags;
+    if (a) a->assoc = flags, a->stream = flags == CU_MEM_ATTACH_SINGLE ? s : NULL;
     enqueue(s);
+    fake_tegra_changed();
   }
   pthread_mutex_unlock(&fake_lock);
   return r;
@@ -686,7 +702,7 @@ CUresult fake_sync_work(bool per_thread) {
   pthread_mutex_lock(&fake_lock);
   struct fake_stream *s = per_thread ? &per_thread_stream : &legacy_stream;
   wait_for(s, enqueue(s));
-  host_synchronized();
+  host_saw(s, s->enqueued);
   pthread_mutex_unlock(&fake_lock);
   return CUDA_SUCCESS;
 }

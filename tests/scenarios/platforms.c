@@ -102,6 +102,33 @@ static void touch_global_launched(void) {
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
 }
 
+/* What a Jetson lets the CPU touch while a kernel runs: memory attached to
+ * the host, and memory single-attached to a stream with no work, while
+ * another stream works (the right cases beside touch_launched). */
+static void host_attached_while_launched(void) {
+  CUdeviceptr h;
+  EXPECT_RC(cu.cuMemAllocManaged(&h, 4096, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+  launch_add_one(m + 64);
+  *(volatile int *)h = 42; /* legal: the GPU never owns host-attached memory */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemFree(h), CUDA_SUCCESS);
+}
+
+static void single_idle_while_other_launched(void) {
+  CUstream idle;
+  CUdeviceptr other;
+  EXPECT_RC(cu.cuStreamCreate(&idle, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&other, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamAttachMemAsync(idle, other, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(idle), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  launch_add_one(m + 64);
+  *(volatile int *)other = 42; /* legal: its stream has no work */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemFree(other), CUDA_SUCCESS);
+}
+
 /* read(2) into busy memory: EFAULT on a Jetson (the kernel finds it
  * inaccessible), unless the call waits for the work first. */
 static void read_into_launched(void) {
@@ -149,6 +176,8 @@ static const struct scenario_case cases[] = {
     {"touch_global_busy", touch_global_busy},
     {"touch_after_sync", touch_after_sync},
     {"touch_launched", touch_launched},
+    {"host_attached_while_launched", host_attached_while_launched},
+    {"single_idle_while_other_launched", single_idle_while_other_launched},
     {"touch_global_launched", touch_global_launched},
     {"read_into_launched", read_into_launched},
     {"touch_held", touch_held},
