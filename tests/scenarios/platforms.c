@@ -9,7 +9,10 @@
  * must be, so the program holds over the real driver of any device.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,6 +132,55 @@ static void single_idle_while_other_launched(void) {
   EXPECT_RC(cu.cuMemFree(other), CUDA_SUCCESS);
 }
 
+/* Many threads repaired at once, while a timer's signal interrupts their
+ * waits: each of 8 threads, 100 times, launches on its own stream and writes
+ * the memory attached to it before synchronising (AC201, one finding: one
+ * place), and every write must land. The repairs' table, their futex waits
+ * (interrupted, they wait again) and the repairer's synchronisations all
+ * take part; without repair on a Jetson the first write kills the process. */
+#define STORM_THREADS 8
+#define STORM_ROUNDS 100
+static volatile int ticks;
+static void tick(int sig) {
+  (void)sig;
+  ticks++;
+}
+static void *storm_thread(void *arg) {
+  CUcontext ctx = arg;
+  CUstream own;
+  CUdeviceptr mine;
+  EXPECT_RC(cu.cuCtxSetCurrent(ctx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamCreate(&own, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&mine, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamAttachMemAsync(own, mine, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(own), CUDA_SUCCESS);
+  void *args[] = {&mine};
+  for (int i = 0; i < STORM_ROUNDS; i++) {
+    EXPECT_RC(cu.cuLaunchKernel(add_one, 1, 1, 1, 1, 1, 1, 0, own, args, NULL), CUDA_SUCCESS);
+    ((volatile int *)mine)[1] = i; /* AC201 */
+    EXPECT_RC(cu.cuStreamSynchronize(own), CUDA_SUCCESS);
+    if (((volatile int *)mine)[1] != i) __atomic_add_fetch(&failures, 1, __ATOMIC_RELAXED);
+  }
+  EXPECT_RC(cu.cuMemFree(mine), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamDestroy(own), CUDA_SUCCESS);
+  return NULL;
+}
+static void repair_storm(void) {
+  CUcontext ctx;
+  EXPECT_RC(cu.cuCtxGetCurrent(&ctx), CUDA_SUCCESS);
+  struct sigaction sa = {.sa_handler = tick, .sa_flags = SA_RESTART};
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval every = {{0, 500}, {0, 500}};
+  setitimer(ITIMER_REAL, &every, NULL);
+  pthread_t t[STORM_THREADS];
+  for (int i = 0; i < STORM_THREADS; i++)
+    pthread_create(&t[i], NULL, storm_thread, ctx);
+  for (int i = 0; i < STORM_THREADS; i++)
+    pthread_join(t[i], NULL);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+}
+
 /* read(2) into busy memory: EFAULT on a Jetson (the kernel finds it
  * inaccessible), unless the call waits for the work first. */
 static void read_into_launched(void) {
@@ -176,6 +228,7 @@ static const struct scenario_case cases[] = {
     {"touch_global_busy", touch_global_busy},
     {"touch_after_sync", touch_after_sync},
     {"touch_launched", touch_launched},
+    {"repair_storm", repair_storm},
     {"host_attached_while_launched", host_attached_while_launched},
     {"single_idle_while_other_launched", single_idle_while_other_launched},
     {"touch_global_launched", touch_global_launched},
