@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -181,6 +182,24 @@ static void repair_storm(void) {
   setitimer(ITIMER_REAL, &off, NULL);
 }
 
+/* A read right after the launch (AC201): on a GPU it sees the value before
+ * the kernel's add, unless the read waited for the kernel - which, with
+ * PLATFORMS_EXPECT_WAITED set (the --on-error repair rows), it must have:
+ * it then equals what the synchronisation shows. Over the stand-in no kernel
+ * runs, so both are what was there. */
+static void read_after_launch(void) {
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s, m, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  *(volatile int *)m = 0;
+  launch_add_one(m);
+  int seen = *(volatile int *)m; /* AC201 */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  int after = *(volatile int *)m;
+  printf("platforms: read %d right after the launch, %d after the synchronisation\n", seen, after);
+  if (getenv("PLATFORMS_EXPECT_WAITED") && seen != after)
+    failures++, fprintf(stderr, "platforms: the read did not wait for the kernel\n");
+}
+
 /* read(2) into busy memory: EFAULT on a Jetson (the kernel finds it
  * inaccessible), unless the call waits for the work first. */
 static void read_into_launched(void) {
@@ -228,6 +247,7 @@ static const struct scenario_case cases[] = {
     {"touch_global_busy", touch_global_busy},
     {"touch_after_sync", touch_after_sync},
     {"touch_launched", touch_launched},
+    {"read_after_launch", read_after_launch},
     {"repair_storm", repair_storm},
     {"host_attached_while_launched", host_attached_while_launched},
     {"single_idle_while_other_launched", single_idle_while_other_launched},
