@@ -101,6 +101,7 @@ void ac_guard_drain(void) {
   static struct ac_finding batch[RING_SIZE];
   size_t n;
   unsigned long lost;
+  ac_repair_report_given_up(); /* at exit too: the reporter may not have run since */
   if (!anything_to_drain()) return;
   ac_lock(AC_LOCK_drain);
   ac_model_enter();

@@ -38,7 +38,12 @@
  * threads keep giving it work) is given up. */
 #define MAX_WAITS 64
 
-enum slot_state { FREE, FILLING, ASKED, SERVING, MADE, NOT_MADE, ABANDONED };
+/* A slot's life: FREE -> FILLING (a faulting thread claimed it) -> ASKED ->
+ * SERVING (the repairer took it) -> TELLING (the repair is made or not, its
+ * record being written: the waiter no longer gives it up) -> MADE or
+ * NOT_MADE -> FREE (the waiter). A waiter that times out while the slot is
+ * ASKED or SERVING turns it ABANDONED, and the repairer frees it. */
+enum slot_state { FREE, FILLING, ASKED, SERVING, TELLING, MADE, NOT_MADE, ABANDONED };
 
 struct request {
   unsigned state; /* enum slot_state, atomic; a futex for the waiter */
@@ -144,21 +149,23 @@ static void futex_wake(unsigned *word) {
   syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 }
 
+/* The record is written before the waiter goes on: the program may end
+ * right after its access, and the repair must be in the report. */
 static void serve(struct request *r) {
   double started = now_seconds();
   unsigned waits;
   const char *why = repair(r->addr, &waits);
-  enum ac_rule_id rule = r->rule;
   unsigned serving = SERVING;
-  if (!__atomic_compare_exchange_n(&r->state, &serving, why ? NOT_MADE : MADE, false,
-                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+  if (!__atomic_compare_exchange_n(&r->state, &serving, TELLING, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
     /* The waiter gave up and went on unrepaired (its record says so): the
      * slot is ours to free, and nothing was repaired. */
     __atomic_store_n(&r->state, FREE, __ATOMIC_RELEASE);
     return;
   }
+  tell(r->rule, waits, now_seconds() - started, why);
+  __atomic_store_n(&r->state, why ? NOT_MADE : MADE, __ATOMIC_RELEASE);
   futex_wake(&r->state);
-  tell(rule, waits, now_seconds() - started, why);
 }
 
 static void *repairer(void *unused) {
@@ -213,13 +220,13 @@ static unsigned await(struct request *r) {
     unsigned st = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
     if (st == MADE || st == NOT_MADE) return st;
     double left = deadline - now_seconds();
-    if (left <= 0) {
+    if (left <= 0 && st != TELLING) {
       if (__atomic_compare_exchange_n(&r->state, &st, ABANDONED, false, __ATOMIC_ACQ_REL,
                                       __ATOMIC_ACQUIRE))
         return ABANDONED;
       continue; /* answered meanwhile */
     }
-    if (left > 0.1) left = 0.1;
+    if (left > 0.1 || left <= 0) left = 0.1; /* TELLING: a record being written */
     struct timespec step = {0, (long)(left * 1e9)};
     syscall(SYS_futex, &r->state, FUTEX_WAIT_PRIVATE, st, &step, NULL, 0);
   }
