@@ -17,7 +17,8 @@
  * A wait that does not end within --repair-wait seconds is given up by the
  * faulting thread, which lets the access through unrepaired; the repairer,
  * still blocked in the driver, serves no one any more, so repair is off for
- * the rest of the process, and the reporter says so.
+ * the rest of the process, and the reporter says so. What the driver must do
+ * for this to hold: docs/driver-facts.md, "What --on-error repair relies on".
  */
 #define _GNU_SOURCE
 #include <linux/futex.h>

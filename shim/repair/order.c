@@ -9,7 +9,8 @@
  *          there, so the finding stands).
  * The event calls go through the shim's own wrappers, so the model learns the
  * order exactly as from the program's calls. Normal context: the calling
- * thread does it, with no lock held.
+ * thread does it, with no lock held. What the driver must do for this to
+ * hold: docs/driver-facts.md, "What --on-error repair relies on".
  */
 #include "gpu_work.h"
 #include "repair.h"
