@@ -86,21 +86,26 @@ static void order_work(const struct ac_gpu_work *l, CUstream stream, bool per_th
   }
 }
 
-static __thread struct ac_gpu_work probed; /* large: 8 findings */
+/* The probes' frames are on the stack, as ac_on_launch's is (normal
+ * context): a thread-local one would cost every thread of every program its
+ * 14 KiB of static TLS, repair or not. */
 
 void ac_repair_launch_order(CUfunction func, CUstream stream, bool per_thread, void **params,
                             void **extra) {
+  struct ac_gpu_work probed;
   if (repairing_here() && ac_launch_probe(&probed, func, stream, per_thread, params, extra))
     order_work(&probed, stream, per_thread);
 }
 
 void ac_repair_copy_order(const char *api, CUstream stream, bool per_thread, uintptr_t dst,
                           uintptr_t src) {
+  struct ac_gpu_work probed;
   if (repairing_here() && ac_copy_probe(&probed, api, stream, per_thread, dst, src))
     order_work(&probed, stream, per_thread);
 }
 
 void ac_repair_graph_order(CUgraphExec exec, CUstream stream, bool per_thread) {
+  struct ac_gpu_work probed;
   if (repairing_here() && ac_graph_launch_probe(&probed, exec, stream, per_thread))
     order_work(&probed, stream, per_thread);
 }
