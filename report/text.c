@@ -306,7 +306,6 @@ static void write_host_access(struct out *o, const json_t *f) {
   write_busy(o, "busy:  ", json_object_get(f, "busy"));
   write_memory(o, f, "memory:", str(a, "address"));
   write_repair(o, f);
-  if (json_object_get(f, "repair")) line(o, "  repair: %s (--on-error repair)", str(f, "repair"));
 }
 
 static const struct {

@@ -110,6 +110,10 @@ def meaningless(f, block, result, article):
         problems.append("text: a call's arguments or driver answer on a " + kind)
     if re.search(r"has 0 operations|0x0\b(?! \(NULL)", block) and f.get("memory_kind") != "NULL":
         problems.append("text: a zero that means nothing (0x0, 0 operations)")
+    lines = [ln for ln in block.splitlines() if ln.strip()]
+    for a, b in zip(lines, lines[1:]):
+        if a == b:
+            problems.append(f"text: a line written twice: {a.strip()!r}")
     if kind != "attach" and "driver" in (result or {}).get("properties", {}):
         problems.append("SARIF: a driver answer on a " + kind)
     if kind != "attach" and re.search(r"<dt>(driver|call)</dt>", article):
@@ -122,8 +126,9 @@ def self_test():
     f = {"rule": "AC301", "kind": "launch", "api": "cuLaunchKernel", "stream": {}, "kernel": {},
          "argument": {"value": "0x10"}, "allocation": {"base": "0x10", "size": 8, "offset": 0},
          "driver": {"outcome": "returned"}}
-    found = meaningless(f, "  driver: returned CUDA_SUCCESS", {}, "<dt>driver</dt>")
-    return len(found) == 3
+    found = meaningless(f, "  driver: returned CUDA_SUCCESS\n  driver: returned CUDA_SUCCESS",
+                        {}, "<dt>driver</dt>")
+    return len(found) == 4
 
 
 # ---- normalising ----
