@@ -106,6 +106,19 @@ static void touch_global_launched(void) {
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
 }
 
+/* The kernel is given other memory: under --semantics device on a GPU with
+ * concurrent managed access the write to m races with nothing (no finding, no
+ * repair); under strict semantics, or on a Jetson, it is AC202. */
+static void touch_global_unused(void) {
+  CUdeviceptr other;
+  EXPECT_RC(cu.cuMemAllocManaged(&other, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  launch_add_one(other);
+  *(volatile int *)m = 42; /* AC202 under strict semantics */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  if (*(volatile int *)m != 42) failures++, fprintf(stderr, "platforms: the write was lost\n");
+  EXPECT_RC(cu.cuMemFree(other), CUDA_SUCCESS);
+}
+
 /* What a Jetson lets the CPU touch while a kernel runs: memory attached to
  * the host, and memory single-attached to a stream with no work, while
  * another stream works (the right cases beside touch_launched). */
@@ -252,6 +265,7 @@ static const struct scenario_case cases[] = {
     {"host_attached_while_launched", host_attached_while_launched},
     {"single_idle_while_other_launched", single_idle_while_other_launched},
     {"touch_global_launched", touch_global_launched},
+    {"touch_global_unused", touch_global_unused},
     {"read_into_launched", read_into_launched},
     {"touch_held", touch_held},
     {"pageable_with_length", pageable_with_length},
