@@ -1,11 +1,10 @@
 /* fd_gate.c - the gate of fd_gate.h: a count of holders, and a futex on it. */
 #define _GNU_SOURCE
 #include "fd_gate.h"
+#include "sys.h"
 
 #include <dlfcn.h>
-#include <linux/futex.h>
 #include <stdint.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,7 +23,7 @@ void ac_fd_gate_enter(void) {
 void ac_fd_gate_leave(void) {
   held_here--;
   if (__atomic_sub_fetch(&holders, 1, __ATOMIC_SEQ_CST) == 0)
-    syscall(SYS_futex, &holders, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+    ac_sys_futex_wake(&holders, INT32_MAX);
 }
 
 void ac_fd_gate_wait(void) {
@@ -33,7 +32,7 @@ void ac_fd_gate_wait(void) {
   for (int i = 0; i < WAIT_STEPS; i++) {
     uint32_t now = __atomic_load_n(&holders, __ATOMIC_SEQ_CST);
     if (now == 0) return;
-    syscall(SYS_futex, &holders, FUTEX_WAIT_PRIVATE, now, &step, NULL, 0);
+    ac_sys_futex_wait(&holders, now, &step);
   }
 }
 

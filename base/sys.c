@@ -6,6 +6,7 @@
 #include "fd_gate.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,4 +175,18 @@ char *ac_sys_read_small_file(const char *path, size_t max, size_t *len, char *er
   ac_sys_close(fd);
   ac_fd_gate_leave();
   return text;
+}
+
+double ac_sys_now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void ac_sys_futex_wake(void *word, int n) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+void ac_sys_futex_wait(void *word, unsigned seen, const struct timespec *timeout) {
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, seen, timeout, NULL, 0);
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 
 ssize_t ac_sys_read(int fd, void *buf, size_t n);
 ssize_t ac_sys_write(int fd, const void *buf, size_t n);
@@ -46,5 +47,11 @@ char *ac_sys_read_small_file(const char *path, size_t max, size_t *len, char *er
  * NUL: the bytes read, or -1. No allocation: async-signal-safe. The
  * descriptor gate is held while the descriptor is open (fd_gate.h). */
 ssize_t ac_sys_read_once(const char *path, char *buf, size_t size);
+/* CLOCK_MONOTONIC in seconds (async-signal-safe). */
+double ac_sys_now_seconds(void);
+/* A private futex on word: wake up to n waiters; wait while *word is seen,
+ * at most timeout (NULL: no limit). Async-signal-safe, no errno promised. */
+void ac_sys_futex_wake(void *word, int n);
+void ac_sys_futex_wait(void *word, unsigned seen, const struct timespec *timeout);
 
 #endif

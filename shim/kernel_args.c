@@ -24,6 +24,7 @@
 #include "kernel_image.h"
 #include "repair.h"
 #include "rules_device.h"
+#include "sys.h"
 
 struct module_vars {
   uintptr_t module;
@@ -37,12 +38,6 @@ static struct {
   unsigned long launches, words;
   double seconds;
 } stats;
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 void ac_kernel_args_print_stats(void) {
   if (ac_opts.verbose && stats.launches)
@@ -338,10 +333,10 @@ void ac_on_launch(const char *api, CUfunction f, const struct ac_launch_dims *di
   l.operation = AC_WORK_KERNEL;
   if (ac_work_begin(&l, api, stream, per_thread, host_is_legal, &slot) && l.layout &&
       l.layout->known) {
-    double started = ac_opts.verbose ? now_seconds() : 0;
+    double started = ac_opts.verbose ? ac_sys_now_seconds() : 0;
     scan_arguments(&l, params, extra);
     scan_module_variables(&l);
-    if (ac_opts.verbose) stats.launches++, stats.seconds += now_seconds() - started;
+    if (ac_opts.verbose) stats.launches++, stats.seconds += ac_sys_now_seconds() - started;
   }
   if (l.layout) ac_history_note_kernel(ac_model, l.stream, slot.seq, l.layout->name);
   ac_work_finish(&l, &slot);

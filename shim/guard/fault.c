@@ -19,6 +19,7 @@
 #include "pkeys.h"
 #include "rules_host.h"
 #include "shim.h"
+#include "sys.h"
 
 /* Set while this thread judges a fault or a buffer: libunwind checks memory
  * with write(2) on a pipe, which must not come back into the guard. */
@@ -134,12 +135,12 @@ static enum ac_rule_id judge_counted(uintptr_t a, struct ac_alloc *alloc, bool i
   AC_ASSERT_MODEL_HELD();
   enum ac_rule_id repair = AC_RULE_COUNT;
   ac_guard.stats.faults++;
-  double started = ac_opts.verbose ? ac_guard_now_seconds() : 0;
+  double started = ac_opts.verbose ? ac_sys_now_seconds() : 0;
   if (ac_pc_in_driver(pc))
     ac_guard.stats.driver_faults++; /* the driver's own access, e.g. inside a synchronous 2D copy */
   else if (alloc && ac_alloc_is_managed(alloc) && !alloc->retiring)
     repair = judge_fault(a, alloc, is_write, ucontext);
-  if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_guard_now_seconds() - started;
+  if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_sys_now_seconds() - started;
   return repair;
 }
 

@@ -97,7 +97,6 @@ static inline bool ac_guard_pages_covered(const struct range_list *pages, uintpt
                       ac_guard_page_floor(end - 1) + (uintptr_t)ac_guard.page_size);
 }
 
-double ac_guard_now_seconds(void);
 /* The SIGSEGV handler and the reporter, once: before anything is shut. */
 void ac_guard_install_handler_once(void);
 

@@ -40,6 +40,7 @@
 #include "rules_host.h"
 #include "repair.h"
 #include "shim.h"
+#include "sys.h"
 
 /* ---- state (under ac_model_lock) ---- */
 
@@ -57,12 +58,6 @@ static struct range_list wanted_now; /* what the CPU may not touch now (pages) *
 static int guard_protect(uintptr_t start, uintptr_t end, bool close) {
   ac_guard.stats.mprotects++;
   return close ? ac_guard_close_pages(start, end) : ac_guard_open_pages(start, end);
-}
-
-double ac_guard_now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* --guard-verify: pages, the guard's own answer, must be the pages to
@@ -161,7 +156,7 @@ void ac_guard_refresh_locked(void) {
     ac_guard.backend->transition(); /* a thread that left a call behind catches up here */
     return;
   }
-  double started = ac_opts.verbose ? ac_guard_now_seconds() : 0; /* a clock read costs */
+  double started = ac_opts.verbose ? ac_sys_now_seconds() : 0; /* a clock read costs */
   ac_guard.stats.refreshes++;
   bool any_busy = ac_order_any_busy(ac_model, NULL) != NULL;
   if (any_busy) ac_guard_classes_update();
@@ -177,7 +172,7 @@ void ac_guard_refresh_locked(void) {
   ac_guard.backend->transition();
   right_generation = generation;
   right_layout = layout;
-  if (ac_opts.verbose) ac_guard.stats.seconds += ac_guard_now_seconds() - started;
+  if (ac_opts.verbose) ac_guard.stats.seconds += ac_sys_now_seconds() - started;
 }
 
 void ac_guard_before_locked(struct ac_guard_before *before) {

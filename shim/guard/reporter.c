@@ -12,9 +12,7 @@
  * loses findings, and they are counted.
  */
 #define _GNU_SOURCE
-#include <linux/futex.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -46,7 +44,7 @@ static __thread unsigned left_here; /* findings this thread's handler left */
 void ac_guard_wake_reporter(void) {
   if (!__atomic_load_n(&reporter_running, __ATOMIC_ACQUIRE)) return;
   __atomic_add_fetch(&wake_count, 1, __ATOMIC_RELEASE);
-  syscall(SYS_futex, &wake_count, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+  ac_sys_futex_wake(&wake_count, 1);
 }
 
 static void sleep_one_ms(void) {
@@ -164,7 +162,7 @@ static void *reporter(void *unused) {
     if (anything_to_drain())
       ac_guard_drain();
     else /* returns at once when a wake-up came since seen was read */
-      syscall(SYS_futex, &wake_count, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+      ac_sys_futex_wait(&wake_count, seen, NULL);
   }
   return NULL;
 }

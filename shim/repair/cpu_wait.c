@@ -21,9 +21,7 @@
  * for this to hold: docs/driver-facts.md, "What --on-error repair relies on".
  */
 #define _GNU_SOURCE
-#include <linux/futex.h>
 #include <stdio.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -63,12 +61,6 @@ bool ac_repair_cpu_access_wanted(enum ac_rule_id rule, bool in_host_function) {
   return ac_opts.on_error == AC_ON_ERROR_REPAIR && !in_host_function &&
          (rule == AC_RULE_AC201 || rule == AC_RULE_AC202) && !is_repairer &&
          !__atomic_load_n(&given_up, __ATOMIC_ACQUIRE);
-}
-
-static double now_seconds(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
 /* ---- what keeps the CPU out, and waiting for it (normal context) ---- */
@@ -137,23 +129,19 @@ static void tell(enum ac_rule_id rule, unsigned waits, double seconds, const cha
 }
 
 bool ac_repair_cpu_access_now(uintptr_t addr, enum ac_rule_id rule) {
-  double started = now_seconds();
+  double started = ac_sys_now_seconds();
   unsigned waits;
   const char *why = repair(addr, &waits);
-  tell(rule, waits, now_seconds() - started, why);
+  tell(rule, waits, ac_sys_now_seconds() - started, why);
   return why == NULL;
 }
 
 /* ---- the repairer thread ---- */
 
-static void futex_wake(unsigned *word) {
-  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
 /* The record is written before the waiter goes on: the program may end
  * right after its access, and the repair must be in the report. */
 static void serve(struct request *r) {
-  double started = now_seconds();
+  double started = ac_sys_now_seconds();
   unsigned waits;
   const char *why = repair(r->addr, &waits);
   unsigned serving = SERVING;
@@ -164,9 +152,9 @@ static void serve(struct request *r) {
     __atomic_store_n(&r->state, FREE, __ATOMIC_RELEASE);
     return;
   }
-  tell(r->rule, waits, now_seconds() - started, why);
+  tell(r->rule, waits, ac_sys_now_seconds() - started, why);
   __atomic_store_n(&r->state, why ? NOT_MADE : MADE, __ATOMIC_RELEASE);
-  futex_wake(&r->state);
+  ac_sys_futex_wake(&r->state, 1);
 }
 
 static void *repairer(void *unused) {
@@ -183,7 +171,7 @@ static void *repairer(void *unused) {
         __atomic_compare_exchange_n(&slots[i].state, &abandoned, FREE, false, __ATOMIC_ACQ_REL,
                                     __ATOMIC_ACQUIRE);
     }
-    syscall(SYS_futex, &wake_count, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+    ac_sys_futex_wait(&wake_count, seen, NULL);
   }
   return NULL;
 }
@@ -216,11 +204,11 @@ static struct request *claim_slot(void) {
 
 /* Waits until r is answered, or the bound passes: the answer, or ABANDONED. */
 static unsigned await(struct request *r) {
-  double deadline = now_seconds() + (double)ac_opts.repair_wait;
+  double deadline = ac_sys_now_seconds() + (double)ac_opts.repair_wait;
   for (;;) {
     unsigned st = __atomic_load_n(&r->state, __ATOMIC_ACQUIRE);
     if (st == MADE || st == NOT_MADE) return st;
-    double left = deadline - now_seconds();
+    double left = deadline - ac_sys_now_seconds();
     if (left <= 0 && st != TELLING) {
       if (__atomic_compare_exchange_n(&r->state, &st, ABANDONED, false, __ATOMIC_ACQ_REL,
                                       __ATOMIC_ACQUIRE))
@@ -229,7 +217,7 @@ static unsigned await(struct request *r) {
     }
     if (left > 0.1 || left <= 0) left = 0.1; /* TELLING: a record being written */
     struct timespec step = {0, (long)(left * 1e9)};
-    syscall(SYS_futex, &r->state, FUTEX_WAIT_PRIVATE, st, &step, NULL, 0);
+    ac_sys_futex_wait(&r->state, st, &step);
   }
 }
 
@@ -241,7 +229,7 @@ bool ac_repair_cpu_access_in_handler(uintptr_t addr, enum ac_rule_id rule) {
   r->rule = rule;
   __atomic_store_n(&r->state, ASKED, __ATOMIC_RELEASE);
   __atomic_add_fetch(&wake_count, 1, __ATOMIC_RELEASE);
-  futex_wake(&wake_count);
+  ac_sys_futex_wake(&wake_count, 1);
   unsigned answer = await(r);
   if (answer == ABANDONED) { /* the repairer frees the slot */
     __atomic_store_n(&given_up, 1, __ATOMIC_RELEASE);
