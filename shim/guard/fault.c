@@ -46,9 +46,14 @@ static bool page_lifted(uintptr_t page) {
   return false;
 }
 
-static void lift_page(uintptr_t addr) {
+/* The page at addr let go until the next transition: for the calling thread
+ * alone where the keys' lift key can do it (in its signal frame, ucontext,
+ * or its PKRU), else for every thread. */
+static void lift_page(uintptr_t addr, void *ucontext) {
   uintptr_t page = ac_guard_page_floor(addr);
-  ac_guard_open_pages(page, page + (uintptr_t)ac_guard.page_size);
+  if (!ac_guard_keys_lift_for_thread(page, ucontext))
+    ac_guard_open_pages(page, page + (uintptr_t)ac_guard.page_size);
+  if (page_lifted(page)) return;
   if (ac_guard.lifted_count < AC_GUARD_LIFTED_MAX)
     ac_guard.lifted[ac_guard.lifted_count++] = page;
   else
@@ -270,7 +275,7 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
      * goes on as under report. */
     ac_guard_repair_in_handler(a, repair);
     in_guard = true;
-    if (range_contains(&ac_guard.protected_now, a)) lift_page(a);
+    if (range_contains(&ac_guard.protected_now, a)) lift_page(a, ucontext);
     in_guard = false;
   }
   ac_model_leave_as_is();
@@ -335,12 +340,15 @@ void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cp
   in_guard = true;
   for (uintptr_t page = ac_guard_page_floor(start); page < end;
        page += (uintptr_t)ac_guard.page_size) {
-    if (!range_contains(&ac_guard.protected_now, page) || page_lifted(page)) continue;
+    /* A page lifted for another thread alone is still closed to this one. */
+    if (!range_contains(&ac_guard.protected_now, page) ||
+        (page_lifted(page) && !ac_guard_keys_lifted_for_threads()))
+      continue;
     uintptr_t probe = page < start ? start : page;
     struct ac_alloc *alloc = ac_model_find_alloc(ac_model, probe);
     if (!found && alloc && ac_alloc_is_managed(alloc))
       found = judge_access(probe, len, alloc, cpu_writes, via, &f);
-    lift_page(page);
+    lift_page(page, NULL);
   }
   in_guard = false;
   ac_model_leave_as_is();

@@ -178,6 +178,16 @@ void ac_guard_keys_forget(uintptr_t start, uintptr_t end);
 /* Pages a fault let go (a forbidden access, judged) get their keys back:
  * at a transition, before mprotect's protection is settled. */
 void ac_guard_keys_restore_lifted(void);
+/* The page lifted for the calling thread alone - tagged with the lift key,
+ * enabled in its signal frame (ucontext) or, without one, its PKRU - until
+ * the next transition; false when the keys cannot (no lift key, keys off, a
+ * frame without PKRU): the caller opens it to every thread. */
+bool ac_guard_keys_lift_for_thread(uintptr_t page, void *ucontext);
+/* Whether pages lifted by the fault handler are the lifting threads' alone. */
+bool ac_guard_keys_lifted_for_threads(void);
+/* The pages lifted since the last transition are given back: every grant of
+ * the lift key ends (each thread drops it when it next catches up). */
+void ac_guard_keys_lifts_ended(void);
 /* A device whose driver protects managed memory itself was seen: keys off. */
 void ac_guard_keys_decline(int device);
 bool ac_guard_keys_yield_locked(void);

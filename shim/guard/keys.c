@@ -33,7 +33,7 @@
 
 const char ac_guard_global_class = 'G'; /* the GLOBAL class's identity */
 
-struct ac_keys_state ac_keys = {.closing_key = -1};
+struct ac_keys_state ac_keys = {.closing_key = -1, .lift_key = -1};
 
 uint32_t ac_guard_keys_disabled_now(void) {
   return __atomic_load_n(&ac_keys.disabled_now, __ATOMIC_SEQ_CST);
@@ -45,7 +45,8 @@ unsigned ac_guard_keys_verdicts_epoch(void) {
 
 uint32_t ac_guard_keys_pkru_for(uint32_t pkru, uint32_t disabled) {
   uint32_t bits = ac_pkru_bits_of(disabled, ac_keys.keys, ac_keys.key_count) | ac_keys.closing_bits;
-  return ac_pkru_merge(pkru, ac_keys.our_bits | ac_keys.closing_bits, bits);
+  if (disabled & (1u << LIFT_SLOT)) bits |= ac_keys.lift_bits;
+  return ac_pkru_merge(pkru, ac_keys.our_bits | ac_keys.closing_bits | ac_keys.lift_bits, bits);
 }
 
 int ac_guard_keys_closing(void) {
@@ -313,7 +314,7 @@ static void drop_lifted_in(uintptr_t start, uintptr_t end) {
     if (ac_keys.key_lifted[i].page + (uintptr_t)ac_guard.page_size <= start ||
         ac_keys.key_lifted[i].page >= end)
       ac_keys.key_lifted[kept++] = ac_keys.key_lifted[i];
-  ac_keys.key_lifted_count = kept;
+  keys_set_lifted_count(kept);
 }
 
 /* Memory about to go back to the driver keeps no key. */
@@ -345,7 +346,7 @@ static void keys_give_up_locked(void) {
   static struct range_list touched;
   AC_ASSERT_MODEL_HELD();
   touched.n = 0;
-  ac_keys.key_lifted_count = 0;
+  keys_set_lifted_count(0);
   for (int s = 0; s < ac_keys.key_count; s++) {
     keys_tag_ranges(&ac_keys.tagged[s], 0, &touched);
     ac_keys.tagged[s].n = ac_keys.residual[s].n = 0;
@@ -381,17 +382,18 @@ void ac_guard_keys_decline(int device) {
  * owns is never taken for the guard's (model lock). Whether any was freed. */
 bool ac_guard_keys_yield_locked(void) {
   AC_ASSERT_MODEL_HELD();
-  int held = (ac_keys.closing_key >= 0) + ac_keys.key_count;
+  int held = (ac_keys.closing_key >= 0) + (ac_keys.lift_key >= 0) + ac_keys.key_count;
   if (!held) return false;
   if (ac_guard_keys_active()) keys_give_up_locked();
   for (int s = 0; s < ac_keys.key_count; s++)
     ac_pkeys_free(ac_keys.keys[s]);
   if (ac_keys.closing_key >= 0) ac_pkeys_free(ac_keys.closing_key);
+  if (ac_keys.lift_key >= 0) ac_pkeys_free(ac_keys.lift_key);
   /* A thread's register keeps the freed keys' bits as the guard last wrote
    * them: no page has those keys until the program tags its own. */
   ac_keys.key_count = 0;
-  ac_keys.closing_key = -1;
-  ac_keys.closing_bits = ac_keys.our_bits = 0;
+  ac_keys.closing_key = ac_keys.lift_key = -1;
+  ac_keys.closing_bits = ac_keys.our_bits = ac_keys.lift_bits = 0;
   if (ac_opts.guard_pages == AC_GUARD_PKEYS || ac_opts.verbose)
     ac_log("%spage guard: the program allocates protection keys; the guard gave its %d back and "
            "uses mprotect, not protection keys",
@@ -406,6 +408,11 @@ bool ac_guard_keys_start(const char **why) {
   ac_keys.closing_key = ac_pkeys_alloc();
   if (ac_keys.closing_key < 0) return *why = "no protection key is free (pkey_alloc failed)", false;
   ac_keys.closing_bits = ac_pkru_disable_bits(ac_keys.closing_key);
+  ac_keys.lift_key = ac_pkeys_alloc(); /* none: lifted pages are every thread's */
+  if (ac_keys.lift_key >= 0) {
+    ac_keys.lift_bits = ac_pkru_disable_bits(ac_keys.lift_key);
+    __atomic_store_n(&ac_keys.disabled_now, 1u << LIFT_SLOT, __ATOMIC_SEQ_CST);
+  }
   while (ac_keys.key_count < KEYS_WANTED) {
     int k = ac_pkeys_alloc();
     if (k < 0) break;
@@ -427,12 +434,12 @@ void ac_guard_keys_after_fork_child(void) {
   __atomic_store_n(&ac_keys.disabled_now, 0, __ATOMIC_RELAXED);
   for (int s = 0; s < ac_keys.key_count; s++)
     ac_keys.tagged[s].n = 0;
-  ac_keys.key_lifted_count = 0;
+  keys_set_lifted_count(0);
   ac_published_set(&ac_keys.published, NULL, NULL, 0);
   ac_keys.offered_count = 0;
   for (int s = 0; s < ac_keys.key_count; s++)
     ac_keys.slot_owner[s] = NULL;
-  if (ac_keys.key_count) ac_pkru_write(ac_pkru_read() & ~ac_keys.our_bits);
+  if (ac_keys.key_count) ac_pkru_write(ac_pkru_read() & ~(ac_keys.our_bits | ac_keys.lift_bits));
   ac_keys.keys_broken = true;
   ac_guard_threads_after_fork_child();
 }

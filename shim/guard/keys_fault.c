@@ -20,9 +20,10 @@ static void disable_busy_stream(const struct ac_stream *s, void *disabled) {
 }
 
 /* The slots whose class is forbidden now. strict: globally attached memory
- * is forbidden while anything is busy. */
+ * is forbidden while anything is busy. The lift key is disabled always: only
+ * a grant enables it. */
 static uint32_t verdicts(bool any_busy, bool strict) {
-  uint32_t disabled = 0;
+  uint32_t disabled = ac_keys.lift_key >= 0 ? 1u << LIFT_SLOT : 0;
   if (any_busy && !ac_keys.standing_aside) {
     int global = keys_slot_of_class(&ac_guard_global_class);
     if (strict && global >= 0) disabled |= 1u << global;
@@ -76,19 +77,42 @@ void ac_guard_keys_restore_lifted(void) {
     ac_guard_tag_pages(l->page, l->page + size, ac_keys.keys[l->slot]);
     range_push(&touched, l->page, l->page + size);
   }
-  ac_keys.key_lifted_count = 0;
+  keys_set_lifted_count(0);
   keys_forget_protection_of(&touched);
+  ac_guard_keys_lifts_ended();
 }
 
-/* In the handler: the page at addr, of slot, let go alone; false when the
- * table is full or the kernel refused. */
+/* In the handler: the page at addr, of slot, let go alone - to the lift key,
+ * or key 0 without one; false when the table is full or the kernel refused. */
 static bool lift_keyed_page(int slot, uintptr_t addr) {
   uintptr_t page = ac_guard_page_floor(addr);
-  if (ac_keys.key_lifted_count == KEY_LIFTED_MAX ||
-      ac_guard_tag_pages(page, page + (uintptr_t)ac_guard.page_size, 0) != 0)
+  size_t n = ac_keys.key_lifted_count;
+  int key = ac_keys.lift_key >= 0 ? ac_keys.lift_key : 0;
+  if (n == KEY_LIFTED_MAX ||
+      ac_guard_tag_pages(page, page + (uintptr_t)ac_guard.page_size, key) != 0)
     return false;
-  ac_keys.key_lifted[ac_keys.key_lifted_count++] = (struct lifted_page){page, slot};
+  ac_keys.key_lifted[n] = (struct lifted_page){page, slot};
+  keys_set_lifted_count(n + 1);
   return true;
+}
+
+bool ac_guard_keys_lifted_for_threads(void) {
+  return ac_guard_keys_active() && ac_keys.lift_key >= 0;
+}
+
+bool ac_guard_keys_lift_for_thread(uintptr_t page, void *ucontext) {
+  if (!ac_guard_keys_lifted_for_threads() || (ucontext && !ac_pkeys_frame_pkru(ucontext)) ||
+      ac_guard_tag_pages(page, page + (uintptr_t)ac_guard.page_size, ac_keys.lift_key) != 0)
+    return false;
+  if (ucontext)
+    ac_guard_threads_in_frame(ucontext, 1u << LIFT_SLOT);
+  else
+    ac_guard_threads_grant(1u << LIFT_SLOT);
+  return true;
+}
+
+void ac_guard_keys_lifts_ended(void) {
+  if (ac_keys.lift_key >= 0) __atomic_add_fetch(&ac_keys.verdicts_epoch, 1, __ATOMIC_SEQ_CST);
 }
 
 /* A fault of a thread interrupted inside the shim (lock held, model maybe
@@ -99,11 +123,12 @@ bool ac_guard_keys_let_through(int slot, void *ucontext) {
   return true;
 }
 
-/* The slot of hardware key pkey, or -1 when it is not ours. */
+/* The slot of hardware key pkey (LIFT_SLOT for the lift key), or -1 when it
+ * is not ours. */
 int ac_guard_keys_slot_of(int pkey) {
   for (int s = 0; s < ac_keys.key_count; s++)
     if (ac_keys.keys[s] == pkey) return s;
-  return -1;
+  return pkey >= 0 && pkey == ac_keys.lift_key ? LIFT_SLOT : -1;
 }
 
 bool ac_guard_keys_slot_forbidden(int slot) {
@@ -128,9 +153,17 @@ bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr
   /* Allowed: the thread's PKRU was behind the model, and catches up. A
    * forbidden access in a fault lets go of its page alone (every other page
    * of the class still faults and is judged) while the table has room, else
-   * the thread is granted the key until it next catches up. */
-  uint32_t grant = 0;
-  if (!allowed && !(ucontext && lift_keyed_page(slot, addr))) grant = 1u << slot;
+   * the thread is granted the key until it next catches up. A lifted page
+   * is this thread's from now on, and the other pages lifted in this busy
+   * period too: each thread's first access to them is judged once. A buffer
+   * (no frame) may lie on lifted pages as well: the lift key comes with it. */
+  uint32_t lift = ac_keys.lift_key >= 0 ? 1u << LIFT_SLOT : 0, grant = 0;
+  if (slot == LIFT_SLOT)
+    grant = lift;
+  else if (!allowed && !(ucontext && lift_keyed_page(slot, addr)))
+    grant = 1u << slot | lift;
+  else if (!allowed)
+    grant = lift;
   if (ucontext)
     ac_guard_threads_in_frame(ucontext, grant);
   else
@@ -152,6 +185,17 @@ static int disabled_in_tagged(uint32_t pkru, uintptr_t start, uintptr_t end, uin
   return found;
 }
 
+/* The first lifted page of [start, end), as LIFT_SLOT; -1 if none (lock). */
+static int lifted_in(uintptr_t start, uintptr_t end, uintptr_t *page) {
+  int found = -1;
+  uintptr_t first = ac_guard_page_floor(start);
+  for (size_t i = 0; i < ac_keys.key_lifted_count; i++) {
+    uintptr_t p = ac_keys.key_lifted[i].page;
+    if (p >= first && p < end && (found < 0 || p < *page)) found = LIFT_SLOT, *page = p;
+  }
+  return found;
+}
+
 static bool slot_disabled_in(int slot, void *pkru) {
   return *(uint32_t *)pkru & ac_pkru_disable_bits(ac_keys.keys[slot]);
 }
@@ -164,9 +208,17 @@ int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, b
   *maybe = false;
   if (!ac_guard_keys_active()) return -1;
   uint32_t pkru = ac_pkru_read();
-  if (!(pkru & ac_keys.our_bits)) return -1; /* every key of ours enabled here */
-  if (ac_model_held()) return disabled_in_tagged(pkru, start, end, page);
-  return ac_published_find(&ac_keys.published, start, end, slot_disabled_in, &pkru, page, maybe);
+  if (!(pkru & (ac_keys.our_bits | ac_keys.lift_bits))) return -1; /* every key of ours enabled */
+  bool lifted = (pkru & ac_keys.lift_bits) &&
+                __atomic_load_n(&ac_keys.key_lifted_count, __ATOMIC_ACQUIRE) != 0;
+  if (ac_model_held()) {
+    int found = disabled_in_tagged(pkru, start, end, page);
+    return found < 0 && lifted ? lifted_in(start, end, page) : found;
+  }
+  int found =
+      ac_published_find(&ac_keys.published, start, end, slot_disabled_in, &pkru, page, maybe);
+  if (found < 0 && lifted) *maybe = true; /* the lifted pages are read under the lock */
+  return found;
 }
 
 /* ---- a fault, as the keys backend's on_fault (backend.h) ---- */

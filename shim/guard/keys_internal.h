@@ -16,10 +16,16 @@
 #include "published.h"
 #include "ranges.h"
 
-/* The keys the guard takes for classes, and one more that closes pages to
- * every thread (no thread ever enables it): under half the hardware's, so a
- * program that allocates keys of its own still gets eight. */
-#define KEYS_WANTED 6
+/* The keys the guard takes for classes, one more that closes pages to every
+ * thread (no thread ever enables it) and one that lifts a judged page for the
+ * threads it was judged for (the lift key, below): under half the hardware's,
+ * so a program that allocates keys of its own still gets eight. */
+#define KEYS_WANTED 5
+
+/* The slot bit that stands for the lift key in the slot masks (disabled_now,
+ * a thread's record, its grants): above every class slot. It is disabled in
+ * every verdict; a thread enables it only while it is granted it. */
+#define LIFT_SLOT 31
 
 /* The classes offered at a layout, with their bytes; only the ones that get
  * a key are kept past it, by slot. */
@@ -28,12 +34,16 @@ struct offered_class {
   struct range_list bytes;
 };
 
-/* Keyed pages of a forbidden class that a fault was judged on and let go:
- * key 0 until the next transition, as mprotect lifts a page, so that each
- * other page of the class still faults and is judged (not only the class's
- * first page a thread touches). A fixed table: it is filled in the SIGSEGV
+/* Keyed pages of a forbidden class that a fault was judged on and let go
+ * until the next transition, as mprotect lifts a page, so that each other
+ * page of the class still faults and is judged (not only the class's first
+ * page a thread touches). They get the lift key, which only the threads
+ * judged on them since enable: another thread's first access to the page
+ * faults and is judged too. Without a lift key (none was free) they get key
+ * 0, open to every thread. A fixed table: it is filled in the SIGSEGV
  * handler, which must not allocate; when it is full the key is granted to
- * the thread instead. */
+ * the thread instead. The count is written under the model lock and read
+ * without it (atomic). */
 #define KEY_LIFTED_MAX 4096
 struct lifted_page {
   uintptr_t page;
@@ -49,6 +59,8 @@ struct keyed_range {
 struct ac_keys_state {
   int keys[AC_PKEYS_HW_MAX], key_count;
   int closing_key;
+  int lift_key;            /* -1 when none was free: lifted pages get key 0 */
+  uint32_t lift_bits;      /* its PKRU bits */
   uint32_t our_bits;       /* the PKRU bits of every class key of ours */
   uint32_t closing_bits;   /* and of the closing key */
   uint32_t disabled_now;   /* atomic: slots whose memory is forbidden now */
@@ -85,5 +97,8 @@ void keys_publish_tags(void);
 void keys_tag_ranges(const struct range_list *l, int key, struct range_list *made_accessible);
 void keys_forget_protection_of(struct range_list *made_accessible);
 int keys_slot_of_class(const void *id);
+static inline void keys_set_lifted_count(size_t n) {
+  __atomic_store_n(&ac_keys.key_lifted_count, n, __ATOMIC_RELEASE);
+}
 
 #endif

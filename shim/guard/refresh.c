@@ -102,10 +102,18 @@ static void settle_actual_protection(void) {
     for (size_t i = 0; i < ac_guard.protected_now.n; i++)
       guard_protect(ac_guard.protected_now.r[i].start, ac_guard.protected_now.r[i].end, false);
     ac_guard.protected_now.n = 0;
+    if (ac_guard.lifted_count) ac_guard_keys_lifts_ended();
   } else if (ac_guard.lifted_count) {
+    /* Lifted for their threads alone, the pages still carry the lift key:
+     * opened here, and closed again below where they must be. */
+    bool by_key = ac_guard_keys_lifted_for_threads();
     pages.n = 0;
-    for (size_t i = 0; i < ac_guard.lifted_count; i++)
-      range_push(&pages, ac_guard.lifted[i], ac_guard.lifted[i] + (uintptr_t)ac_guard.page_size);
+    for (size_t i = 0; i < ac_guard.lifted_count; i++) {
+      uintptr_t page = ac_guard.lifted[i];
+      if (by_key) ac_guard_open_pages(page, page + (uintptr_t)ac_guard.page_size);
+      range_push(&pages, page, page + (uintptr_t)ac_guard.page_size);
+    }
+    if (by_key) ac_guard_keys_lifts_ended();
     range_normalise(&pages);
     range_subtract(&rest, &ac_guard.protected_now, &pages);
     range_swap(&ac_guard.protected_now, &rest);

@@ -533,8 +533,61 @@ static void stale_key_report_idle(void) {
   cpu_write(m);
 }
 
+/* Two threads touch the same page in one busy period: each access is its
+ * own finding where the page guard can tell threads apart (protection keys);
+ * under mprotect the first access opens the page to every thread. The
+ * second thread is made after the first access, with its creator's PKRU. */
+static void (*second_touch)(CUdeviceptr);
+static void *second_thread(void *arg) {
+  (void)arg;
+  second_touch(m); /* AC201 / AC202 too, on keys */
+  return NULL;
+}
+static void second_thread_run(void (*touch)(CUdeviceptr)) {
+  pthread_t thread;
+  second_touch = touch;
+  pthread_create(&thread, NULL, second_thread, NULL);
+  pthread_join(thread, NULL);
+}
+static void two_threads(void (*touch)(CUdeviceptr)) {
+  setup_single();
+  launch(s, m);
+  cpu_write(m); /* AC201 */
+  second_thread_run(touch);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void two_threads_touch_busy(void) {
+  two_threads(cpu_read);
+}
+/* The second thread's access a read(2) into the page: it must succeed
+ * however the page was let go for the first thread. */
+static void read_zero_into(CUdeviceptr p) {
+  int fd = open("/dev/zero", O_RDONLY);
+  ssize_t n = read(fd, (void *)p, 4096);
+  close(fd);
+  if (n != 4096) failures++, fprintf(stderr, "host_access: read returned %zd\n", n);
+}
+static void two_threads_read_busy(void) {
+  two_threads(read_zero_into);
+}
+/* Globally attached memory after a few idle cycles, when the protection
+ * keys have laid it out under the GLOBAL class's key: AC202 for each. */
+static void two_threads_touch_laid_out(void) {
+  for (int i = 0; i < 4; i++) {
+    launch(s, m);
+    EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  }
+  launch(s, m);
+  cpu_write(m); /* AC202 */
+  second_thread_run(cpu_read);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+
 static const struct scenario_case cases[] = {
     {"global_touch_busy", global_touch_busy},
+    {"two_threads_touch_busy", two_threads_touch_busy},
+    {"two_threads_read_busy", two_threads_read_busy},
+    {"two_threads_touch_laid_out", two_threads_touch_laid_out},
     {"other_thread_touch_busy", other_thread_touch_busy},
     {"other_thread_touch_after_sync", other_thread_touch_after_sync},
     {"single_touch_busy", single_touch_busy},

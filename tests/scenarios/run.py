@@ -161,6 +161,15 @@ def run_all(cases, label, run_one, skip_reason):
     return 1 if failed else 0
 
 
+def cpu_has_keys():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = f.read().split()
+    except OSError:
+        return False
+    return "pku" in flags and "ospke" in flags
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build", required=True)
@@ -175,8 +184,12 @@ def main():
 
     def skip_reason(case):
         # a device or driver the stand-in plays, not the real one
-        return "" if args.driver == "real" and any(k.startswith("FAKECUDA_")
-                                                   for k in case["env"]) else None
+        if args.driver == "real" and any(k.startswith("FAKECUDA_") for k in case["env"]):
+            return ""
+        # a row about the protection-keys backend, on a CPU without them
+        if "pkeys" in case["options"] and not cpu_has_keys():
+            return "this CPU has no protection keys"
+        return None
 
     return run_all(cases, os.path.basename(args.expectations),
                    lambda case: run_case(case, build, args.driver, args.verbose), skip_reason)
