@@ -358,6 +358,8 @@ void html_finding(struct page *p, const json_t *f, size_t index) {
   html_put(p, " <span class=\"name\">");
   html_esc(p, html_str(f, "name"));
   html_putf(p, "</span> <span class=\"count\">&times;%lld</span>", html_num(f, "count"));
+  if (json_object_get(f, "threads")) /* the same access by several threads */
+    html_putf(p, " <span class=\"count\">%lld threads</span>", html_num(f, "threads"));
   if (sup) html_put(p, " <span class=\"pill suppressed\">suppressed</span>");
   html_put(p, "</h3><p class=\"message\">");
   html_esc(p, html_str(f, "message"));

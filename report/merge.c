@@ -62,6 +62,27 @@ static void note_process(json_t *finding, json_int_t pid) {
   json_array_append_new(pids, json_integer(pid));
 }
 
+/* The threads a finding's occurrences were made on, by "pid/thread": the
+ * same access by several threads (a pool running one function) is one
+ * finding that says how many. Kept aside while records come in (threads_seen)
+ * and said as "threads" when more than one (note_threads). */
+static void note_thread(json_t *finding, json_int_t pid, const json_t *thread) {
+  if (!json_is_integer(thread)) return;
+  json_t *seen = json_object_get(finding, "threads_seen");
+  if (!seen) json_object_set_new(finding, "threads_seen", seen = json_object());
+  char key[48];
+  snprintf(key, sizeof key, "%lld/%lld", (long long)pid, (long long)json_integer_value(thread));
+  json_object_set_new(seen, key, json_true());
+}
+
+static void note_threads(json_t *finding) {
+  json_t *seen = json_object_get(finding, "threads_seen");
+  if (!seen) return;
+  if (json_object_size(seen) > 1)
+    json_object_set_new(finding, "threads", json_integer((json_int_t)json_object_size(seen)));
+  json_object_del(finding, "threads_seen");
+}
+
 /* The process's "incomplete" object, made on first use. */
 static json_t *incomplete_of(json_t *proc) {
   json_t *inc = json_object_get(proc, "incomplete");
@@ -142,12 +163,14 @@ static void take_record(struct merge *m, json_t *r) {
       json_int_t count = json_integer_value(json_object_get(f, "count"));
       json_object_set_new(f, "count", json_integer(count + 1));
       note_process(f, pid);
+      note_thread(f, pid, json_object_get(r, "thread"));
     } else if (strcmp(type, "finding") == 0) {
       f = json_deep_copy(r);
       json_object_del(f, "type");
       json_object_set_new(f, "count", json_integer(1));
       json_object_set_new(f, "processes", json_array());
       note_process(f, pid);
+      note_thread(f, pid, json_object_get(r, "thread"));
       json_object_set_new(m->findings, key, f);
       json_array_append_new(m->order, json_string(key));
     }
@@ -284,8 +307,10 @@ static json_t *ordered_findings(struct merge *m) {
                                json_integer_value(json_object_get(f, "tick")), f};
   }
   qsort(places, n, sizeof *places, by_place);
-  for (i = 0; i < n; i++)
+  for (i = 0; i < n; i++) {
+    note_threads(places[i].finding);
     json_array_append(findings, places[i].finding);
+  }
   free(places);
   return findings;
 }
@@ -361,6 +386,11 @@ static void take_saved_finding(struct merge *m, const json_t *f, size_t report, 
   json_int_t count = json_integer_value(json_object_get(have, "count")) +
                      json_integer_value(json_object_get(f, "count"));
   json_object_set_new(have, "count", json_integer(count));
+  /* Saved reports are other processes', each finding made on one thread
+   * or on "threads": their threads are added, as their counts are. */
+  json_int_t threads = json_integer_value(json_object_get(have, "threads"));
+  json_int_t more = json_integer_value(json_object_get(f, "threads"));
+  json_object_set_new(have, "threads", json_integer((threads ? threads : 1) + (more ? more : 1)));
   if (!json_is_array(json_object_get(have, "processes")))
     json_object_set_new(have, "processes", json_array());
   size_t i;

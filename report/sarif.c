@@ -270,8 +270,8 @@ static json_t *result(const json_t *f) {
   json_t *properties = json_pack("{s:I}", "thread", thread);
   /* The facts of the finding's kind, as the JSON report has them. */
   static const char *const kept[] = {
-      "pid",      "processes", "kind",       "api",   "stream", "kernel", "argument", "operation",
-      "operands", "access",    "allocation", "owner", "busy",   "driver", "semantics"};
+      "pid",      "processes", "kind",       "api",   "stream", "kernel", "argument",  "operation",
+      "operands", "access",    "allocation", "owner", "busy",   "driver", "semantics", "threads"};
   for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) /* those the finding has */
     if (json_object_get(f, kept[i]))
       json_object_set(properties, kept[i], json_object_get(f, kept[i]));

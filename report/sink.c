@@ -408,8 +408,8 @@ bool ac_report_finding(const struct ac_finding *f) {
   HASH_FIND(hh, seen, &key, sizeof key, s);
   if (s) { /* counted, not written again */
     ac_sink.tally.occurrences += s->counted;
-    sink_append(
-        json_pack("{s:s, s:i, s:s}", "type", "repeat", "pid", (int)getpid(), "key", s->portable));
+    sink_append(json_pack("{s:s, s:i, s:s, s:I}", "type", "repeat", "pid", (int)getpid(), "key",
+                          s->portable, "thread", (json_int_t)f->thread));
     bool error = s->counted && ac_rule_info(f->rule)->severity == AC_SEV_ERROR;
     sink_unlock();
     return error;

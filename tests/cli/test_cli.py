@@ -33,6 +33,14 @@ def check(name, cond, detail=""):
         print(f"FAIL {name} {detail}")
 
 
+def cpu_has_keys():
+    try:
+        flags = open("/proc/cpuinfo").read().split()
+    except OSError:
+        return False
+    return "pku" in flags and "ospke" in flags
+
+
 def usage_error(name, args, words):
     p = run([CLI] + args)
     lines = p.stderr.strip().splitlines()
@@ -168,6 +176,35 @@ with tempfile.TemporaryDirectory() as d:
     p = run([CLI, "--json", report, PLATFORMS, "touch_launched"])
     check("report, the default: nothing is repaired or said of repair",
           p.returncode == 0 and "repair" not in p.stderr, p.stderr[-600:])
+
+# The same access by several threads is one finding that says how many threads
+# made it: with protection keys each thread's first access is judged; under
+# mprotect the first thread's alone, and the field is absent.
+HOST_ACCESS = os.path.join(BUILD, "tests", "scenarios", "host_access")
+with tempfile.TemporaryDirectory() as d:
+    def same_site(backend):
+        report, html, sarif = (os.path.join(d, backend + ext) for ext in (".json", ".html",
+                                                                          ".sarif"))
+        p = run([CLI, "--guard-pages", backend, "--json", report, "--html", html, "--sarif", sarif,
+                 HOST_ACCESS, "threads_same_site"])
+        found = json.load(open(report)).get("findings", []) if os.path.exists(report) else []
+        page = open(html).read() if os.path.exists(html) else ""
+        results = json.load(open(sarif))["runs"][0]["results"] if os.path.exists(sarif) else []
+        return p, found, page, results
+    p, found, page, results = same_site("mprotect")
+    check("one thread's finding under mprotect: no threads field",
+          p.returncode == 0 and len(found) == 1 and found[0].get("count") == 1 and
+          "threads" not in found[0] and " threads</span>" not in page, p.stderr[-600:])
+    if cpu_has_keys():
+        p, found, page, results = same_site("pkeys")
+        check("three threads' one finding with protection keys: count and threads 3 in JSON, "
+              "SARIF and HTML",
+              p.returncode == 0 and len(found) == 1 and found[0].get("count") == 3 and
+              found[0].get("threads") == 3 and
+              results[0].get("properties", {}).get("threads") == 3 and
+              "3 threads</span>" in page, p.stderr[-600:])
+    else:
+        print("skip three threads' one finding: this CPU has no protection keys")
 
 usage_error("no program", ["--guard", "on"], ["no program"])
 usage_error("report folder missing", ["--json", "/nonexistent/r.json", "true"], ["/nonexistent"])

@@ -556,6 +556,16 @@ static void two_threads(void (*touch)(CUdeviceptr)) {
   second_thread_run(touch);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
 }
+/* Three threads, one after another, read m from the same code while it is
+ * busy: one finding; on keys each thread's access is judged (count and
+ * threads 3), under mprotect the first alone. */
+static void threads_same_site(void) {
+  setup_single();
+  launch(s, m);
+  for (int i = 0; i < 3; i++)
+    second_thread_run(cpu_read); /* AC201 */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
 static void two_threads_touch_busy(void) {
   two_threads(cpu_read);
 }
@@ -588,6 +598,7 @@ static const struct scenario_case cases[] = {
     {"two_threads_touch_busy", two_threads_touch_busy},
     {"two_threads_read_busy", two_threads_read_busy},
     {"two_threads_touch_laid_out", two_threads_touch_laid_out},
+    {"threads_same_site", threads_same_site},
     {"other_thread_touch_busy", other_thread_touch_busy},
     {"other_thread_touch_after_sync", other_thread_touch_after_sync},
     {"single_touch_busy", single_touch_busy},
