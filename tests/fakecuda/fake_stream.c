@@ -29,6 +29,18 @@ struct fake_capture {
   struct fake_capture *next; /* the captures in progress */
 };
 
+/* What a stream's work waited for on another stream (cuStreamWaitEvent):
+ * once the host has seen the waiting work complete, it has seen that work
+ * complete too, as the programming model orders it - on a Jetson the GPU
+ * then gives back what the other stream may use (host_saw). The last
+ * STREAM_DEPS waits of a stream are kept; serial tells a recycled stream. */
+#define STREAM_DEPS 16
+struct fake_dep {
+  uint64_t at; /* the waiting stream's work up to here waited */
+  struct fake_stream *on;
+  uint64_t serial, seq; /* for on's work up to seq */
+};
+
 struct fake_stream {
   unsigned magic;
   unsigned flags;
@@ -43,6 +55,9 @@ struct fake_stream {
   struct fake_stream *next; /* live list, or free list once destroyed */
   struct fake_stream *prev; /* live list */
   void *self;               /* its handle: the key of the live streams' table */
+  uint64_t serial;          /* unique over the process; 0 for the default streams */
+  struct fake_dep deps[STREAM_DEPS];
+  unsigned dep_count, dep_next;
   UT_hash_handle hh;
 };
 
@@ -86,9 +101,20 @@ static unsigned host_functions_pending; /* on every stream */
 /* The host observed that s's work up to seq completed (caller holds
  * fake_lock): on a Jetson the GPU gives back what s may use, if nothing was
  * enqueued after. */
-static void host_saw(struct fake_stream *s, uint64_t seq) {
+static void host_saw_from(struct fake_stream *s, uint64_t seq, int depth) {
   if (s->pending_host_functions == 0 && seq >= s->enqueued) fake_tegra_idle(s);
+  if (depth == 8) return; /* a chain of waits that long is not followed further */
+  for (unsigned i = 0; i < s->dep_count; i++) {
+    const struct fake_dep *d = &s->deps[i];
+    if (d->at <= seq && d->on->serial == d->serial) host_saw_from(d->on, d->seq, depth + 1);
+  }
 }
+static void host_saw(struct fake_stream *s, uint64_t seq) {
+  host_saw_from(s, seq, 0);
+}
+
+/* s's work enqueued so far waited for e's work (caller holds fake_lock). */
+static void note_waited(struct fake_stream *s, const struct fake_event *e);
 
 bool fake_stream_is_null(CUstream h, bool per_thread_entry) {
   return h == NULL && !per_thread_entry;
@@ -264,7 +290,9 @@ static CUresult create_stream(CUstream *ph, unsigned flags, int priority, CUgree
     pthread_mutex_unlock(&fake_lock);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
+  static uint64_t last_serial;
   *s = (struct fake_stream){.magic = STREAM_MAGIC,
+                            .serial = ++last_serial,
                             .flags = flags,
                             .priority = priority,
                             .live = true,
@@ -550,7 +578,23 @@ static CUresult stream_wait_event(CUstream sh, CUevent h, unsigned flags, bool p
   pthread_mutex_unlock(&fake_lock);
   if (captured) return r;
   if ((flags & CU_EVENT_WAIT_EXTERNAL) && fake_capture_event_wait(sh, pt, h)) return CUDA_SUCCESS;
-  return fake_enqueue_work(sh, pt);
+  r = fake_enqueue_work(sh, pt);
+  if (r == CUDA_SUCCESS) {
+    pthread_mutex_lock(&fake_lock);
+    note_waited(fake_stream_checked(sh, pt), (struct fake_event *)h);
+    pthread_mutex_unlock(&fake_lock);
+  }
+  return r;
+}
+
+static void note_waited(struct fake_stream *s, const struct fake_event *e) {
+  for (size_t i = 0; i < e->count; i++) {
+    struct fake_stream *on = e->at[i].stream;
+    if (on == s) continue;
+    s->deps[s->dep_next] = (struct fake_dep){s->enqueued, on, on->serial, e->at[i].seq};
+    s->dep_next = (s->dep_next + 1) % STREAM_DEPS;
+    if (s->dep_count < STREAM_DEPS) s->dep_count++;
+  }
 }
 FAKE_EXPORT CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned f) {
   return stream_wait_event(s, e, f, false);
