@@ -34,6 +34,12 @@ static inline bool ac_lock_held(enum ac_lock_id id) {
   return (ac_locks_held >> id) & 1u;
 }
 
+/* Whether this thread holds (or is taking) any lock of the table: a signal
+ * handler that interrupted it there must wait for none of them. */
+static inline bool ac_locks_any_held(void) {
+  return ac_locks_held != 0;
+}
+
 static inline void ac_lock(enum ac_lock_id id) {
 #ifdef AC_CHECK_LOCKS
   if (ac_locks_held >> id) ac_lock_violation("taken while holding itself or a lock after it", id);

@@ -78,9 +78,9 @@ void ac_guard_defer(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext) {
   ac_guard_late_waiting = true; /* also when full: the drain counts what was dropped */
 }
 
-/* The fault of a thread interrupted inside the shim with the model lock held
- * (a signal handler of the program touched guarded memory): the lock cannot
- * be taken and the model may be half-changed. The page is the guard's when
+/* The fault of a thread interrupted inside the shim, holding the model lock or
+ * another of its locks (a signal handler of the program touched guarded
+ * memory): the lock cannot be taken and the model may be half-changed. The page is the guard's when
  * the published pages - which, during a refresh, cover what was closed and
  * what will be, and which are read without waiting for the interrupted
  * writer (published.h) - hold it: it is lifted, the access queued to be
@@ -246,7 +246,8 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
   }
   enum ac_guard_claim decided;
   if (ac_guard.backend->on_fault(a, is_write, pc, pkey, ucontext, &decided)) return decided;
-  if (ac_model_held()) return lift_without_lock(a, is_write, pc, ucontext);
+  /* Any lock of the shim's held by the interrupted code: judged late. */
+  if (ac_locks_any_held()) return lift_without_lock(a, is_write, pc, ucontext);
   bool overflow;
   bool guarded = published_overlaps(a, a + 1, &overflow);
   int saved_errno = errno;

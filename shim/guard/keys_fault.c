@@ -228,7 +228,11 @@ int ac_guard_keys_disabled_in(uintptr_t start, uintptr_t end, uintptr_t *page, b
  * while the model allows that memory). */
 static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, uintptr_t pc,
                                         void *ucontext) {
-  if (ac_model_held()) { /* a handler inside the shim: judged when its thread leaves */
+  /* A handler inside the shim - its thread holds the model lock, or any
+   * other (the report sink's, while a finding is written): judged when its
+   * thread leaves the model, never here, where judging could wait for a
+   * lock the interrupted code holds. */
+  if (ac_locks_any_held()) {
     if (!ac_guard_keys_let_through(slot, ucontext)) return AC_GUARD_NOT_OURS;
     ac_guard_defer(a, is_write, pc, ucontext);
     return AC_GUARD_HANDLED;
