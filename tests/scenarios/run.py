@@ -61,11 +61,15 @@ def entry_point(f):
 
 
 def match(findings, wanted):
-    """Pairs each wanted token with a distinct finding; returns the problems."""
+    """Pairs each wanted token with a distinct finding; returns the problems. The
+    tokens that name an entry point or a count are paired first: a plain RULE
+    must not take the finding that only a more precise token of the same rule
+    can match (findings of two threads come in either order)."""
     left = list(findings)
     problems = []
-    for token in wanted:
-        want = parse_token(token)
+    wants = sorted(((token, parse_token(token)) for token in wanted),
+                   key=lambda tw: -(("api" in tw[1]) + ("count" in tw[1])))
+    for token, want in wants:
         hit = None
         for f in left:
             if f.get("rule") != want["rule"]:
