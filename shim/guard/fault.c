@@ -78,16 +78,16 @@ void ac_guard_defer(uintptr_t a, bool is_write, uintptr_t pc, void *ucontext) {
   ac_guard_late_waiting = true; /* also when full: the drain counts what was dropped */
 }
 
-/* The fault of a thread interrupted inside the shim, holding the model lock or
- * another of its locks (a signal handler of the program touched guarded
- * memory): the lock cannot be taken and the model may be half-changed. The page is the guard's when
- * the published pages - which, during a refresh, cover what was closed and
- * what will be, and which are read without waiting for the interrupted
- * writer (published.h) - hold it: it is lifted, the access queued to be
- * judged when the thread leaves the model, and the next transition protects
- * again from scratch. It may be closed again before the handler runs once
- * more: each time it faults it is lifted again. A page the guard never
- * closed is the program's own fault. */
+/* The fault of a thread interrupted inside the shim, holding the model lock
+ * or another of its locks (a signal handler of the program touched guarded
+ * memory): the lock cannot be taken and the model may be half-changed. The
+ * page is the guard's when the published pages - which, during a refresh,
+ * cover what was closed and what will be, and which are read without
+ * waiting for the interrupted writer (published.h) - hold it: it is lifted,
+ * the access queued to be judged when the thread leaves the model, and the
+ * next transition protects again from scratch. It may be closed again
+ * before the handler runs once more: each time it faults it is lifted
+ * again. A page the guard never closed is the program's own fault. */
 static enum ac_guard_claim lift_without_lock(uintptr_t a, bool is_write, uintptr_t pc,
                                              void *ucontext) {
   uintptr_t page = ac_guard_page_floor(a);
@@ -341,9 +341,10 @@ void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cp
   in_guard = true;
   for (uintptr_t page = ac_guard_page_floor(start); page < end;
        page += (uintptr_t)ac_guard.page_size) {
-    /* A page lifted for another thread alone is still closed to this one. */
+    /* A page lifted for another thread alone is still closed to this one;
+     * one lifted for this thread was judged when it was. */
     if (!range_contains(&ac_guard.protected_now, page) ||
-        (page_lifted(page) && !ac_guard_keys_lifted_for_threads()))
+        (page_lifted(page) && (!ac_guard_keys_lifted_for_threads() || ac_guard_keys_lifted_here())))
       continue;
     uintptr_t probe = page < start ? start : page;
     struct ac_alloc *alloc = ac_model_find_alloc(ac_model, probe);

@@ -185,6 +185,8 @@ void ac_guard_keys_restore_lifted(void);
 bool ac_guard_keys_lift_for_thread(uintptr_t page, void *ucontext);
 /* Whether pages lifted by the fault handler are the lifting threads' alone. */
 bool ac_guard_keys_lifted_for_threads(void);
+/* And the calling thread holds the lift key: those pages are open to it. */
+bool ac_guard_keys_lifted_here(void);
 /* The pages lifted since the last transition are given back: every grant of
  * the lift key ends (each thread drops it when it next catches up). */
 void ac_guard_keys_lifts_ended(void);

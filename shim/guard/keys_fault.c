@@ -100,6 +100,12 @@ bool ac_guard_keys_lifted_for_threads(void) {
   return ac_guard_keys_active() && ac_keys.lift_key >= 0;
 }
 
+/* The calling thread holds the lift key: every page lifted in this busy
+ * period is open to it, its first access already judged. */
+bool ac_guard_keys_lifted_here(void) {
+  return ac_guard_keys_lifted_for_threads() && !(ac_pkru_read() & ac_keys.lift_bits);
+}
+
 bool ac_guard_keys_lift_for_thread(uintptr_t page, void *ucontext) {
   if (!ac_guard_keys_lifted_for_threads() || (ucontext && !ac_pkeys_frame_pkru(ucontext)) ||
       ac_guard_tag_pages(page, page + (uintptr_t)ac_guard.page_size, ac_keys.lift_key) != 0)
@@ -171,16 +177,36 @@ bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr
   return true;
 }
 
+static bool key_lifted(uintptr_t page) {
+  for (size_t i = 0; i < ac_keys.key_lifted_count; i++)
+    if (ac_keys.key_lifted[i].page == page) return true;
+  return false;
+}
+
+/* The first page of [at, end) in tagged range r that was not lifted, or end.
+ * A lifted page carries the lift key now, not its class's: the lift key
+ * decides whether this thread may touch it (lifted_in), and a thread it was
+ * lifted for must not have its access judged a second time. */
+static uintptr_t first_unlifted(uintptr_t at, uintptr_t end, uintptr_t r_end) {
+  if (r_end < end) end = r_end;
+  while (at < end && key_lifted(at))
+    at += (uintptr_t)ac_guard.page_size; /* at most key_lifted_count steps */
+  return at;
+}
+
 /* The same, exactly, from the tagged lists themselves (lock held). */
 static int disabled_in_tagged(uint32_t pkru, uintptr_t start, uintptr_t end, uintptr_t *page) {
   int found = -1;
   for (int s = 0; s < ac_keys.key_count; s++) {
     if (!(pkru & ac_pkru_disable_bits(ac_keys.keys[s]))) continue;
-    size_t i = range_first_ending_after(&ac_keys.tagged[s], start);
-    if (i == ac_keys.tagged[s].n || ac_keys.tagged[s].r[i].start >= end) continue;
-    uintptr_t at = ac_keys.tagged[s].r[i].start > start ? ac_keys.tagged[s].r[i].start
-                                                        : ac_guard_page_floor(start);
-    if (found < 0 || at < *page) found = s, *page = at;
+    const struct range_list *t = &ac_keys.tagged[s];
+    for (size_t i = range_first_ending_after(t, start); i < t->n && t->r[i].start < end; i++) {
+      uintptr_t at = first_unlifted(
+          t->r[i].start > start ? t->r[i].start : ac_guard_page_floor(start), end, t->r[i].end);
+      if (at >= end || at >= t->r[i].end) continue;
+      if (found < 0 || at < *page) found = s, *page = at;
+      break;
+    }
   }
   return found;
 }

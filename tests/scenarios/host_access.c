@@ -580,14 +580,36 @@ static void read_zero_into(CUdeviceptr p) {
 static void two_threads_read_busy(void) {
   two_threads(read_zero_into);
 }
-/* Globally attached memory after a few idle cycles, when the protection
- * keys have laid it out under the GLOBAL class's key: AC202 for each. */
-static void two_threads_touch_laid_out(void) {
+/* One thread touches busy memory, then reads a file into the same page in
+ * the same busy period: its access was judged once, at the touch; the
+ * read(2) must neither be judged again nor fail, on either backend. */
+static void touch_then_read(void) {
+  cpu_write(m); /* AC201 / AC202 */
+  read_zero_into(m);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void touch_then_read_busy(void) {
+  setup_single();
+  launch(s, m);
+  touch_then_read();
+}
+/* Globally attached m busy after a few idle cycles, when the protection
+ * keys have laid it out under the GLOBAL class's key. */
+static void launch_laid_out(void) {
   for (int i = 0; i < 4; i++) {
     launch(s, m);
     EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
   }
   launch(s, m);
+}
+/* The same once the keys have laid the memory out under its class's key. */
+static void touch_then_read_laid_out(void) {
+  launch_laid_out();
+  touch_then_read();
+}
+/* Two threads' access to memory laid out: AC202 for each. */
+static void two_threads_touch_laid_out(void) {
+  launch_laid_out();
   cpu_write(m); /* AC202 */
   second_thread_run(cpu_read);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
@@ -598,6 +620,8 @@ static const struct scenario_case cases[] = {
     {"two_threads_touch_busy", two_threads_touch_busy},
     {"two_threads_read_busy", two_threads_read_busy},
     {"two_threads_touch_laid_out", two_threads_touch_laid_out},
+    {"touch_then_read_busy", touch_then_read_busy},
+    {"touch_then_read_laid_out", touch_then_read_laid_out},
     {"threads_same_site", threads_same_site},
     {"other_thread_touch_busy", other_thread_touch_busy},
     {"other_thread_touch_after_sync", other_thread_touch_after_sync},
