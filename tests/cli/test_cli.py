@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The front end's contract: option errors, exit statuses, and the shim under
 plain LD_PRELOAD (malformed ATTACHCHECK_* values, the standalone JSON report)."""
+import importlib.util
 import json
 import os
 import re
@@ -33,12 +34,16 @@ def check(name, cond, detail=""):
         print(f"FAIL {name} {detail}")
 
 
-def cpu_has_keys():
-    try:
-        flags = open("/proc/cpuinfo").read().split()
-    except OSError:
-        return False
-    return "pku" in flags and "ospke" in flags
+def scenario_runner():
+    """tests/scenarios/run.py: whether this CPU has protection keys is its answer."""
+    spec = importlib.util.spec_from_file_location(
+        "scenario_run", os.path.join(ROOT, "tests", "scenarios", "run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cpu_has_keys = scenario_runner().cpu_has_keys
 
 
 def usage_error(name, args, words):
