@@ -263,9 +263,11 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
      * memory freed since outlived it. Managed memory is always the CPU's to
      * map: make sure the page is, and let the access run again. */
     bool program_forbids = managed && program_protection_forbids(a, is_write);
-    if (managed && !program_forbids)
+    if (managed && !program_forbids) {
+      ac_guard.stats.let_go_again++;
       ac_guard_open_pages(ac_guard_page_floor(a),
                           ac_guard_page_floor(a) + (uintptr_t)ac_guard.page_size);
+    }
     claim = managed && !program_forbids ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
     *epoch = ac_published_epoch(&ac_guard.closed);
   } else {

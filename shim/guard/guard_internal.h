@@ -74,7 +74,8 @@ struct ac_guard_shared {
     unsigned long resumed;                     /* windows over the pages kept while idle */
     unsigned long skipped;                     /* attaches that could change no page */
     unsigned long key_faults, disagreements;
-    unsigned long judged_late; /* accesses of handlers inside the shim (deferred.h) */
+    unsigned long judged_late;  /* accesses of handlers inside the shim (deferred.h) */
+    unsigned long let_go_again; /* faults on pages the guard had already let go */
     unsigned long layouts, patches, stood_aside; /* the keys laid out, patched; stood aside */
     double seconds, handler_seconds;
   } stats;
@@ -235,6 +236,9 @@ void ac_guard_program_pieces(uintptr_t start, uintptr_t end,
                                         void *ctx),
                              void *ctx);
 bool ac_guard_program_set_any(void);
+/* Whether the program gave some page of [start, end) a key of its own (the
+ * guard's keys leave such pages out, closing them with PROT_NONE instead). */
+bool ac_guard_program_keyed_in(uintptr_t start, uintptr_t end);
 /* The protection the program set at addr (PROT_READ | PROT_WRITE if none). */
 int ac_guard_program_prot_at(uintptr_t addr);
 void ac_guard_program_prot_after_fork_child(void);

@@ -107,8 +107,11 @@ bool ac_guard_keys_lifted_here(void) {
 }
 
 bool ac_guard_keys_lift_for_thread(uintptr_t page, void *ucontext) {
+  uintptr_t end = page + (uintptr_t)ac_guard.page_size;
+  /* A page with a key of the program's own takes no key of the guard's (it
+   * was closed with PROT_NONE): only opening it lets the access through. */
   if (!ac_guard_keys_lifted_for_threads() || (ucontext && !ac_pkeys_frame_pkru(ucontext)) ||
-      ac_guard_tag_pages(page, page + (uintptr_t)ac_guard.page_size, ac_keys.lift_key) != 0)
+      ac_guard_program_keyed_in(page, end) || ac_guard_tag_pages(page, end, ac_keys.lift_key) != 0)
     return false;
   if (ucontext)
     ac_guard_threads_in_frame(ucontext, 1u << LIFT_SLOT);
@@ -283,7 +286,9 @@ bool ac_guard_keys_on_fault(uintptr_t a, bool is_write, uintptr_t pc, int pkey, 
     *claim = AC_GUARD_NOT_OURS;
     return pkey != ac_guard_keys_closing();
   }
-  /* The guard protects nothing by mprotect while it has keys. */
+  /* While it has keys the guard protects by mprotect only pages with a key
+   * of the program's own (pages.c): their faults are judged as mprotect's
+   * are (fault.c); without such pages, the fault is not the guard's. */
   *claim = AC_GUARD_NOT_OURS;
-  return ac_guard_keys_closing() >= 0;
+  return ac_guard_keys_closing() >= 0 && !ac_guard_program_set_any();
 }

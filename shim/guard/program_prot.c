@@ -120,6 +120,17 @@ bool ac_guard_program_set_any(void) {
   return piece_count > 0;
 }
 
+static void note_keyed(uintptr_t start, uintptr_t end, int prot, int key, void *keyed) {
+  (void)start, (void)end, (void)prot;
+  if (key != 0) *(bool *)keyed = true;
+}
+
+bool ac_guard_program_keyed_in(uintptr_t start, uintptr_t end) {
+  bool keyed = false;
+  if (piece_count) ac_guard_program_pieces(start, end, note_keyed, &keyed);
+  return keyed;
+}
+
 int ac_guard_program_prot_at(uintptr_t addr) {
   size_t i = first_after(addr);
   return i < piece_count && pieces[i].start <= addr ? pieces[i].prot : DEFAULT_PROT;

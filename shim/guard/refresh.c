@@ -268,14 +268,16 @@ void ac_guard_print_stats(void) {
   ac_log("page guard: %lu refreshes (%lu rebuilds, %lu from scratch, %lu ranges of pages looked "
          "at again in the others, %lu of those resumed the pages kept while idle; %lu skipped "
          "after attaches that could change no page), %lu mprotect calls, %lu faults (%lu by the "
-         "driver, %lu judged late, %lu unjudged), at most %lu ranges protected, %.3f ms "
+         "driver, %lu judged late, %lu unjudged; %lu more on pages already let go), at most %lu "
+         "ranges protected, %.3f ms "
          "refreshing, %.3f ms "
          "judging faults",
          ac_guard.stats.refreshes, ac_guard.stats.rebuilds, ac_guard.stats.from_scratch,
          ac_guard.stats.window_ranges, ac_guard.stats.resumed, ac_guard.stats.skipped,
          ac_guard.stats.mprotects, ac_guard.stats.faults, ac_guard.stats.driver_faults,
-         ac_guard.stats.judged_late, ac_guard.stats.unjudged, ac_guard.stats.largest,
-         ac_guard.stats.seconds * 1e3, ac_guard.stats.handler_seconds * 1e3);
+         ac_guard.stats.judged_late, ac_guard.stats.unjudged, ac_guard.stats.let_go_again,
+         ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
+         ac_guard.stats.handler_seconds * 1e3);
   ac_guard.backend->print_stats();
   ac_model_leave();
 }

@@ -593,6 +593,22 @@ static void touch_then_read_busy(void) {
   launch(s, m);
   touch_then_read();
 }
+/* m's page given a protection key of the program's own (enabled for every
+ * thread): the guard's keys leave that page out and close it with
+ * PROT_NONE instead; a touch while busy is judged once and goes through,
+ * and the program's key stays on the page. */
+static void own_key_touch_busy(void) {
+  setup_single();
+  int key = pkey_alloc(0, 0);
+  void *page = (void *)(m & ~(CUdeviceptr)4095);
+  if (key >= 0 && pkey_mprotect(page, 4096, PROT_READ | PROT_WRITE, key) != 0)
+    failures++, perror("host_access: pkey_mprotect");
+  launch(s, m);
+  cpu_write(m); /* AC201 */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  if (key >= 0 && pkey_mprotect(page, 4096, PROT_READ | PROT_WRITE, 0) != 0)
+    failures++, perror("host_access: pkey_mprotect back");
+}
 /* Globally attached m busy after a few idle cycles, when the protection
  * keys have laid it out under the GLOBAL class's key. */
 static void launch_laid_out(void) {
@@ -622,6 +638,7 @@ static const struct scenario_case cases[] = {
     {"two_threads_touch_laid_out", two_threads_touch_laid_out},
     {"touch_then_read_busy", touch_then_read_busy},
     {"touch_then_read_laid_out", touch_then_read_laid_out},
+    {"own_key_touch_busy", own_key_touch_busy},
     {"threads_same_site", threads_same_site},
     {"other_thread_touch_busy", other_thread_touch_busy},
     {"other_thread_touch_after_sync", other_thread_touch_after_sync},
