@@ -19,30 +19,61 @@
  * keeps its key. All of it is async-signal-safe (the handler lifts pages).
  */
 #define _GNU_SOURCE
+#include <stdio.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "guard_internal.h"
 #include "libc_real.h"
 #include "pkeys.h"
+#include "shim.h"
+#include "sys.h"
+
+/* --verbose 3: every change of protection the guard makes and what it took,
+ * written straight to stderr - some are made in the fault handler, where
+ * the report sink's lock may not be taken. A debugging trace. */
+static void trace(const char *what, uintptr_t start, uintptr_t end, int prot, int key,
+                  double started) {
+  char line[160];
+  int n = snprintf(line, sizeof line,
+                   "==attachcheck:%d== guard: %s [%#lx, %#lx) %lu pages, prot %d key %d: %.1f us\n",
+                   (int)getpid(), what, (unsigned long)start, (unsigned long)end,
+                   (unsigned long)((end - start) / (uintptr_t)ac_guard.page_size), prot, key,
+                   (ac_sys_now_seconds() - started) * 1e6);
+  if (n > 0 && write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0) return;
+}
+
+#define TRACED(what, start, end, prot, key, call)                                                  \
+  (ac_opts.verbose < 3 ? (call) : ({                                                               \
+    double started_ = ac_sys_now_seconds();                                                        \
+    int r_ = (call);                                                                               \
+    trace(what, start, end, prot, key, started_);                                                  \
+    r_;                                                                                            \
+  }))
 
 /* The next mprotect after the shim's (the C library's, or a driver's that
  * protects managed memory itself and so sees every protection asked for):
  * the shim's own export - which -Bsymbolic binds the shim's calls to - is
  * the program's, and tells the guard. */
 static int raw_mprotect(uintptr_t start, uintptr_t end, int prot) {
-  return AC_LIBC_REAL(mprotect)((void *)start, end - start, prot);
+  return TRACED("mprotect", start, end, prot, -1,
+                AC_LIBC_REAL(mprotect)((void *)start, end - start, prot));
+}
+
+static int tag(uintptr_t start, uintptr_t end, int prot, int key) {
+  return TRACED("pkey_mprotect", start, end, prot, key, ac_pkeys_protect(start, end, prot, key));
 }
 
 static void close_piece(uintptr_t start, uintptr_t end, int prot, int key, void *result) {
   int closing = ac_guard_keys_closing();
-  int r = closing >= 0 && key == 0 ? ac_pkeys_protect(start, end, prot, closing)
+  int r = closing >= 0 && key == 0 ? tag(start, end, prot, closing)
                                    : raw_mprotect(start, end, PROT_NONE);
   if (r != 0) *(int *)result = r;
 }
 
 static void open_piece(uintptr_t start, uintptr_t end, int prot, int key, void *result) {
-  int r = ac_guard_keys_closing() >= 0 ? ac_pkeys_protect(start, end, prot, key)
-                                       : raw_mprotect(start, end, prot);
+  int r =
+      ac_guard_keys_closing() >= 0 ? tag(start, end, prot, key) : raw_mprotect(start, end, prot);
   if (r != 0) *(int *)result = r;
 }
 
@@ -54,7 +85,7 @@ struct tag {
 static void tag_piece(uintptr_t start, uintptr_t end, int prot, int key, void *arg) {
   struct tag *t = arg;
   if (key != 0) return; /* the program's own key: the guard's keys leave it out */
-  if (ac_pkeys_protect(start, end, prot, t->key) != 0) t->result = -1;
+  if (tag(start, end, prot, t->key) != 0) t->result = -1;
 }
 
 /* fn over the pieces of [start, end) as the program protected them; one

@@ -211,6 +211,19 @@ with tempfile.TemporaryDirectory() as d:
     else:
         print("skip three threads' one finding: this CPU has no protection keys")
 
+# --verbose 3 traces every change of protection the page guard makes, with
+# its time: the busy memory closed, its page let go at the touch, the rest
+# opened at the synchronisation.
+p = run([CLI, "--guard-pages", "mprotect", "--verbose", "3", HOST_ACCESS, "global_touch_busy"])
+traced = re.findall(r"guard: mprotect \[0x[0-9a-f]+, 0x[0-9a-f]+\) (\d+) pages, prot (\d) key -1: "
+                    r"[0-9.]+ us", p.stderr)
+check("--verbose 3: each protection change traced with its time",
+      p.returncode == 0 and len(traced) >= 3 and traced[0][1] == "0" and traced[-1][1] == "3",
+      p.stderr[-600:])
+p = run([CLI, "--guard-pages", "mprotect", "--verbose", "1", HOST_ACCESS, "global_touch_busy"])
+check("--verbose 1: no protection trace", p.returncode == 0 and "guard: mprotect [" not in p.stderr,
+      p.stderr[-600:])
+
 # A page under a protection key of the program's own takes no key of the
 # guard's: after the judged fault it is opened, not tagged with the lift key
 # (which would leave it closed and fault again).
