@@ -102,8 +102,29 @@ static void *next_small_region(void) {
   return map_aligned(REGION, PROT_READ | PROT_WRITE);
 }
 
+/* FAKECUDA_REUSE_SMALL=1: the slot of the small allocation freed last is
+ * handed out again to the next one of its size, as the real driver does in
+ * a loop that makes and frees a temporary (docs/driver-facts.md). Off by
+ * default: stale pointers stay recognisable. Caller holds fake_lock. */
+static uintptr_t small_freed_base;
+static size_t small_freed_step;
+
+static bool reuse_small(void) {
+  static int reuse = -1;
+  if (reuse < 0) {
+    const char *v = getenv("FAKECUDA_REUSE_SMALL");
+    reuse = v && strcmp(v, "1") == 0;
+  }
+  return reuse;
+}
+
 static uintptr_t take_small(size_t bytes) {
   size_t step = (bytes + SMALL_STEP - 1) & ~(size_t)(SMALL_STEP - 1);
+  if (small_freed_base && small_freed_step == step) {
+    uintptr_t p = small_freed_base;
+    small_freed_base = 0;
+    return p;
+  }
   if (small_next == 0 || small_next + step > small_end) {
     void *region = next_small_region();
     if (!region) return 0;
@@ -205,6 +226,9 @@ static CUresult release_mapped(uintptr_t base, enum fake_mem_kind kind,
   if (a && a->kind == FAKE_MANAGED && a->size > SMALL_LIMIT) {
     freed_base = a->base;
     freed_len = page_round(a->size);
+  } else if (a && a->kind == FAKE_MANAGED && a->mapping == FAKE_MAPPED_BY_DRIVER && reuse_small()) {
+    small_freed_base = a->base;
+    small_freed_step = (a->size + SMALL_STEP - 1) & ~(size_t)(SMALL_STEP - 1);
   }
   pthread_mutex_unlock(&fake_lock);
   if (!a) return CUDA_ERROR_INVALID_VALUE;
@@ -250,7 +274,7 @@ void fake_memory_end_all(void) {
   struct fake_alloc *a = allocs;
   allocs = NULL;
   HASH_CLEAR(hh, by_base);
-  small_next = small_end = 0;
+  small_next = small_end = small_freed_base = 0;
   pthread_mutex_unlock(&fake_lock);
   while (a) {
     struct fake_alloc *next = a->next;
