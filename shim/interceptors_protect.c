@@ -11,9 +11,16 @@
  * as bare: when the kernel says ENOSPC and the guard holds keys, the guard
  * gives them back (it goes on with mprotect) and the call is made again.
  * A key allocated with a raw system call is not seen.
+ *
+ * munmap, mremap and a mapping made over another (MAP_FIXED): freed managed
+ * memory keeps its protection key for the next allocation there, and a new
+ * mapping takes the key away; the guard is told (keys_park.c). Whoever
+ * calls - the driver, the program, before the shim has started - the call
+ * itself is the C library's.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdarg.h>
 #include <sys/mman.h>
 
 #include "libc_real.h"
@@ -42,3 +49,34 @@ AC_EXPORT int pkey_alloc(unsigned int flags, unsigned int rights) {
     key = real(flags, rights);
   return key;
 }
+
+AC_EXPORT int munmap(void *addr, size_t len) {
+  int r = AC_LIBC_REAL(munmap)(addr, len);
+  if (r == 0) ac_guard_note_remap((uintptr_t)addr, len);
+  return r;
+}
+
+AC_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
+  void *at = NULL;
+  if (flags & MREMAP_FIXED) {
+    va_list ap;
+    va_start(ap, flags);
+    at = va_arg(ap, void *);
+    va_end(ap);
+  }
+  void *r = AC_LIBC_REAL(mremap)(old, old_len, new_len, flags, at);
+  if (r != MAP_FAILED) {
+    ac_guard_note_remap((uintptr_t)old, old_len);
+    ac_guard_note_remap((uintptr_t)r, new_len);
+  }
+  return r;
+}
+
+#define MMAP(Name, Off)                                                                            \
+  AC_EXPORT void *Name(void *addr, size_t len, int prot, int flags, int fd, Off off) {             \
+    void *r = AC_LIBC_REAL(Name)(addr, len, prot, flags, fd, off);                                 \
+    if (r != MAP_FAILED && (flags & MAP_FIXED)) ac_guard_note_remap((uintptr_t)r, len);            \
+    return r;                                                                                      \
+  }
+MMAP(mmap, off_t)
+MMAP(mmap64, off64_t)

@@ -314,6 +314,9 @@ static void check_keyed_buffer(const char *via, uintptr_t start, uintptr_t end, 
   ac_model_enter();
   in_guard = true;
   slot = ac_guard_keys_disabled_in(start, end, &page, &maybe); /* exact, under the lock */
+  /* Freed memory that kept its key: key 0 now, whatever the buffer's verdict. */
+  if (slot >= 0 && ac_guard_keys_unpark(start, end))
+    slot = ac_guard_keys_disabled_in(start, end, &page, &maybe);
   for (int rounds = 0; rounds < AC_PKEYS_HW_MAX && slot >= 0; rounds++) {
     struct ac_alloc *alloc = ac_model_find_alloc(ac_model, page < start ? start : page);
     bool allowed = !ac_guard_keys_slot_forbidden(slot);

@@ -116,6 +116,9 @@ void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cp
  * on [start, start + len): kept where it is managed memory, and what the
  * guard closes there closed again (no lock; program_prot.c). */
 void ac_guard_program_protects(uintptr_t start, size_t len, int prot, int key);
+/* [start, start + len) was unmapped, or mapped anew: freed memory there that
+ * kept its protection key lost it (no lock, async-signal-safe; keys_park.c). */
+void ac_guard_note_remap(uintptr_t start, size_t len);
 /* Whether pc is in the driver's code (async-signal-safe). */
 bool ac_pc_in_driver(uintptr_t pc);
 

@@ -16,6 +16,7 @@
  *   published.c      what the handler reads without the lock (a latch)
  *   keys.c           which classes get protection keys, and their pages' tags
  *   keys_patch.c     the keys' layout patched between layouts; what they shut
+ *   keys_park.c      freed memory keeping its key; remaps taking it away
  *   keys_fault.c     the keys' verdicts at a transition, and at a fault
  *   keys_follow.c    the keys backend: laid out, patched, given up, its table
  *   backend.h        the backends' one face: mprotect's and the keys'
@@ -77,6 +78,7 @@ struct ac_guard_shared {
     unsigned long judged_late;  /* accesses of handlers inside the shim (deferred.h) */
     unsigned long let_go_again; /* faults on pages the guard had already let go */
     unsigned long layouts, patches, stood_aside; /* the keys laid out, patched; stood aside */
+    unsigned long parked, remapped; /* pages of freed memory that kept a key; lost it to a remap */
     double seconds, handler_seconds;
   } stats;
 };
@@ -157,10 +159,12 @@ int ac_guard_keys_closing(void);
 /* Until the next layout the keys protect nothing more (mprotect covers it
  * all). */
 void ac_guard_keys_stand_aside(void);
-/* Between layouts, the pages (normalised) where bytes moved class give their
- * keys up; then each class's bytes there, then all managed bytes there
- * (false from _begin: the keys stand aside instead). */
-bool ac_guard_keys_patch_begin(const struct range_list *pages);
+/* Between layouts, the pages (normalised) where bytes moved class are looked
+ * at again - a keyed class's bytes alone on a page keep or get its key, any
+ * other page holding bytes gives its key up (every one of them, give_up) -;
+ * then each class's bytes there, then all managed bytes there (false from
+ * _begin: the keys stand aside instead). */
+bool ac_guard_keys_patch_begin(const struct range_list *pages, bool give_up);
 void ac_guard_keys_patch_class(const void *id, const struct range_list *bytes);
 void ac_guard_keys_patch_end(const struct range_list *managed);
 /* Whether no thread can touch a page of [start, end): each is in mprotected
@@ -176,6 +180,10 @@ const char *ac_guard_keys_layout_wrong(const struct range_list *all_managed);
  * valid until the next call. */
 const struct range_list *ac_guard_keys_take_rekeyed(bool *all);
 void ac_guard_keys_forget(uintptr_t start, uintptr_t end);
+/* The pages of [start, end) that kept their key when their memory was freed
+ * (keys_park.c) are given key 0: touched, or handed to a system call, such a
+ * key means nothing any more. Whether there was one (lock held). */
+bool ac_guard_keys_unpark(uintptr_t start, uintptr_t end);
 /* Pages a fault let go (a forbidden access, judged) get their keys back:
  * at a transition, before mprotect's protection is settled. */
 void ac_guard_keys_restore_lifted(void);

@@ -64,6 +64,13 @@ void keys_note_rekeyed(const struct range_list *pages) {
   }
 }
 
+/* out = the pages [start, end) lies on, one range. */
+void keys_pages_of(struct range_list *out, uintptr_t start, uintptr_t end) {
+  out->n = 0;
+  range_push(out, ac_guard_page_floor(start),
+             ac_guard_page_floor(end - 1) + (uintptr_t)ac_guard.page_size);
+}
+
 /* How many pages l (page-aligned) covers. */
 size_t keys_pages_in(const struct range_list *l) {
   size_t count = 0;
@@ -172,12 +179,15 @@ void keys_publish_tags(void) {
   size_t n = 0;
   bool overflow = false;
   for (int s = 0; s < ac_keys.key_count && !overflow; s++)
-    for (size_t j = 0; j < ac_keys.tagged[s].n; j++) {
-      if (n == AC_PUBLISHED_MAX) {
-        overflow = true;
-        break;
+    for (int parked = 0; parked < 2 && !overflow; parked++) {
+      const struct range_list *l = parked ? &ac_keys.parked[s] : &ac_keys.tagged[s];
+      for (size_t j = 0; j < l->n; j++) {
+        if (n == AC_PUBLISHED_MAX) {
+          overflow = true;
+          break;
+        }
+        all[n++] = (struct keyed_range){l->r[j].start, l->r[j].end, s};
       }
-      all[n++] = (struct keyed_range){ac_keys.tagged[s].r[j].start, ac_keys.tagged[s].r[j].end, s};
     }
   ac_sort_unless_sorted(all, n, sizeof all[0], by_start);
   for (size_t i = 0; i < n; i++) {
@@ -218,37 +228,56 @@ void ac_guard_keys_stand_aside(void) {
     keys_tag_ranges(&ac_keys.tagged[s], 0, &touched);
     ac_keys.tagged[s].n = 0;
   }
+  /* Standing aside, nothing patches the keys: a parked page that gets bytes
+   * would keep a key that no longer says whose they are. */
+  keys_unpark_all(&touched);
   keys_forget_protection_of(&touched);
   keys_publish_tags();
   ac_keys.standing_aside = true;
   ac_guard.stats.stood_aside++;
 }
 
-/* Tags slot s's pages with its key, and gives key 0 back to those that left
- * every slot (all: the union of the new tags). */
-static void retag(struct range_list *next, const struct range_list *all) {
-  static struct range_list change, touched;
-  touched.n = 0;
-  for (int s = 0; s < ac_keys.key_count; s++) {
-    range_subtract(&change, &ac_keys.tagged[s], all);
-    keys_tag_ranges(&change, 0, &touched);
-    range_subtract(&change, &next[s], &ac_keys.tagged[s]);
-    keys_tag_ranges(&change, ac_keys.keys[s], &touched);
-  }
+/* Tags slot s's pages with its key where they do not carry it yet - listed
+ * or parked -, gives key 0 back to those that left every slot and hold
+ * managed bytes, and parks the rest (all: the union of the new tags;
+ * managed_pages: the pages holding managed bytes). */
+static void retag(struct range_list *next, const struct range_list *all,
+                  const struct range_list *managed_pages) {
+  static struct range_list change, zero, touched, moved_in, held[AC_PKEYS_HW_MAX],
+      parked[AC_PKEYS_HW_MAX];
+  touched.n = moved_in.n = 0;
   for (int s = 0; s < ac_keys.key_count; s++)
+    range_union(&held[s], &ac_keys.tagged[s], &ac_keys.parked[s]);
+  for (int s = 0; s < ac_keys.key_count; s++) {
+    range_subtract(&change, &held[s], all);
+    range_subtract(&parked[s], &change, managed_pages);
+    range_clip(&zero, &change, managed_pages);
+    keys_tag_ranges(&zero, 0, &touched);
+    range_subtract(&change, &next[s], &held[s]);
+    keys_tag_ranges(&change, ac_keys.keys[s], &touched);
+    range_subtract(&change, &next[s], &ac_keys.tagged[s]);
+    range_append_list(&moved_in, &change);
+  }
+  for (int s = 0; s < ac_keys.key_count; s++) {
     range_swap(&ac_keys.tagged[s], &next[s]);
+    ac_keys.parked[s].n = 0;
+    keys_park(s, &parked[s]);
+  }
   keys_forget_protection_of(&touched); /* normalises touched */
   keys_note_rekeyed(&touched);
+  range_normalise(&moved_in);
+  keys_note_rekeyed(&moved_in); /* parked pages listed again: no tag changed */
   keys_publish_tags();
 }
 
 void ac_guard_keys_layout_end(const struct range_list *all_managed) {
-  static struct range_list mixed, pages, next[AC_PKEYS_HW_MAX], all_tagged, swap;
+  static struct range_list mixed, pages, next[AC_PKEYS_HW_MAX], all_tagged, swap, managed_pages;
   static struct range_list *exclusive;
   static struct ac_key_class *wanted;
   static size_t wanted_cap;
   if (!ac_guard_keys_active()) return;
   ac_guard_keys_restore_lifted(); /* the tags compared below are then the kernel's */
+  keys_park_settle();
   mixed_pages(&mixed, all_managed);
   if (ac_keys.offered_count > wanted_cap) {
     struct ac_key_class *grown = realloc(wanted, ac_keys.offered_count * sizeof *wanted);
@@ -295,7 +324,8 @@ void ac_guard_keys_layout_end(const struct range_list *all_managed) {
       keys_note_rekeyed(&ac_keys.tagged[s]);
     keys_note_rekeyed(&all_tagged);
   }
-  retag(next, &all_tagged);
+  range_round_out(&managed_pages, all_managed, (uintptr_t)ac_guard.page_size);
+  retag(next, &all_tagged, &managed_pages);
   range_subtract(&ac_keys.managed_residual, all_managed, &all_tagged);
   ac_keys.standing_aside = false;
 }
@@ -306,35 +336,42 @@ int keys_slot_of_class(const void *id) {
   return -1;
 }
 
-/* Lifted pages in [start, end) are dropped: memory going back to the driver
- * must not get a key back. */
-static void drop_lifted_in(uintptr_t start, uintptr_t end) {
+/* Lifted pages in [start, end) are dropped into lifted (they carry the lift
+ * key, not their slot's): memory going back to the driver must not get a
+ * key back from ac_guard_keys_restore_lifted. */
+static void drop_lifted_in(uintptr_t start, uintptr_t end, struct range_list *lifted) {
   size_t kept = 0;
   for (size_t i = 0; i < ac_keys.key_lifted_count; i++)
     if (ac_keys.key_lifted[i].page + (uintptr_t)ac_guard.page_size <= start ||
         ac_keys.key_lifted[i].page >= end)
       ac_keys.key_lifted[kept++] = ac_keys.key_lifted[i];
+    else
+      range_push(lifted, ac_keys.key_lifted[i].page,
+                 ac_keys.key_lifted[i].page + (uintptr_t)ac_guard.page_size);
   keys_set_lifted_count(kept);
+  range_normalise(lifted);
 }
 
-/* Memory about to go back to the driver keeps no key. */
+/* Memory about to go back to the driver: its keyed pages are parked, keeping
+ * their key (keys_park.c); the patch that follows the free lists those that
+ * still hold bytes of their class as the slot's again, with no tag changed.
+ * Its lifted pages get key 0. */
 void ac_guard_keys_forget(uintptr_t start, uintptr_t end) {
-  static struct range_list pages, gone, rest, touched;
+  static struct range_list pages, gone, lifted, touched;
   if (!ac_guard_keys_active() || start >= end) return;
-  drop_lifted_in(start, end);
-  pages.n = touched.n = 0;
-  range_push(&pages, ac_guard_page_floor(start),
-             ac_guard_page_floor(end - 1) + (uintptr_t)ac_guard.page_size);
+  keys_park_settle();
+  touched.n = lifted.n = 0;
+  drop_lifted_in(start, end, &lifted);
+  keys_pages_of(&pages, start, end);
   for (int s = 0; s < ac_keys.key_count; s++) {
-    range_subtract(&rest, &ac_keys.tagged[s], &pages);
-    if (rest.n == ac_keys.tagged[s].n && !range_contains(&ac_keys.tagged[s], pages.r[0].start))
-      continue;
-    range_subtract(&gone, &ac_keys.tagged[s], &rest);
+    range_clip(&gone, &ac_keys.tagged[s], &pages);
+    if (!gone.n) continue;
+    range_subtract_from(&ac_keys.tagged[s], &pages);
     keys_note_rekeyed(&gone);
-    keys_tag_ranges(&gone, 0, &touched);
-    range_swap(&ac_keys.tagged[s], &rest);
+    range_subtract_from(&gone, &lifted);
+    keys_park(s, &gone);
   }
-  if (!touched.n) return;
+  keys_tag_ranges(&lifted, 0, &touched);
   keys_forget_protection_of(&touched);
   keys_publish_tags();
 }
@@ -352,6 +389,7 @@ static void keys_give_up_locked(void) {
     ac_keys.tagged[s].n = ac_keys.residual[s].n = 0;
     ac_keys.slot_owner[s] = NULL;
   }
+  keys_unpark_all(&touched);
   __atomic_store_n(&ac_keys.disabled_now, 0, __ATOMIC_SEQ_CST);
   keys_forget_protection_of(&touched);
   keys_publish_tags();
@@ -434,6 +472,7 @@ void ac_guard_keys_after_fork_child(void) {
   __atomic_store_n(&ac_keys.disabled_now, 0, __ATOMIC_RELAXED);
   for (int s = 0; s < ac_keys.key_count; s++)
     ac_keys.tagged[s].n = 0;
+  keys_park_after_fork_child();
   keys_set_lifted_count(0);
   ac_published_set(&ac_keys.published, NULL, NULL, 0);
   ac_keys.offered_count = 0;

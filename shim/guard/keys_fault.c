@@ -197,18 +197,25 @@ static uintptr_t first_unlifted(uintptr_t at, uintptr_t end, uintptr_t r_end) {
   return at;
 }
 
-/* The same, exactly, from the tagged lists themselves (lock held). */
+/* The first page of [start, end) in l not lifted, or end. */
+static uintptr_t first_in(const struct range_list *l, uintptr_t start, uintptr_t end) {
+  for (size_t i = range_first_ending_after(l, start); i < l->n && l->r[i].start < end; i++) {
+    uintptr_t at = first_unlifted(
+        l->r[i].start > start ? l->r[i].start : ac_guard_page_floor(start), end, l->r[i].end);
+    if (at < end && at < l->r[i].end) return at;
+  }
+  return end;
+}
+
+/* The same, exactly, from the tagged and parked lists themselves (lock
+ * held). */
 static int disabled_in_tagged(uint32_t pkru, uintptr_t start, uintptr_t end, uintptr_t *page) {
   int found = -1;
   for (int s = 0; s < ac_keys.key_count; s++) {
     if (!(pkru & ac_pkru_disable_bits(ac_keys.keys[s]))) continue;
-    const struct range_list *t = &ac_keys.tagged[s];
-    for (size_t i = range_first_ending_after(t, start); i < t->n && t->r[i].start < end; i++) {
-      uintptr_t at = first_unlifted(
-          t->r[i].start > start ? t->r[i].start : ac_guard_page_floor(start), end, t->r[i].end);
-      if (at >= end || at >= t->r[i].end) continue;
-      if (found < 0 || at < *page) found = s, *page = at;
-      break;
+    for (int parked = 0; parked < 2; parked++) {
+      uintptr_t at = first_in(parked ? &ac_keys.parked[s] : &ac_keys.tagged[s], start, end);
+      if (at < end && (found < 0 || at < *page)) found = s, *page = at;
     }
   }
   return found;
@@ -269,6 +276,11 @@ static enum ac_guard_claim on_key_fault(uintptr_t a, int slot, bool is_write, ui
   int saved_errno = errno;
   ac_model_enter();
   ac_guard.stats.key_faults++;
+  if (ac_guard_keys_unpark(a, a + 1)) { /* freed memory that kept its key: key 0, run again */
+    ac_model_leave_as_is();
+    errno = saved_errno;
+    return AC_GUARD_HANDLED;
+  }
   ac_guard_repair_in_handler(a, ac_guard_judge_locked(a, is_write, pc, ucontext));
   ac_guard_keys_enable(slot, !ac_guard_keys_slot_forbidden(slot), ucontext, a);
   ac_model_leave_as_is();

@@ -45,24 +45,26 @@ static void lay_out_keys(void) {
   ac_guard_install_handler_once();
 }
 
-/* pages (normalised, page-aligned) give their keys up to the page tables
- * (keys.c), each class's bytes there with them; false when so many pages
- * gave theirs up that the keys should stand aside. */
-static bool give_keys_up(const struct range_list *pages) {
-  if (!ac_guard_keys_patch_begin(pages)) return false;
+/* pages (normalised, page-aligned) are looked at again (keys_patch.c):
+ * where a keyed class's bytes lie alone they keep or get its key - unless
+ * give_up, when every page holding bytes gives its key up to the page
+ * tables; false when so many pages were looked at that the keys should
+ * stand aside. */
+static bool patch_pages(const struct range_list *pages, bool give_up) {
+  if (!ac_guard_keys_patch_begin(pages, give_up)) return false;
   each_keyable_class(pages, ac_guard_keys_patch_class);
   ac_guard_keys_patch_end(ac_guard_classes_all_managed(pages));
   return true;
 }
 
-/* The pages of the bytes that moved since the keys last followed give their
- * keys up; false when they are too many: the keys stand aside. */
+/* The pages of the bytes that moved since the keys last followed are patched;
+ * false when they are too many: the keys stand aside. */
 static bool patch_keys(void) {
   static struct range_list pages;
   bool all;
   const struct range_list *moved = ac_guard_classes_moved_for_keys(&all);
   return !all && range_round_out(&pages, moved, (uintptr_t)ac_guard.page_size) &&
-         give_keys_up(&pages);
+         patch_pages(&pages, false);
 }
 
 /* Keys given up because a running thread disagreed (agree_with_threads) are
@@ -88,7 +90,7 @@ static void agree_with_threads(bool any_busy) {
   ac_guard_keys_agree(any_busy, !ac_model_reach_semantics(ac_model), &give_up);
   if (!give_up.n) return;
   if (!any_busy) ac_guard_classes_update();
-  if (!give_keys_up(&give_up)) ac_guard_keys_stand_aside();
+  if (!patch_pages(&give_up, true)) ac_guard_keys_stand_aside();
   unsigned long now = ac_guard.stats.refreshes;
   relayout_wait =
       now - last_given_up <= 2 * relayout_wait && relayout_wait < 4096 ? 2 * relayout_wait : 2;
@@ -159,10 +161,11 @@ static void print_stats(void) {
   if (!ac_guard_keys_count()) return;
   ac_log("page guard: protection keys: %lu layouts, %lu patches (standing aside %lu times "
          "between), %lu ranges tagged, %lu faults on keyed memory, %lu transitions some running "
-         "thread had not caught up with",
+         "thread had not caught up with, %lu pages of freed memory kept their key (%lu lost it "
+         "when unmapped or mapped over)",
          ac_guard.stats.layouts, ac_guard.stats.patches, ac_guard.stats.stood_aside,
          (unsigned long)ac_pkeys_tags_made(), ac_guard.stats.key_faults,
-         ac_guard.stats.disagreements);
+         ac_guard.stats.disagreements, ac_guard.stats.parked, ac_guard.stats.remapped);
 }
 
 const struct ac_guard_backend ac_guard_keys_backend = {

@@ -1,7 +1,8 @@
 /* keys_internal.h - the state the protection-keys files share: keys.c (the
  * layout: which classes get keys, their pages' tags), keys_patch.c (the
- * layout patched between layouts, and what it shuts), keys_fault.c (the
- * verdicts each transition publishes, and the fault side). One struct, so a
+ * layout patched between layouts, and what it shuts), keys_park.c (freed
+ * memory keeping its key), keys_fault.c (the verdicts each transition
+ * publishes, and the fault side). One struct, so a
  * forked child resets it in one place. Everything is under the model lock
  * but what is said to be atomic.
  */
@@ -72,7 +73,10 @@ struct ac_keys_state {
   struct range_list tagged[AC_PKEYS_HW_MAX];   /* its pages alone, tagged with its key */
   struct range_list residual[AC_PKEYS_HW_MAX]; /* its bytes elsewhere: the page tables' */
   struct range_list managed_residual;          /* managed bytes on pages without a key */
-  bool standing_aside;                         /* every key gave its pages up */
+  /* Pages tagged with a slot's key that hold no managed bytes: freed memory,
+   * which keeps its key for the next allocation there (keys_park.c). */
+  struct range_list parked[AC_PKEYS_HW_MAX];
+  bool standing_aside; /* every key gave its pages up */
   /* Between layouts the pages where a few bytes changed class give their
    * keys up (ac_guard_keys_patch_*): how many pages had keys at the last
    * layout, how many have given them up since. */
@@ -93,10 +97,17 @@ extern struct ac_keys_state ac_keys;
 /* keys.c's helpers the others use. */
 void keys_note_rekeyed(const struct range_list *pages);
 size_t keys_pages_in(const struct range_list *l);
+void keys_pages_of(struct range_list *out, uintptr_t start, uintptr_t end);
 void keys_publish_tags(void);
 void keys_tag_ranges(const struct range_list *l, int key, struct range_list *made_accessible);
 void keys_forget_protection_of(struct range_list *made_accessible);
 int keys_slot_of_class(const void *id);
+/* keys_park.c's. */
+void keys_park_settle(void);
+void keys_park(int s, const struct range_list *pages);
+void keys_unpark_all(struct range_list *touched);
+int keys_parked_slot(uintptr_t page);
+void keys_park_after_fork_child(void);
 static inline void keys_set_lifted_count(size_t n) {
   __atomic_store_n(&ac_keys.key_lifted_count, n, __ATOMIC_RELEASE);
 }

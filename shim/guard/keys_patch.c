@@ -6,11 +6,14 @@
  * attaches a little at every step of its loop (a temporary buffer each
  * iteration) would never have its keys. When a few bytes moved, the pages
  * they lie on - the only ones whose owners can have changed, as a page's
- * owners are the classes of the bytes in it - give up their keys instead:
- * tagged with key 0 they go to mprotect, and each keyed class's and all
- * managed memory's unkeyed bytes are brought up to date there (elsewhere
- * nothing changed). That costs what moved. Past an eighth of the pages that
- * had keys, the keys stand aside until the next layout. */
+ * owners are the classes of the bytes in it - are looked at again: one
+ * where a keyed class's bytes now lie alone carries its key (a page of
+ * freed memory kept it, keys_park.c: a temporary made again where the last
+ * one was changes no tag), one shared with other bytes gets key 0 and goes
+ * to mprotect, and each keyed class's and all managed memory's unkeyed
+ * bytes are brought up to date there (elsewhere nothing changed). That
+ * costs what moved. Past an eighth of the pages that had keys looked at
+ * since the last layout, the keys stand aside until the next one. */
 #define _GNU_SOURCE
 #include <string.h>
 
@@ -19,36 +22,43 @@
 #include "keys_internal.h"
 #include "shim.h"
 
-/* The patch under way: its pages, and each slot's class's bytes there, which
- * with all managed bytes there replace what the residuals held there at the
- * end - in place, a binary search and as many ranges coming as going, so a
- * patch costs what moved, not the length of what is alive (patches were
- * quadratic in the allocations: 20,000 attaches one by one, 2 s). */
-static struct range_list patch_pages, patch_bytes[AC_PKEYS_HW_MAX];
+/* The patch under way: its pages, the pages of them that carry each slot's
+ * key now (listed or parked), and each slot's class's bytes there, which with
+ * all managed bytes there decide each page's key at the end - in place, a
+ * binary search and as many ranges coming as going, so a patch costs what
+ * moved, not the length of what is alive (patches were quadratic in the
+ * allocations: 20,000 attaches one by one, 2 s). */
+static struct range_list patch_pages, patch_held[AC_PKEYS_HW_MAX], patch_bytes[AC_PKEYS_HW_MAX];
+/* The patch gives the keys of its pages up whatever their bytes: a running
+ * thread disagrees with their verdict (keys_follow.c's agree_with_threads). */
+static bool patch_gives_up;
 
-/* The pages (normalised, page-aligned) where bytes moved class lose their
- * keys; false, and nothing changed, when the keys stand aside or so many
- * pages gave theirs up that they should. Each class's bytes there follow
- * (ac_guard_keys_patch_class, _end). */
+/* The pages (normalised, page-aligned) where bytes moved class are looked at
+ * again; false, and nothing changed, when the keys stand aside or so many
+ * keyed pages were looked at since the last layout that they should. Each
+ * class's bytes there follow (ac_guard_keys_patch_class, _end). */
 
-bool ac_guard_keys_patch_begin(const struct range_list *pages) {
-  static struct range_list gone[AC_PKEYS_HW_MAX];
+bool ac_guard_keys_patch_begin(const struct range_list *pages, bool give_up) {
+  static struct range_list parked;
   AC_ASSERT_MODEL_HELD();
   if (!ac_guard_keys_active() || ac_keys.standing_aside) return false;
+  patch_gives_up = give_up;
+  keys_park_settle();
   size_t count = 0;
   for (int s = 0; s < ac_keys.key_count; s++) {
-    range_clip(&gone[s], &ac_keys.tagged[s], pages);
-    count += keys_pages_in(&gone[s]);
+    range_clip(&patch_held[s], &ac_keys.tagged[s], pages);
+    count += keys_pages_in(&patch_held[s]);
   }
   if (ac_keys.demoted_pages + count > 32 + ac_keys.keyed_pages / 8) return false;
   ac_keys.demoted_pages += count;
-  ac_guard_keys_restore_lifted(); /* the tags changed below are then the kernel's */
-  ac_keys.patch_touched.n = 0;
+  ac_guard_keys_restore_lifted(); /* the tags compared below are then the kernel's */
   for (int s = 0; s < ac_keys.key_count; s++) {
     /* In place: the lists are as long as what is alive, pages a few. */
-    if (gone[s].n) {
-      keys_tag_ranges(&gone[s], 0, &ac_keys.patch_touched);
-      range_subtract_from(&ac_keys.tagged[s], pages);
+    if (patch_held[s].n) range_subtract_from(&ac_keys.tagged[s], pages);
+    range_clip(&parked, &ac_keys.parked[s], pages);
+    if (parked.n) {
+      range_subtract_from(&ac_keys.parked[s], pages);
+      range_union_into(&patch_held[s], &parked);
     }
     patch_bytes[s].n = 0;
   }
@@ -63,15 +73,57 @@ void ac_guard_keys_patch_class(const void *id, const struct range_list *bytes) {
   range_union_into(&patch_bytes[s], bytes);
 }
 
-/* All managed bytes inside the patched pages (normalised). */
+/* The patched pages where slot s's class's bytes lie alone, into alone
+ * (managed: every managed byte there). */
+static void alone_on_pages(int s, const struct range_list *managed, struct range_list *alone) {
+  static struct range_list others, others_pages;
+  uintptr_t page = (uintptr_t)ac_guard.page_size;
+  alone->n = 0;
+  if (patch_gives_up) return;
+  range_subtract(&others, managed, &patch_bytes[s]);
+  range_round_out(&others_pages, &others, page);
+  range_round_out(alone, &patch_bytes[s], page);
+  range_subtract_from(alone, &others_pages);
+}
+
+/* All managed bytes inside the patched pages (normalised): each page where a
+ * keyed class's bytes lie alone carries its key - tagged only where it does
+ * not already, so a page of freed memory that kept its key and gets bytes of
+ * the same class again changes nothing -; a page holding other bytes gets key
+ * 0, to the page tables; a page holding none keeps its key, parked. */
 void ac_guard_keys_patch_end(const struct range_list *managed) {
-  for (int s = 0; s < ac_keys.key_count; s++)
-    range_replace_within(&ac_keys.residual[s], &patch_pages, &patch_bytes[s]);
-  range_replace_within(&ac_keys.managed_residual, &patch_pages, managed);
+  static struct range_list alone[AC_PKEYS_HW_MAX], all_alone, managed_pages, change, rest, joined,
+      residual;
+  uintptr_t page = (uintptr_t)ac_guard.page_size;
+  all_alone.n = 0;
+  for (int s = 0; s < ac_keys.key_count; s++) {
+    alone_on_pages(s, managed, &alone[s]);
+    range_union(&joined, &all_alone, &alone[s]);
+    range_swap(&all_alone, &joined);
+  }
+  range_round_out(&managed_pages, managed, page);
+  ac_keys.patch_touched.n = 0;
+  size_t keyed = 0;
+  for (int s = 0; s < ac_keys.key_count; s++) {
+    range_subtract(&change, &alone[s], &patch_held[s]);
+    keys_tag_ranges(&change, ac_keys.keys[s], &ac_keys.patch_touched);
+    range_subtract(&rest, &patch_held[s], &all_alone);
+    range_clip(&change, &rest, &managed_pages);
+    keys_tag_ranges(&change, 0, &ac_keys.patch_touched);
+    range_subtract_from(&rest, &managed_pages);
+    keys_park(s, &rest);
+    range_union_into(&ac_keys.tagged[s], &alone[s]);
+    keyed += keys_pages_in(&alone[s]);
+    range_subtract(&residual, &patch_bytes[s], &alone[s]);
+    range_replace_within(&ac_keys.residual[s], &patch_pages, &residual);
+  }
+  /* The pages that kept or got a key are not demoted. */
+  ac_keys.demoted_pages -= keyed < ac_keys.demoted_pages ? keyed : ac_keys.demoted_pages;
+  range_subtract(&residual, managed, &all_alone);
+  range_replace_within(&ac_keys.managed_residual, &patch_pages, &residual);
   ac_guard.stats.patches++;
-  if (!ac_keys.patch_touched.n) return;
   keys_forget_protection_of(&ac_keys.patch_touched); /* normalises it */
-  keys_note_rekeyed(&ac_keys.patch_touched);
+  keys_note_rekeyed(&patch_pages);
   keys_publish_tags();
 }
 
@@ -141,6 +193,14 @@ const char *ac_guard_keys_layout_wrong(const struct range_list *all_managed) {
       return "a class's bytes without a key are not its rest";
     range_union(&joined, &all_tagged, &ac_keys.tagged[s]);
     range_swap(&all_tagged, &joined);
+    /* A parked page holds no managed bytes, and is no slot's listed page. */
+    range_round_out(&pages, all_managed, (uintptr_t)ac_guard.page_size);
+    range_clip(&x, &ac_keys.parked[s], &pages);
+    if (x.n) return "a page that kept its key for freed memory holds managed bytes";
+    for (int t = 0; t < ac_keys.key_count; t++) {
+      range_clip(&x, &ac_keys.parked[s], &ac_keys.tagged[t]);
+      if (x.n) return "a page that kept its key for freed memory is a slot's listed page";
+    }
   }
   range_subtract(&x, all_managed, &all_tagged);
   if (!range_equal(&x, &ac_keys.managed_residual))

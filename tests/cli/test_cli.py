@@ -237,6 +237,22 @@ if cpu_has_keys():
 else:
     print("skip the program's own key: this CPU has no protection keys")
 
+# A temporary made and freed at each step where the driver hands its address
+# back: on protection keys its page keeps its key while freed, so after the
+# first steps a step changes no protection at all - twelve steps make as many
+# changes as six.
+if cpu_has_keys():
+    def protection_changes(steps):
+        env = dict(ENV, FAKECUDA_REUSE_SMALL="1", TEMP_STEPS=str(steps))
+        p = run([CLI, "--guard-pages", "pkeys", "--verbose", "3", HOST_ACCESS,
+                 "temps_touched_after_sync"], env=env)
+        return p.returncode, len(re.findall(r"guard: (?:pkey_)?mprotect \[", p.stderr))
+    six, twelve = protection_changes(6), protection_changes(12)
+    check("a temporary at each step: no protection change once its page kept its key",
+          six[0] == 0 and twelve[0] == 0 and six[1] == twelve[1], f"{six} {twelve}")
+else:
+    print("skip a temporary at each step: this CPU has no protection keys")
+
 usage_error("no program", ["--guard", "on"], ["no program"])
 usage_error("report folder missing", ["--json", "/nonexistent/r.json", "true"], ["/nonexistent"])
 with tempfile.TemporaryDirectory() as d:

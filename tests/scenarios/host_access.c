@@ -13,6 +13,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -471,6 +472,57 @@ static void temp_each_step_after_sync(void) {
     temp_step(0);
 }
 
+/* A temporary of size touched while s is busy at each of the steps: where
+ * the driver hands its address back (FAKECUDA_REUSE_SMALL=1 for a small
+ * one; a large one is unmapped and mapped again there), its page's key was
+ * kept or went with the mapping, and every step's touch is caught: AC202
+ * six times. With touch_busy 0, touched only after the synchronisation: no
+ * finding. The step count is TEMP_STEPS's where set (a protection trace
+ * compares runs of different lengths). */
+static void temps_touched(size_t size, unsigned flags, int touch_busy) {
+  const char *steps = getenv("TEMP_STEPS");
+  int n = steps ? atoi(steps) : 6;
+  for (int i = 0; i < n; i++) {
+    CUdeviceptr tmp;
+    EXPECT_RC(cu.cuMemAllocManaged(&tmp, size, flags), CUDA_SUCCESS);
+    launch(s, m);
+    if (touch_busy) cpu_write(tmp); /* AC202 where GLOBAL */
+    EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+    cpu_write(tmp);
+    EXPECT_RC(cu.cuMemFree(tmp), CUDA_SUCCESS);
+  }
+}
+static void temps_touched_busy(void) {
+  temps_touched(256, CU_MEM_ATTACH_GLOBAL, 1);
+}
+static void temps_touched_busy_large(void) {
+  temps_touched(64 << 10, CU_MEM_ATTACH_GLOBAL, 1);
+}
+static void temps_touched_after_sync(void) {
+  temps_touched(256, CU_MEM_ATTACH_GLOBAL, 0);
+}
+/* A GLOBAL temporary freed, then a HOST-attached one where it was, touched
+ * while s is busy: HOST memory is the CPU's at any time, whatever key the
+ * page kept. No finding. */
+static void host_where_global_was(void) {
+  temps_touched(256, CU_MEM_ATTACH_GLOBAL, 0);
+  temps_touched(256, CU_MEM_ATTACH_HOST, 1);
+}
+/* A freed temporary's page touched again while s is busy (its memory is
+ * no allocation any more, and the driver's still: the stand-in's small
+ * slots stay mapped): no finding, and the touch goes through. */
+static void freed_temp_touched_busy(void) {
+  temps_touched(256, CU_MEM_ATTACH_GLOBAL, 0);
+  CUdeviceptr tmp;
+  EXPECT_RC(cu.cuMemAllocManaged(&tmp, 256, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  launch(s, m);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemFree(tmp), CUDA_SUCCESS);
+  launch(s, m);
+  cpu_write(tmp); /* no allocation: the stand-in's memory, not a finding */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+
 /* The program's own SIGSEGV handler keeps working: it recovers from a fault
  * of its own, installed before the guard's handler exists. */
 static sigjmp_buf recover;
@@ -639,6 +691,11 @@ static const struct scenario_case cases[] = {
     {"touch_then_read_busy", touch_then_read_busy},
     {"touch_then_read_laid_out", touch_then_read_laid_out},
     {"own_key_touch_busy", own_key_touch_busy},
+    {"temps_touched_busy", temps_touched_busy},
+    {"temps_touched_busy_large", temps_touched_busy_large},
+    {"temps_touched_after_sync", temps_touched_after_sync},
+    {"host_where_global_was", host_where_global_was},
+    {"freed_temp_touched_busy", freed_temp_touched_busy},
     {"threads_same_site", threads_same_site},
     {"other_thread_touch_busy", other_thread_touch_busy},
     {"other_thread_touch_after_sync", other_thread_touch_after_sync},
