@@ -21,6 +21,7 @@
  * for this to hold: docs/driver-facts.md, "What --on-error repair relies on".
  */
 #define _GNU_SOURCE
+#include <limits.h>
 #include <stdio.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,10 +52,11 @@ struct request {
 };
 
 static struct request slots[SLOTS];
-static unsigned wake_count; /* moved at every request; the repairer sleeps on it */
-static int running;         /* atomic: the repairer thread is up */
-static int given_up;        /* atomic: a wait timed out; repair is off */
-static int given_up_told;   /* atomic: and the report said so */
+static unsigned wake_count;    /* moved at every request; the repairer sleeps on it */
+static int running;            /* atomic: the repairer thread is up */
+static int given_up;           /* atomic: a wait timed out; repair is off */
+static unsigned given_up_said; /* atomic: NOT_SAID, SAYING, SAID: the report says so */
+enum { NOT_SAID, SAYING, SAID };
 static __thread bool is_repairer;
 
 bool ac_repair_cpu_access_wanted(enum ac_rule_id rule, bool in_host_function) {
@@ -188,6 +190,9 @@ void ac_repair_after_fork_child(void) {
   for (int i = 0; i < SLOTS; i++)
     slots[i].state = FREE;
   __atomic_store_n(&running, 0, __ATOMIC_RELEASE);
+  /* Being said in the parent when it forked: the parent's record says it. */
+  if (__atomic_load_n(&given_up_said, __ATOMIC_ACQUIRE) == SAYING)
+    __atomic_store_n(&given_up_said, SAID, __ATOMIC_RELEASE);
 }
 
 /* ---- the faulting thread's side (async-signal-safe) ---- */
@@ -240,12 +245,26 @@ bool ac_repair_cpu_access_in_handler(uintptr_t addr, enum ac_rule_id rule) {
   return answer == MADE;
 }
 
+/* Said once, by whichever thread comes first; another that comes while it is
+ * being said waits until its record is written (a little while at most):
+ * the exit's drain must not write the process's last record before it - the
+ * given-up repair went uncounted when the reporter thread was slow. */
 void ac_repair_report_given_up(void) {
-  if (!__atomic_load_n(&given_up, __ATOMIC_ACQUIRE) ||
-      __atomic_exchange_n(&given_up_told, 1, __ATOMIC_ACQ_REL))
+  if (!__atomic_load_n(&given_up, __ATOMIC_ACQUIRE)) return;
+  unsigned state = NOT_SAID;
+  if (!__atomic_compare_exchange_n(&given_up_said, &state, SAYING, false, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    for (int i = 0; i < 200 && state == SAYING; i++) { /* 2 s at most */
+      struct timespec step = {0, 10 * 1000 * 1000};
+      ac_sys_futex_wait(&given_up_said, SAYING, &step);
+      state = __atomic_load_n(&given_up_said, __ATOMIC_ACQUIRE);
+    }
     return;
+  }
   char why[160];
   snprintf(why, sizeof why, "a CPU access waited %u s for busy work that did not complete",
            (unsigned)ac_opts.repair_wait);
   ac_report_repair(NULL, false, 0, (double)ac_opts.repair_wait, why);
+  __atomic_store_n(&given_up_said, SAID, __ATOMIC_RELEASE);
+  ac_sys_futex_wake(&given_up_said, INT_MAX);
 }
