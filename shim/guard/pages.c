@@ -29,39 +29,48 @@
 #include "shim.h"
 #include "sys.h"
 
+typedef int protect_fn(uintptr_t start, uintptr_t end, int prot, int key);
+
+/* The next mprotect after the shim's (the C library's, or a driver's that
+ * protects managed memory itself and so sees every protection asked for):
+ * the shim's own export - which -Bsymbolic binds the shim's calls to - is
+ * the program's, and tells the guard. */
+static int plain_mprotect(uintptr_t start, uintptr_t end, int prot, int key) {
+  (void)key;
+  return AC_LIBC_REAL(mprotect)((void *)start, end - start, prot);
+}
+
+static int plain_tag(uintptr_t start, uintptr_t end, int prot, int key) {
+  return ac_pkeys_protect(start, end, prot, key);
+}
+
 /* --verbose 3: every change of protection the guard makes and what it took,
  * written straight to stderr - some are made in the fault handler, where
- * the report sink's lock may not be taken. A debugging trace. */
-static void trace(const char *what, uintptr_t start, uintptr_t end, int prot, int key,
-                  double started) {
+ * the report sink's lock may not be taken. A debugging trace, out of line:
+ * its buffer must not weigh on the handler's stack when it is off (a
+ * handler on a small alternate stack runs this path). */
+__attribute__((noinline, cold)) static int traced(const char *what, protect_fn *fn, uintptr_t start,
+                                                  uintptr_t end, int prot, int key) {
+  double started = ac_sys_now_seconds();
+  int r = fn(start, end, prot, key);
   char line[160];
   int n = snprintf(line, sizeof line,
                    "==attachcheck:%d== guard: %s [%#lx, %#lx) %lu pages, prot %d key %d: %.1f us\n",
                    (int)getpid(), what, (unsigned long)start, (unsigned long)end,
                    (unsigned long)((end - start) / (uintptr_t)ac_guard.page_size), prot, key,
                    (ac_sys_now_seconds() - started) * 1e6);
-  if (n > 0 && write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0) return;
+  if (n > 0 && write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0) return r;
+  return r;
 }
 
-#define TRACED(what, start, end, prot, key, call)                                                  \
-  (ac_opts.verbose < 3 ? (call) : ({                                                               \
-    double started_ = ac_sys_now_seconds();                                                        \
-    int r_ = (call);                                                                               \
-    trace(what, start, end, prot, key, started_);                                                  \
-    r_;                                                                                            \
-  }))
-
-/* The next mprotect after the shim's (the C library's, or a driver's that
- * protects managed memory itself and so sees every protection asked for):
- * the shim's own export - which -Bsymbolic binds the shim's calls to - is
- * the program's, and tells the guard. */
 static int raw_mprotect(uintptr_t start, uintptr_t end, int prot) {
-  return TRACED("mprotect", start, end, prot, -1,
-                AC_LIBC_REAL(mprotect)((void *)start, end - start, prot));
+  return ac_opts.verbose < 3 ? plain_mprotect(start, end, prot, -1)
+                             : traced("mprotect", plain_mprotect, start, end, prot, -1);
 }
 
 static int tag(uintptr_t start, uintptr_t end, int prot, int key) {
-  return TRACED("pkey_mprotect", start, end, prot, key, ac_pkeys_protect(start, end, prot, key));
+  return ac_opts.verbose < 3 ? plain_tag(start, end, prot, key)
+                             : traced("pkey_mprotect", plain_tag, start, end, prot, key);
 }
 
 static void close_piece(uintptr_t start, uintptr_t end, int prot, int key, void *result) {
