@@ -16,12 +16,16 @@
  * memory keeps its protection key for the next allocation there, and a new
  * mapping takes the key away; the guard is told (keys_park.c). Whoever
  * calls - the driver, the program, before the shim has started - the call
- * itself is the C library's.
+ * itself is the C library's. These four run inside the guard's fault
+ * handler too (the unwinder maps its caches), on whatever stack the program
+ * gave it: they are kept out of AddressSanitizer's frames, whose redzones
+ * overflowed a small alternate signal stack.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdarg.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 
 #include "libc_real.h"
 #include "shim.h"
@@ -50,13 +54,48 @@ AC_EXPORT int pkey_alloc(unsigned int flags, unsigned int rights) {
   return key;
 }
 
-AC_EXPORT int munmap(void *addr, size_t len) {
-  int r = AC_LIBC_REAL(munmap)(addr, len);
+/* The mapping calls are made as system calls of the shim's own, not through
+ * the C library's functions found at run time: a sanitizer's runtime maps
+ * memory through these exports while it starts, before any instrumented
+ * code - the lookup of the C library's function included - may run. On
+ * these processors the C library's own mmap, munmap and mremap are the bare
+ * system calls too. */
+AC_NO_SANITIZE_ADDRESS static long mapping_call(long number, long a, long b, long c, long d, long e,
+                                                long f) {
+  long r;
+#if defined(__x86_64__)
+  register long r10 __asm__("r10") = d, r8 __asm__("r8") = e, r9 __asm__("r9") = f;
+  __asm__ volatile("syscall"
+                   : "=a"(r)
+                   : "0"(number), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
+#elif defined(__aarch64__)
+  register long x8 __asm__("x8") = number, x0 __asm__("x0") = a, x1 __asm__("x1") = b,
+                   x2 __asm__("x2") = c, x3 __asm__("x3") = d, x4 __asm__("x4") = e,
+                   x5 __asm__("x5") = f;
+  __asm__ volatile("svc 0"
+                   : "+r"(x0)
+                   : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5)
+                   : "memory");
+  r = x0;
+#else
+#error "mapping_call: a system call on this processor"
+#endif
+  if (r < 0 && r > -4096) {
+    errno = (int)-r;
+    return -1;
+  }
+  return r;
+}
+
+AC_NO_SANITIZE_ADDRESS AC_EXPORT int munmap(void *addr, size_t len) {
+  int r = (int)mapping_call(SYS_munmap, (long)addr, (long)len, 0, 0, 0, 0);
   if (r == 0) ac_guard_note_remap((uintptr_t)addr, len);
   return r;
 }
 
-AC_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...) {
+AC_NO_SANITIZE_ADDRESS AC_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags,
+                                              ...) {
   void *at = NULL;
   if (flags & MREMAP_FIXED) {
     va_list ap;
@@ -64,7 +103,8 @@ AC_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
     at = va_arg(ap, void *);
     va_end(ap);
   }
-  void *r = AC_LIBC_REAL(mremap)(old, old_len, new_len, flags, at);
+  void *r =
+      (void *)mapping_call(SYS_mremap, (long)old, (long)old_len, (long)new_len, flags, (long)at, 0);
   if (r != MAP_FAILED) {
     ac_guard_note_remap((uintptr_t)old, old_len);
     ac_guard_note_remap((uintptr_t)r, new_len);
@@ -73,8 +113,9 @@ AC_EXPORT void *mremap(void *old, size_t old_len, size_t new_len, int flags, ...
 }
 
 #define MMAP(Name, Off)                                                                            \
-  AC_EXPORT void *Name(void *addr, size_t len, int prot, int flags, int fd, Off off) {             \
-    void *r = AC_LIBC_REAL(Name)(addr, len, prot, flags, fd, off);                                 \
+  AC_NO_SANITIZE_ADDRESS AC_EXPORT void *Name(void *addr, size_t len, int prot, int flags, int fd, \
+                                              Off off) {                                           \
+    void *r = (void *)mapping_call(SYS_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);   \
     if (r != MAP_FAILED && (flags & MAP_FIXED)) ac_guard_note_remap((uintptr_t)r, len);            \
     return r;                                                                                      \
   }

@@ -48,6 +48,9 @@
 #include "report.h"
 
 #define AC_EXPORT __attribute__((visibility("default")))
+/* Out of AddressSanitizer's reach: code that runs on stacks the program
+ * chose (its alternate signal stack), where redzones do not fit. */
+#define AC_NO_SANITIZE_ADDRESS __attribute__((no_sanitize("address", "thread")))
 #define AC_LIKELY(x) __builtin_expect(!!(x), 1)
 #define AC_UNLIKELY(x) __builtin_expect(!!(x), 0)
 

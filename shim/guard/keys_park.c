@@ -40,7 +40,7 @@ static struct {
 static unsigned long remap_head, remap_tail;         /* head atomic; tail under the lock */
 static uintptr_t parked_lo = UINTPTR_MAX, parked_hi; /* atomic: what parked pages span */
 
-void ac_guard_note_remap(uintptr_t start, size_t len) {
+AC_NO_SANITIZE_ADDRESS void ac_guard_note_remap(uintptr_t start, size_t len) {
   uintptr_t end = start + len;
   if (end <= __atomic_load_n(&parked_lo, __ATOMIC_ACQUIRE) ||
       start >= __atomic_load_n(&parked_hi, __ATOMIC_ACQUIRE))
