@@ -106,7 +106,6 @@ int keys_slot_of_class(const void *id);
 void keys_park_settle(void);
 void keys_park(int s, const struct range_list *pages);
 void keys_unpark_all(struct range_list *touched);
-int keys_parked_slot(uintptr_t page);
 void keys_park_after_fork_child(void);
 static inline void keys_set_lifted_count(size_t n) {
   __atomic_store_n(&ac_keys.key_lifted_count, n, __ATOMIC_RELEASE);

@@ -113,12 +113,6 @@ void keys_unpark_all(struct range_list *touched) {
   forget_all_parked();
 }
 
-int keys_parked_slot(uintptr_t page) {
-  for (int s = 0; s < ac_keys.key_count; s++)
-    if (range_contains(&ac_keys.parked[s], page)) return s;
-  return -1;
-}
-
 bool ac_guard_keys_unpark(uintptr_t start, uintptr_t end) {
   static struct range_list window, found, touched;
   AC_ASSERT_MODEL_HELD();
