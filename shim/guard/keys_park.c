@@ -53,10 +53,8 @@ AC_NO_SANITIZE_ADDRESS void ac_guard_note_remap(uintptr_t start, size_t len) {
 }
 
 static void forget_all_parked(void) {
-  for (int s = 0; s < ac_keys.key_count; s++) {
-    ac_guard.stats.remapped += keys_pages_in(&ac_keys.parked[s]);
+  for (int s = 0; s < ac_keys.key_count; s++)
     ac_keys.parked[s].n = 0;
-  }
   __atomic_store_n(&parked_lo, UINTPTR_MAX, __ATOMIC_RELEASE);
   __atomic_store_n(&parked_hi, 0, __ATOMIC_RELEASE);
 }
@@ -86,7 +84,10 @@ void keys_park_settle(void) {
     forget_parked_in(remaps[at].start, remaps[at].end);
   }
   remap_tail = head;
-  if (lost) forget_all_parked();
+  if (!lost) return;
+  for (int s = 0; s < ac_keys.key_count; s++) /* each may have been remapped */
+    ac_guard.stats.remapped += keys_pages_in(&ac_keys.parked[s]);
+  forget_all_parked();
 }
 
 /* ---- parking ---- */
