@@ -193,14 +193,14 @@ const char *ac_guard_keys_layout_wrong(const struct range_list *all_managed) {
       return "a class's bytes without a key are not its rest";
     range_union(&joined, &all_tagged, &ac_keys.tagged[s]);
     range_swap(&all_tagged, &joined);
-    /* A parked page holds no managed bytes, and is no slot's listed page. */
-    range_round_out(&pages, all_managed, (uintptr_t)ac_guard.page_size);
+  }
+  /* A parked page holds no managed bytes, and is no slot's listed page. */
+  range_round_out(&pages, all_managed, (uintptr_t)ac_guard.page_size);
+  for (int s = 0; s < ac_keys.key_count; s++) {
     range_clip(&x, &ac_keys.parked[s], &pages);
     if (x.n) return "a page that kept its key for freed memory holds managed bytes";
-    for (int t = 0; t < ac_keys.key_count; t++) {
-      range_clip(&x, &ac_keys.parked[s], &ac_keys.tagged[t]);
-      if (x.n) return "a page that kept its key for freed memory is a slot's listed page";
-    }
+    range_clip(&x, &ac_keys.parked[s], &all_tagged);
+    if (x.n) return "a page that kept its key for freed memory is a slot's listed page";
   }
   range_subtract(&x, all_managed, &all_tagged);
   if (!range_equal(&x, &ac_keys.managed_residual))
