@@ -59,7 +59,7 @@ __attribute__((noinline, cold)) static int traced(const char *what, protect_fn *
                    (int)getpid(), what, (unsigned long)start, (unsigned long)end,
                    (unsigned long)((end - start) / (uintptr_t)ac_guard.page_size), prot, key,
                    (ac_sys_now_seconds() - started) * 1e6);
-  if (n > 0 && write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0) return r;
+  if (n > 0) ac_sys_write_all(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
   return r;
 }
 
