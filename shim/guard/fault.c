@@ -122,7 +122,10 @@ static enum ac_rule_id mark_repair(struct ac_finding *f) {
 static enum ac_rule_id judge_fault(uintptr_t a, struct ac_alloc *alloc, bool is_write,
                                    void *ucontext) {
   static __thread struct ac_finding f; /* large: not on a signal stack */
-  if (!judge_access(a, 0, alloc, is_write, "page fault", &f)) return AC_RULE_COUNT;
+  if (!judge_access(a, 0, alloc, is_write, "page fault", &f)) {
+    ac_guard.stats.allowed_faults++; /* a shared page's allowed part (wanted.c) */
+    return AC_RULE_COUNT;
+  }
   enum ac_rule_id repair = mark_repair(&f);
   ac_stack_capture_from_signal(ucontext, &f.stack);
   struct ac_finding *slot = ac_guard_ring_slot_locked();
@@ -145,6 +148,8 @@ static enum ac_rule_id judge_counted(uintptr_t a, struct ac_alloc *alloc, bool i
     ac_guard.stats.driver_faults++; /* the driver's own access, e.g. inside a synchronous 2D copy */
   else if (alloc && ac_alloc_is_managed(alloc) && !alloc->retiring)
     repair = judge_fault(a, alloc, is_write, ucontext);
+  else
+    ac_guard.stats.allowed_faults++; /* between allocations on a guarded page */
   if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_sys_now_seconds() - started;
   return repair;
 }
@@ -288,9 +293,10 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
 
 /* ---- CPU accesses through system calls ----
  * The kernel does not raise SIGSEGV for a protected buffer handed to read(2)
- * or write(2): it fails with EFAULT. Protection is exact, so only a buggy
- * program hands the kernel a protected buffer; the calls the shim sees are
- * judged and the buffer lifted before they run, so they still succeed. */
+ * or write(2): it fails with EFAULT. Only a buggy program hands the kernel
+ * memory it may not touch, and a correct one memory that shares a closed page
+ * with such memory; the calls the shim sees are judged and the buffer lifted
+ * before they run, and pinned until they return (pins.c), so they succeed. */
 
 /* A buffer's finding, outside the lock, in normal context: reported now,
  * and under --on-error repair the call waits for the busy work first (this
@@ -330,11 +336,13 @@ static void check_keyed_buffer(const char *via, uintptr_t start, uintptr_t end, 
   if (found) report_buffer_finding(&f);
 }
 
-void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes) {
+void ac_guard_check_buffer(struct ac_guard_pins *pins, const char *via, const void *buf, size_t len,
+                           bool cpu_writes) {
   if (!ac_guard_on() || !len || in_guard || ac_model_held() ||
       __atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED))
     return;
   uintptr_t start = (uintptr_t)buf, end = start + len;
+  ac_guard_pin(pins, start, end); /* before anything published is read */
   check_keyed_buffer(via, start, end, cpu_writes);
   bool overflow;
   /* Without the lock first: the shim's own I/O, and every correct program's,

@@ -109,9 +109,19 @@ void ac_guard_judge_deferred(void);
 /* Wakes the guard's reporter thread, which also says what repair gave up
  * (repair.h). Async-signal-safe. */
 void ac_guard_wake_reporter(void);
+/* The buffers of one wrapped system call, pinned from their check until the
+ * call returns: no refresh closes their pages meanwhile (pins.c). */
+#define AC_GUARD_PINS_MAX 4
+struct ac_guard_pins {
+  int n;
+  short slot[AC_GUARD_PINS_MAX];
+};
 /* A system call is about to read (cpu_writes false) or fill a buffer (no
- * lock): judged, and let through, so the call succeeds. */
-void ac_guard_check_buffer(const char *via, const void *buf, size_t len, bool cpu_writes);
+ * lock): pinned into pins, judged, and let through, so the call succeeds.
+ * After the call, ac_guard_unpin(pins) - errno is kept. */
+void ac_guard_check_buffer(struct ac_guard_pins *pins, const char *via, const void *buf, size_t len,
+                           bool cpu_writes);
+void ac_guard_unpin(struct ac_guard_pins *pins);
 /* The program set prot (and key; -1 for mprotect, which keeps each page's)
  * on [start, start + len): kept where it is managed memory, and what the
  * guard closes there closed again (no lock; program_prot.c). */

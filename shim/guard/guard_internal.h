@@ -9,6 +9,7 @@
  *   class_pending.c  the allocations with an attach pending: each its own verdict
  *   wanted.c         the pages to close, kept up to date from what changed
  *   fault.c          a fault or a system call's buffer judged and let through
+ *   pins.c           the buffers of system calls in flight, which no refresh closes
  *   deferred.c       a handler's access inside the shim, queued to be judged late
  *   reporter.c       the SIGSEGV handler's findings, written by a thread of the guard's
  *   pages.c          closing pages to every thread, and opening them again
@@ -75,8 +76,10 @@ struct ac_guard_shared {
     unsigned long resumed;                     /* windows over the pages kept while idle */
     unsigned long skipped;                     /* attaches that could change no page */
     unsigned long key_faults, disagreements;
-    unsigned long judged_late;  /* accesses of handlers inside the shim (deferred.h) */
-    unsigned long let_go_again; /* faults on pages the guard had already let go */
+    unsigned long judged_late;         /* accesses of handlers inside the shim (deferred.h) */
+    unsigned long let_go_again;        /* faults on pages the guard had already let go */
+    unsigned long allowed_faults;      /* faults on memory the CPU may touch, on a guarded page */
+    unsigned long left_open_for_calls; /* refreshes that left system calls' pages open */
     unsigned long layouts, patches, stood_aside; /* the keys laid out, patched; stood aside */
     unsigned long parked, remapped; /* pages of freed memory that kept a key; lost it to a remap */
     double seconds, handler_seconds;
@@ -254,4 +257,15 @@ void ac_guard_program_prot_after_fork_child(void);
  * between start and end: any of them the guard's keys had are theirs no
  * more, and the keys stand aside until laid out again. */
 void ac_guard_keys_program_keyed(uintptr_t start, uintptr_t end, int key);
+
+/* ---- the buffers of system calls in flight (pins.c; async-signal-safe) ---- */
+
+/* Pins [start, end)'s pages into p (no lock). */
+void ac_guard_pin(struct ac_guard_pins *p, uintptr_t start, uintptr_t end);
+/* The pinned pages now, into pinned (normalised), read after what a refresh
+ * will close was published; true when some call found no slot - then no
+ * page may be closed that is not closed already. */
+bool ac_guard_pins_read(struct range_list *pinned);
+void ac_guard_pins_after_fork_child(void);
+
 #endif

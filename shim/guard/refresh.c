@@ -5,19 +5,21 @@
  * Protection is exact and eager: after every transition of the ordering
  * model (a stream turned busy or idle, an allocation made, attached or
  * freed) the protected pages are exactly those the model forbids the CPU,
- * before the call that made the transition returns. Memory the program may
- * touch is never left protected, so a correct program never faults and never
- * sees EFAULT from a system call. The allocations are grouped into classes of
+ * before the call that made the transition returns. A page of memory the
+ * program may touch alone is never left protected, so a correct program
+ * faults only on pages it shares with forbidden memory, and a system call
+ * the shim wraps never sees EFAULT. The allocations are grouped into classes of
  * byte ranges - globally attached, HOST, single-attached to stream S, pending
  * an attach - kept up to date allocation by allocation (classes.c), and
  * the pages to protect are recomputed only where something changed
  * (wanted.c), so a transition costs what it changed, not what is alive,
  * and the mprotect calls for it.
  *
- * Small allocations share pages. A page is protected only if some forbidden
- * allocation lies in it and no allowed one does: a touch of the forbidden
- * part of such a shared page goes unseen, which is the price of never
- * faulting a correct program.
+ * Small allocations of every kind share pages. A page is protected when
+ * some forbidden byte lies in it: a touch of its allowed part faults, is
+ * found allowed, and lifts the page for that thread until the next
+ * transition (fault.c). Under --guard-shared-pages off a page that also
+ * holds allowed bytes stays open and its forbidden part unwatched.
  *
  * This file is the refresh side. The fault side - judging an access in the
  * SIGSEGV handler or before a system call, and lifting its page - is
@@ -126,17 +128,36 @@ static void settle_actual_protection(void) {
  * is published covers both what was closed and what will be: a fault on a
  * page closed a moment ago is the guard's, also for a signal handler that
  * interrupted this very refresh (fault.c's lift_without_lock). */
+/* The pages wanted_now holds that the last refresh left open for system
+ * calls in flight (pins.c), until a refresh closes them. */
+static struct range_list left_open;
+
 static void apply_wanted(void) {
-  static struct range_list change, cover;
+  static struct range_list change, cover, pinned, goal, kept_closed;
   if (range_union(&cover, &ac_guard.protected_now, &wanted_now)) publish(&cover);
-  range_subtract(&change, &ac_guard.protected_now, &wanted_now);
+  /* The pages of system calls in flight stay open (pins.c): read after the
+   * publishing above, so a call pinned later sees its pages published. */
+  const struct range_list *target = &wanted_now;
+  bool crowded = ac_guard_pins_read(&pinned);
+  if (pinned.n || crowded) {
+    range_subtract(&goal, &wanted_now, &pinned);
+    if (crowded) { /* a call without a slot: nothing is closed anew */
+      range_subtract(&kept_closed, &goal, &ac_guard.protected_now); /* what would be */
+      range_subtract(&change, &goal, &kept_closed);
+      range_swap(&goal, &change);
+    }
+    ac_guard.stats.left_open_for_calls += !range_equal(&goal, &wanted_now);
+    target = &goal;
+  }
+  range_subtract(&left_open, &wanted_now, target);
+  range_subtract(&change, &ac_guard.protected_now, target);
   for (size_t i = 0; i < change.n; i++)
     guard_protect(change.r[i].start, change.r[i].end, false);
-  range_subtract(&change, &wanted_now, &ac_guard.protected_now);
+  range_subtract(&change, target, &ac_guard.protected_now);
   for (size_t i = 0; i < change.n; i++)
     guard_protect(change.r[i].start, change.r[i].end, true);
   ac_guard.protected_now.n = 0;
-  range_append_list(&ac_guard.protected_now, &wanted_now);
+  range_append_list(&ac_guard.protected_now, target);
   publish(&ac_guard.protected_now);
   if (ac_guard.protected_now.n > ac_guard.stats.largest)
     ac_guard.stats.largest = ac_guard.protected_now.n;
@@ -221,9 +242,10 @@ static bool move_changed_no_page(const struct ac_guard_before *before, const str
  * moved on them keeps their key until the next refresh, which mprotect
  * computed from scratch does not know). */
 static void verify_skipped(void) {
-  static struct range_list shut;
+  static struct range_list shut, meant;
   ac_guard.backend->shut_pages(&shut);
-  verify_with_scratch(&ac_guard.protected_now, &shut, true, "protected after a skipped refresh");
+  range_union(&meant, &ac_guard.protected_now, &left_open);
+  verify_with_scratch(&meant, &shut, true, "protected after a skipped refresh");
 }
 
 void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
@@ -268,16 +290,18 @@ void ac_guard_print_stats(void) {
   ac_log("page guard: %lu refreshes (%lu rebuilds, %lu from scratch, %lu ranges of pages looked "
          "at again in the others, %lu of those resumed the pages kept while idle; %lu skipped "
          "after attaches that could change no page), %lu mprotect calls, %lu faults (%lu by the "
-         "driver, %lu judged late, %lu unjudged; %lu more on pages already let go), at most %lu "
+         "driver, %lu judged late, %lu unjudged, %lu allowed: memory the CPU may touch on a "
+         "page shared with memory it may not; %lu more on pages already let go), %lu refreshes "
+         "that left the pages of system calls in flight open, at most %lu "
          "ranges protected, %.3f ms "
          "refreshing, %.3f ms "
          "judging faults",
          ac_guard.stats.refreshes, ac_guard.stats.rebuilds, ac_guard.stats.from_scratch,
          ac_guard.stats.window_ranges, ac_guard.stats.resumed, ac_guard.stats.skipped,
          ac_guard.stats.mprotects, ac_guard.stats.faults, ac_guard.stats.driver_faults,
-         ac_guard.stats.judged_late, ac_guard.stats.unjudged, ac_guard.stats.let_go_again,
-         ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
-         ac_guard.stats.handler_seconds * 1e3);
+         ac_guard.stats.judged_late, ac_guard.stats.unjudged, ac_guard.stats.allowed_faults,
+         ac_guard.stats.let_go_again, ac_guard.stats.left_open_for_calls, ac_guard.stats.largest,
+         ac_guard.stats.seconds * 1e3, ac_guard.stats.handler_seconds * 1e3);
   ac_guard.backend->print_stats();
   ac_model_leave();
 }
@@ -285,7 +309,8 @@ void ac_guard_print_stats(void) {
 /* In a forked child: nothing is protected any more that the child could use
  * (UVM unmaps managed memory there), and the reporter thread did not survive. */
 void ac_guard_after_fork_child(void) {
-  ac_guard.protected_now.n = wanted_now.n = 0;
+  ac_guard_pins_after_fork_child();
+  ac_guard.protected_now.n = wanted_now.n = left_open.n = 0;
   ac_guard.lifted_count = 0;
   seen_generation = seen_layout = right_generation = right_layout = UINT64_MAX;
   ac_guard_classes_reset();

@@ -1,5 +1,6 @@
 /* wanted.c - the pages the page guard protects with mprotect: those
- * holding memory the CPU may not touch now and none that it may.
+ * holding memory the CPU may not touch now (and, under
+ * --guard-shared-pages off, none that it may).
  *
  * From scratch that is a few merges of sorted lists over every class -
  * linear in everything alive, at every transition: a program attaching
@@ -143,15 +144,20 @@ static void forbidden_bytes(struct range_list *forbidden, const struct range_lis
   join(forbidden, &extra);
 }
 
-/* Pages to protect, all or inside window: those of forbidden bytes, less
- * every page that also holds bytes the CPU may touch (allocations are
- * disjoint, so the allowed bytes are all managed bytes less the forbidden
- * ones). */
+/* Pages to protect, all or inside window: those of forbidden bytes - less,
+ * under --guard-shared-pages off, every page that also holds bytes the CPU
+ * may touch (allocations are disjoint, so the allowed bytes are all managed
+ * bytes less the forbidden ones). With shared pages guarded (the default)
+ * an access to their allowed part faults and is let through (fault.c). */
 static void wanted_pages(struct range_list *want, const struct range_list *window) {
   static struct range_list forbidden, allowed, forbidden_pages, allowed_pages;
   want->n = 0;
   forbidden_bytes(&forbidden, window);
   if (!forbidden.n) return;
+  if (ac_opts.guard_shared_pages) {
+    range_round_out(want, &forbidden, (uintptr_t)ac_guard.page_size);
+    return;
+  }
   const struct range_list *managed = ac_guard_classes_all_managed(window);
   range_subtract(&allowed, unkeyed_within(managed, ac_guard_keys_unkeyed_managed(managed), window),
                  &forbidden);

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -683,6 +684,94 @@ static void two_threads_touch_laid_out(void) {
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
 }
 
+/* ---- a page shared by memory of two kinds ----
+ * A 256-byte GLOBAL buffer and a 64-byte HOST-attached status word made one
+ * after the other: the driver places small allocations side by side, so
+ * they share a page (tried a few times, in case a pair straddles a page's
+ * end). While s works the buffer is the GPU's and the word the CPU's. */
+static CUdeviceptr shared_buf, shared_word;
+static void shared_setup(void) {
+  for (int i = 0; i < 8; i++) {
+    EXPECT_RC(cu.cuMemAllocManaged(&shared_buf, 256, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+    EXPECT_RC(cu.cuMemAllocManaged(&shared_word, 64, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+    if (shared_buf / 4096 == shared_word / 4096) return;
+  }
+  failures++, fprintf(stderr, "host_access: no GLOBAL and HOST allocation shared a page\n");
+}
+/* The buffer read while s works: AC202, though the word shares its page. */
+static void shared_global_touch_busy(void) {
+  shared_setup();
+  launch(s, shared_buf);
+  cpu_write(shared_word); /* allowed: HOST-attached */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  launch(s, shared_buf);
+  cpu_read(shared_buf); /* AC202 */
+  cpu_write(shared_word);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+/* A signal handler reads the buffer while s works (a periodic logger): AC202. */
+static void read_shared_buf(int sig) {
+  (void)sig;
+  cpu_read(shared_buf);
+}
+static void shared_handler_reads_busy(void) {
+  shared_setup();
+  signal(SIGUSR1, read_shared_buf);
+  launch(s, shared_buf);
+  raise(SIGUSR1); /* AC202 */
+  cpu_write(shared_word);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  signal(SIGUSR1, SIG_DFL);
+}
+/* The word used every way while s works - written, read, filled by read(2)
+ * before any touch after a launch, written by another thread - and the
+ * buffer after the synchronisation: no finding, and every value right. */
+static void write_word_other_thread(CUdeviceptr unused) {
+  (void)unused;
+  ((volatile int *)shared_word)[1] = 7;
+}
+static void shared_word_busy(void) {
+  shared_setup();
+  launch(s, shared_buf);
+  for (int i = 0; i < 100; i++)
+    ((volatile int *)shared_word)[0] += 1;
+  launch(s, shared_buf); /* the page closed again */
+  int fd = open("/dev/zero", O_RDONLY);
+  ssize_t n = read(fd, (void *)(shared_word + 8), 8);
+  close(fd);
+  second_thread_run(write_word_other_thread);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  cpu_write(shared_buf);
+  const volatile int *w = (const volatile int *)shared_word;
+  if (n != 8 || w[0] != 100 || w[1] != 7 || w[2] != 0 || *(volatile int *)shared_buf != 42)
+    failures++, fprintf(stderr, "host_access: read %zd, word %d %d %d\n", n, w[0], w[1], w[2]);
+}
+
+/* A thread blocked in read(2) into the word while another thread's launch
+ * closes the word's page: the read, whose buffer was open when it was
+ * checked, must still fill it (no EFAULT when the data comes). */
+static int word_pipe[2];
+static ssize_t blocked_got;
+static void *blocked_reader(void *arg) {
+  (void)arg;
+  blocked_got = read(word_pipe[0], (void *)(shared_word + 16), 16);
+  return NULL;
+}
+static void shared_word_read_blocked(void) {
+  pthread_t reader;
+  shared_setup();
+  if (pipe(word_pipe) != 0) failures++, perror("host_access: pipe");
+  pthread_create(&reader, NULL, blocked_reader, NULL);
+  usleep(50000); /* it blocks in read(2) */
+  launch(s, shared_buf);
+  if (write(word_pipe[1], "0123456789abcdef", 16) != 16) failures++, perror("host_access: write");
+  pthread_join(reader, NULL);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  if (blocked_got != 16 || memcmp((const void *)(shared_word + 16), "0123456789abcdef", 16) != 0)
+    failures++, fprintf(stderr, "host_access: the blocked read returned %zd\n", blocked_got);
+  close(word_pipe[0]), close(word_pipe[1]);
+}
+
 static const struct scenario_case cases[] = {
     {"global_touch_busy", global_touch_busy},
     {"two_threads_touch_busy", two_threads_touch_busy},
@@ -725,6 +814,10 @@ static const struct scenario_case cases[] = {
     {"destroy_after_sync", destroy_after_sync},
     {"reattach_ordered", reattach_ordered},
     {"shared_page", shared_page},
+    {"shared_global_touch_busy", shared_global_touch_busy},
+    {"shared_handler_reads_busy", shared_handler_reads_busy},
+    {"shared_word_busy", shared_word_busy},
+    {"shared_word_read_blocked", shared_word_read_blocked},
     {"write_after_sync", write_after_sync},
     {"program_handler", program_handler},
     {"attach_burst_touch_busy", attach_burst_touch_busy},

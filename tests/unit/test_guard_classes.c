@@ -20,6 +20,7 @@
 /* What the shim defines and the classes use. */
 struct ac_model *ac_model;
 struct ac_guard_shared ac_guard;
+struct ac_options ac_opts;
 /* No protection keys: mprotect covers every class. */
 const char ac_guard_global_class;
 const struct range_list *ac_guard_keys_unkeyed(const void *id, const struct range_list *bytes) {
@@ -406,9 +407,36 @@ static void test_watched_from_the_start(void) {
   model_end();
 }
 
+/* A page that holds a busy GLOBAL allocation and a HOST one: protected with
+ * shared pages guarded, open without; the page of HOST memory alone is open
+ * either way. */
+static void test_shared_page(bool guarded) {
+  static struct range_list want;
+  model_begin();
+  ac_opts.guard_shared_pages = guarded;
+  ac_guard_classes_update();
+  add_managed(BASE, CELL / 2, AC_ASSOC_GLOBAL);
+  add_managed(BASE + CELL / 2, CELL / 2, AC_ASSOC_HOST);
+  add_managed(BASE + 2 * CELL, CELL, AC_ASSOC_HOST); /* its page: HOST alone */
+  struct ac_stream *s = ac_model_stream_created(ac_model, 0x3000, 1, 0);
+  ac_order_enqueue(ac_model, s, NULL);
+  CHECK(classes_right() && wanted_right());
+  ac_guard_wanted_from_scratch(&want, true);
+  CHECK(guarded ? want.n == 1 && want.r[0].start == BASE && want.r[0].end == BASE + 2 * CELL
+                : want.n == 0);
+  model_end();
+}
+
 int main(void) {
   ac_model_enter(); /* the classes are the model lock's, as in the shim */
   ac_guard.page_size = 2 * CELL;
+  test_shared_page(true);
+  test_shared_page(false);
+  ac_guard.stats.rebuilds = 0;
+  test_against_scratch(); /* shared pages left open */
+  memset(streams, 0, sizeof streams);
+  ac_opts.guard_shared_pages = true;
+  ac_guard.stats.rebuilds = ac_guard.stats.resumed = 0;
   test_against_scratch();
   memset(streams, 0, sizeof streams);
   test_new_model();
