@@ -88,8 +88,21 @@ AC_NO_SANITIZE_ADDRESS static long mapping_call(long number, long a, long b, lon
   return r;
 }
 
+/* Under ThreadSanitizer, once the shim has loaded, the next definition (ac_libc's row, resolved
+ * at load, not here): the runtime's own interceptor, which forgets what it knew of the memory
+ * unmapped or mapped anew. A system call of the shim's own would leave it believing accesses
+ * made there before, and report races with whatever is mapped there next (a debug file libdw
+ * maps where the program's freed memory was). While the shim loads, and in other builds, the
+ * system call itself. */
+#ifdef __SANITIZE_THREAD__
+#define RUNTIME_FIRST(Name) __atomic_load_n(&ac_libc.Name, __ATOMIC_ACQUIRE)
+#else
+#define RUNTIME_FIRST(Name) ((__typeof__(ac_libc.Name))NULL)
+#endif
+
 AC_NO_SANITIZE_ADDRESS AC_EXPORT int munmap(void *addr, size_t len) {
-  int r = (int)mapping_call(SYS_munmap, (long)addr, (long)len, 0, 0, 0, 0);
+  __typeof__(ac_libc.munmap) next = RUNTIME_FIRST(munmap);
+  int r = next ? next(addr, len) : (int)mapping_call(SYS_munmap, (long)addr, (long)len, 0, 0, 0, 0);
   if (r == 0) ac_guard_note_remap((uintptr_t)addr, len);
   return r;
 }
@@ -103,8 +116,10 @@ AC_NO_SANITIZE_ADDRESS AC_EXPORT void *mremap(void *old, size_t old_len, size_t 
     at = va_arg(ap, void *);
     va_end(ap);
   }
-  void *r =
-      (void *)mapping_call(SYS_mremap, (long)old, (long)old_len, (long)new_len, flags, (long)at, 0);
+  __typeof__(ac_libc.mremap) next = RUNTIME_FIRST(mremap);
+  void *r = next ? next(old, old_len, new_len, flags, at)
+                 : (void *)mapping_call(SYS_mremap, (long)old, (long)old_len, (long)new_len, flags,
+                                        (long)at, 0);
   if (r != MAP_FAILED) {
     ac_guard_note_remap((uintptr_t)old, old_len);
     ac_guard_note_remap((uintptr_t)r, new_len);
@@ -115,7 +130,10 @@ AC_NO_SANITIZE_ADDRESS AC_EXPORT void *mremap(void *old, size_t old_len, size_t 
 #define MMAP(Name, Off)                                                                            \
   AC_NO_SANITIZE_ADDRESS AC_EXPORT void *Name(void *addr, size_t len, int prot, int flags, int fd, \
                                               Off off) {                                           \
-    void *r = (void *)mapping_call(SYS_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);   \
+    __typeof__(ac_libc.Name) next = RUNTIME_FIRST(Name);                                           \
+    void *r =                                                                                      \
+        next ? next(addr, len, prot, flags, fd, off)                                               \
+             : (void *)mapping_call(SYS_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);  \
     if (r != MAP_FAILED && (flags & MAP_FIXED)) ac_guard_note_remap((uintptr_t)r, len);            \
     return r;                                                                                      \
   }
