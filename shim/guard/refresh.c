@@ -124,14 +124,15 @@ static void settle_actual_protection(void) {
   ac_guard.protection_uncertain = false;
 }
 
-/* Makes the protected pages exactly wanted_now. While it changes them, what
- * is published covers both what was closed and what will be: a fault on a
- * page closed a moment ago is the guard's, also for a signal handler that
- * interrupted this very refresh (fault.c's lift_without_lock). */
 /* The pages wanted_now holds that the last refresh left open for system
  * calls in flight (pins.c), until a refresh closes them. */
 static struct range_list left_open;
 
+/* Makes the protected pages wanted_now, less the pages of system calls in
+ * flight (left_open). While it changes them, what is published covers both
+ * what was closed and what will be: a fault on a page closed a moment ago is
+ * the guard's, also for a signal handler that interrupted this very refresh
+ * (fault.c's lift_without_lock). */
 static void apply_wanted(void) {
   static struct range_list change, cover, pinned, goal, kept_closed;
   if (range_union(&cover, &ac_guard.protected_now, &wanted_now)) publish(&cover);
