@@ -134,7 +134,7 @@ AC_NO_SANITIZE_ADDRESS AC_EXPORT void *mremap(void *old, size_t old_len, size_t 
     void *r =                                                                                      \
         next ? next(addr, len, prot, flags, fd, off)                                               \
              : (void *)mapping_call(SYS_mmap, (long)addr, (long)len, prot, flags, fd, (long)off);  \
-    if (r != MAP_FAILED && (flags & MAP_FIXED)) ac_guard_note_remap((uintptr_t)r, len);            \
+    if (r != MAP_FAILED) ac_guard_note_mapped((uintptr_t)r, len, flags, fd);                       \
     return r;                                                                                      \
   }
 MMAP(mmap, off_t)

@@ -129,6 +129,16 @@ void ac_guard_program_protects(uintptr_t start, size_t len, int prot, int key);
 /* [start, start + len) was unmapped, or mapped anew: freed memory there that
  * kept its protection key lost it (no lock, async-signal-safe; keys_park.c). */
 void ac_guard_note_remap(uintptr_t start, size_t len);
+/* A managed allocation's fresh mapping is tagged whole with its class's key
+ * (keys_fresh.c). Around the driver's call, on the allocating thread:
+ * ac_guard_fresh_begin, then ac_guard_fresh_allocation_locked (model lock)
+ * when the allocation is recorded, then ac_guard_fresh_end. Every mapping
+ * made, by anyone: ac_guard_note_mapped (no lock, async-signal-safe; it
+ * notes a fixed one as ac_guard_note_remap does). */
+void ac_guard_fresh_begin(void);
+void ac_guard_note_mapped(uintptr_t start, size_t len, int flags, int fd);
+void ac_guard_fresh_allocation_locked(uintptr_t base, size_t size, bool global);
+void ac_guard_fresh_end(void);
 /* Whether pc is in the driver's code (async-signal-safe). */
 bool ac_pc_in_driver(uintptr_t pc);
 

@@ -18,6 +18,7 @@
  *   keys.c           which classes get protection keys, and their pages' tags
  *   keys_patch.c     the keys' layout patched between layouts; what they shut
  *   keys_park.c      freed memory keeping its key; remaps taking it away
+ *   keys_fresh.c     a managed allocation's fresh mapping tagged whole at birth
  *   keys_fault.c     the keys' verdicts at a transition, and at a fault
  *   keys_follow.c    the keys backend: laid out, patched, given up, its table
  *   backend.h        the backends' one face: mprotect's and the keys'
@@ -82,6 +83,7 @@ struct ac_guard_shared {
     unsigned long left_open_for_calls; /* refreshes that left system calls' pages open */
     unsigned long layouts, patches, stood_aside; /* the keys laid out, patched; stood aside */
     unsigned long parked, remapped; /* pages of freed memory that kept a key; lost it to a remap */
+    unsigned long fresh_tagged;     /* fresh mappings of managed allocations tagged whole */
     double seconds, handler_seconds;
   } stats;
 };

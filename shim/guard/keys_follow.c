@@ -162,10 +162,11 @@ static void print_stats(void) {
   ac_log("page guard: protection keys: %lu layouts, %lu patches (standing aside %lu times "
          "between), %lu ranges tagged, %lu faults on keyed memory, %lu transitions some running "
          "thread had not caught up with, %lu pages of freed memory kept their key (%lu lost it "
-         "when unmapped or mapped over)",
+         "when unmapped or mapped over), %lu fresh mappings of managed memory tagged whole",
          ac_guard.stats.layouts, ac_guard.stats.patches, ac_guard.stats.stood_aside,
          (unsigned long)ac_pkeys_tags_made(), ac_guard.stats.key_faults,
-         ac_guard.stats.disagreements, ac_guard.stats.parked, ac_guard.stats.remapped);
+         ac_guard.stats.disagreements, ac_guard.stats.parked, ac_guard.stats.remapped,
+         ac_guard.stats.fresh_tagged);
 }
 
 const struct ac_guard_backend ac_guard_keys_backend = {

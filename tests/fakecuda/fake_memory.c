@@ -8,6 +8,7 @@
  * 2 MiB region, so they share pages. Device memory is address space the host
  * cannot touch (PROT_NONE), so a host access crashes as it would on a GPU.
  */
+#define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -143,7 +144,55 @@ static uintptr_t take_small(size_t bytes) {
 static uintptr_t freed_base;
 static size_t freed_len;
 
+/* FAKECUDA_SHARED_CHUNKS=1: a large managed allocation is mapped as the real
+ * driver maps it (docs/driver-facts.md): address space reserved first, then
+ * a fixed, shared mapping of a file over it, in whole 2 MiB chunks, made
+ * inside cuMemAllocManaged; its free maps inaccessible anonymous memory over
+ * the chunks, and the next allocation of its size maps a file there again.
+ * Off by default: shared memory is the child's too after a fork. */
+static bool shared_chunks(void) {
+  static int shared = -1;
+  if (shared < 0) {
+    const char *v = getenv("FAKECUDA_SHARED_CHUNKS");
+    shared = v && strcmp(v, "1") == 0;
+  }
+  return shared;
+}
+
+static size_t chunk_round(size_t n) {
+  return (n + REGION - 1) & ~(size_t)(REGION - 1);
+}
+
+/* A file mapped at reserved address space (the descriptor closed again: the
+ * mapping holds the file). */
+static void *map_file_at(uintptr_t at, size_t len) {
+  int fd = memfd_create("fakecuda-managed", MFD_CLOEXEC);
+  if (fd < 0) return NULL;
+  void *p = MAP_FAILED;
+  if (ftruncate(fd, (off_t)len) == 0)
+    p = mmap((void *)at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+  close(fd);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void *map_managed_shared(size_t len) {
+  size_t chunks = chunk_round(len);
+  uintptr_t at = freed_len == len ? freed_base : 0;
+  freed_len = 0;
+  if (!at) {
+    void *reserved = map_aligned(chunks, PROT_NONE);
+    if (!reserved) return NULL;
+    at = (uintptr_t)reserved;
+  }
+  return map_file_at(at, chunks);
+}
+
+static void unmap_managed_shared(uintptr_t base, size_t len) {
+  mmap((void *)base, chunk_round(len), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+}
+
 static void *map_managed(size_t len) {
+  if (shared_chunks()) return map_managed_shared(len);
   if (freed_len == len) {
     void *again = mmap((void *)freed_base, len, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
@@ -236,7 +285,10 @@ static CUresult release_mapped(uintptr_t base, enum fake_mem_kind kind,
   bool unmap = a->mapping == FAKE_MAPPED_BY_DRIVER;
   if (unmap && (a->kind != FAKE_MANAGED || a->size > SMALL_LIMIT)) {
     if (a->kind == FAKE_MANAGED) fake_managed_unmapped(a->base);
-    munmap((void *)a->base, page_round(a->size));
+    if (a->kind == FAKE_MANAGED && shared_chunks())
+      unmap_managed_shared(a->base, a->size); /* the address space stays reserved */
+    else
+      munmap((void *)a->base, page_round(a->size));
   }
   free(a);
   return CUDA_SUCCESS;

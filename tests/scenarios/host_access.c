@@ -502,6 +502,27 @@ static void temps_touched_busy_large(void) {
 static void temps_touched_after_sync(void) {
   temps_touched(256, CU_MEM_ATTACH_GLOBAL, 0);
 }
+static void temps_touched_after_sync_large(void) {
+  temps_touched(64 << 10, CU_MEM_ATTACH_GLOBAL, 0);
+}
+/* Large temporaries, GLOBAL and then HOST-attached where they were: the
+ * HOST ones are the CPU's while s is busy. No finding. */
+static void host_where_global_was_large(void) {
+  temps_touched(64 << 10, CU_MEM_ATTACH_GLOBAL, 0);
+  temps_touched(64 << 10, CU_MEM_ATTACH_HOST, 1);
+}
+/* A GLOBAL allocation made while s is busy, written before anything else
+ * happens: forbidden from its birth (AC202), with no launch or attach
+ * between. After the synchronisation it is the CPU's. */
+static void fresh_touched_while_busy(void) {
+  CUdeviceptr fresh;
+  launch(s, m);
+  EXPECT_RC(cu.cuMemAllocManaged(&fresh, 64 << 10, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  cpu_write(fresh); /* AC202 */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  cpu_write(fresh);
+  EXPECT_RC(cu.cuMemFree(fresh), CUDA_SUCCESS);
+}
 /* A GLOBAL temporary freed, then a HOST-attached one where it was, touched
  * while s is busy: HOST memory is the CPU's at any time, whatever key the
  * page kept. No finding. */
@@ -782,6 +803,9 @@ static const struct scenario_case cases[] = {
     {"own_key_touch_busy", own_key_touch_busy},
     {"temps_touched_busy", temps_touched_busy},
     {"temps_touched_busy_large", temps_touched_busy_large},
+    {"temps_touched_after_sync_large", temps_touched_after_sync_large},
+    {"host_where_global_was_large", host_where_global_was_large},
+    {"fresh_touched_while_busy", fresh_touched_while_busy},
     {"temps_touched_after_sync", temps_touched_after_sync},
     {"host_where_global_was", host_where_global_was},
     {"freed_temp_touched_busy", freed_temp_touched_busy},

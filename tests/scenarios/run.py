@@ -188,8 +188,9 @@ def main():
 
     def skip_reason(case):
         # a device or driver the stand-in plays, not the real one (the real driver
-        # hands small slots back by itself: FAKECUDA_REUSE_SMALL rows run there too)
-        if args.driver == "real" and any(k.startswith("FAKECUDA_") and k != "FAKECUDA_REUSE_SMALL"
+        # hands small slots back and maps shared chunks by itself: those rows run there too)
+        as_real = ("FAKECUDA_REUSE_SMALL", "FAKECUDA_SHARED_CHUNKS")
+        if args.driver == "real" and any(k.startswith("FAKECUDA_") and k not in as_real
                                          for k in case["env"]):
             return ""
         # a row about the protection-keys backend, on a CPU without them
