@@ -13,13 +13,18 @@
  *   streams-alive N    N streams created and each used once, all kept alive
  *   streams-ended N    N streams created and each used once, all synchronised
  *                      (cuCtxSynchronize), then all destroyed
+ *   syscalls N         N one-byte write(2)s of a stack buffer to /dev/null,
+ *                      with 1,000 GLOBAL allocations alive and a stream busy:
+ *                      a program's ordinary I/O through the shim's wrappers
  * bench/scale.sh runs each with and without the shim at several N. */
 #include <cuda.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
                           ".visible .entry touch(.param .u64 p)\n{\n  ret;\n}\n";
@@ -102,6 +107,15 @@ int main(int argc, char **argv) {
     cuCtxSynchronize();
     for (long i = 0; t && mode[8] == 'e' && i < n; i++)
       cuStreamDestroy(t[i]);
+  } else if (strcmp(mode, "syscalls") == 0) {
+    CUdeviceptr *a = allocate(1000);
+    int fd = open("/dev/null", O_WRONLY);
+    char byte = 'x';
+    launch(s, a[0]);
+    t0 = now();
+    for (long i = 0; fd >= 0 && i < n; i++)
+      if (write(fd, &byte, 1) != 1) return 1;
+    cuStreamSynchronize(s);
   } else {
     return fprintf(stderr, "unknown mode %s\n", mode), 2;
   }

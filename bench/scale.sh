@@ -42,7 +42,7 @@ figures() {
   done
 }
 
-for mode in ${MODES:-live free attach attach-host first-busy stream-cycles streams-alive streams-ended}; do
+for mode in ${MODES:-live free attach attach-host first-busy stream-cycles streams-alive streams-ended syscalls}; do
   prev="" prev_n="" prev_kb=""
   for n in $sizes; do
     cmds=("$exe"$'\x1f'"$mode"$'\x1f'"$n")

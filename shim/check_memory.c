@@ -40,8 +40,7 @@ static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdevic
     a.origin_stack = ac_stack_depot_put(&stack); /* the depot is under the model lock */
     struct ac_alloc *added = ac_model_add_alloc(ac_model, &a);
     if (added && (module || name)) ac_model_name_alloc(ac_model, added, module, name);
-    if (added && kind == AC_MEM_MANAGED)
-      ac_guard_fresh_allocation_locked(a.base, a.size, a.assoc == AC_ASSOC_GLOBAL);
+    if (added && ac_alloc_is_managed(added)) ac_guard_allocated_locked(added);
   }
   if (kind == AC_MEM_MANAGED_VAR) ac_kernel_args_note_variable(module, a.base);
   ac_model_leave();

@@ -342,7 +342,8 @@ void ac_guard_check_buffer(struct ac_guard_pins *pins, const char *via, const vo
       __atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED))
     return;
   uintptr_t start = (uintptr_t)buf, end = start + len;
-  ac_guard_pin(pins, start, end); /* before anything published is read */
+  if (!ac_guard_may_guard(start, end)) return; /* the program's ordinary I/O: two loads */
+  ac_guard_pin(pins, start, end);              /* before anything published is read */
   check_keyed_buffer(via, start, end, cpu_writes);
   bool overflow;
   /* Without the lock first: the shim's own I/O, and every correct program's,

@@ -139,6 +139,10 @@ void ac_guard_fresh_begin(void);
 void ac_guard_note_mapped(uintptr_t start, size_t len, int flags, int fd);
 void ac_guard_fresh_allocation_locked(uintptr_t base, size_t size, bool global);
 void ac_guard_fresh_end(void);
+/* Managed memory a was recorded (model lock), before the program has its
+ * pointer: its pages may be guarded from now on (pins.c), and a fresh
+ * mapping of it is keyed (keys_fresh.c). */
+void ac_guard_allocated_locked(const struct ac_alloc *a);
 /* Whether pc is in the driver's code (async-signal-safe). */
 bool ac_pc_in_driver(uintptr_t pc);
 

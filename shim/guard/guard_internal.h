@@ -262,6 +262,12 @@ void ac_guard_keys_program_keyed(uintptr_t start, uintptr_t end, int key);
 
 /* ---- the buffers of system calls in flight (pins.c; async-signal-safe) ---- */
 
+/* Pages of [start, end) may be closed or keyed by the guard from now on: the
+ * hull of what may be widens (model lock, before the program can use them). */
+void ac_guard_note_guardable(uintptr_t start, uintptr_t end);
+/* Whether [start, end) meets that hull (no lock): outside it, no page of a
+ * buffer is ever the guard's. */
+bool ac_guard_may_guard(uintptr_t start, uintptr_t end);
 /* Pins [start, end)'s pages into p (no lock). */
 void ac_guard_pin(struct ac_guard_pins *p, uintptr_t start, uintptr_t end);
 /* The pinned pages now, into pinned (normalised), read after what a refresh

@@ -101,6 +101,7 @@ void ac_guard_fresh_allocation_locked(uintptr_t base, size_t size, bool global) 
   keys_forget_protection_of(&touched);
   keys_note_rekeyed(&touched);
   keys_park(s, &pages);
+  ac_guard_note_guardable(start, end); /* the chunk's rest is keyed too */
   ac_guard.stats.fresh_tagged++;
   keys_publish_tags();
 }

@@ -18,6 +18,15 @@
  * that refresh. A pinned page the refresh left open stays open until the
  * next transition after the call.
  *
+ * A buffer outside every page the guard may ever close - the hull of all
+ * managed memory the model has known and the keyed chunks around it, which
+ * only grows - needs no pin and no check: the program's ordinary I/O costs
+ * two loads. The hull is widened under the model lock when an allocation
+ * is recorded, before the program has its pointer, so a call on memory the
+ * program knows to be managed always sees it. (Managed memory the shim
+ * learns only when the program first hands it to the driver is in the hull
+ * from then on.)
+ *
  * Slots are claimed per call, so a signal handler's own call inside the
  * program's, a thread that ends, or a fork needs no care beyond clearing
  * the table in the child. When all are taken the call counts itself in
@@ -40,6 +49,8 @@ struct pin {
 } __attribute__((aligned(64)));
 
 static struct pin pins[PIN_SLOTS];
+/* atomic: the pages the guard may ever close or key lie within [lo, hi) */
+static uintptr_t guardable_lo = UINTPTR_MAX, guardable_hi;
 static int in_use; /* atomic: slots claimed, so a refresh skips the scan when 0 */
 static int crowd;  /* atomic: calls that found no free slot */
 
@@ -74,6 +85,24 @@ static int claim(void) {
       return (int)k;
   }
   return -1;
+}
+
+void ac_guard_note_guardable(uintptr_t start, uintptr_t end) {
+  AC_ASSERT_MODEL_HELD();
+  if (start >= end) return;
+  const uintptr_t grain = (uintptr_t)1
+                          << 16; /* whole pages of every size, the guard started or not */
+  start &= ~(grain - 1);
+  end = (end + grain - 1) & ~(grain - 1);
+  if (start < __atomic_load_n(&guardable_lo, __ATOMIC_RELAXED))
+    __atomic_store_n(&guardable_lo, start, __ATOMIC_SEQ_CST);
+  if (end > __atomic_load_n(&guardable_hi, __ATOMIC_RELAXED))
+    __atomic_store_n(&guardable_hi, end, __ATOMIC_SEQ_CST);
+}
+
+bool ac_guard_may_guard(uintptr_t start, uintptr_t end) {
+  return start < __atomic_load_n(&guardable_hi, __ATOMIC_ACQUIRE) &&
+         end > __atomic_load_n(&guardable_lo, __ATOMIC_ACQUIRE);
 }
 
 void ac_guard_pin(struct ac_guard_pins *p, uintptr_t start, uintptr_t end) {

@@ -268,6 +268,12 @@ void ac_guard_refresh_after_move_locked(const struct ac_guard_before *before,
 /* Before memory goes back to the driver: it leaves the classes, and no
  * protection outlives it into memory the driver may hand out again (the
  * refresh when the model lock is left, before the driver call, lifts it). */
+void ac_guard_allocated_locked(const struct ac_alloc *a) {
+  AC_ASSERT_MODEL_HELD();
+  ac_guard_note_guardable(a->base, a->base + a->size);
+  ac_guard_fresh_allocation_locked(a->base, a->size, a->assoc == AC_ASSOC_GLOBAL);
+}
+
 void ac_guard_retire_locked(struct ac_alloc *a) {
   AC_ASSERT_MODEL_HELD();
   ac_model_retire_alloc(ac_model, a);

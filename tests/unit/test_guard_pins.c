@@ -1,7 +1,9 @@
 /* test_guard_pins.c - the buffers of system calls in flight that no refresh
  * closes (shim/guard/pins.c): pinned pages rounded out to whole pages and
  * merged, a call's fifth buffer widening its fourth, slots given back, and
- * a call that finds the table full making every refresh close nothing new. */
+ * a call that finds the table full making every refresh close nothing new;
+ * the hull of what the guard may ever close, outside which a buffer needs
+ * no pin. */
 #include <string.h>
 
 #include "guard_internal.h"
@@ -74,6 +76,27 @@ static void test_off(void) {
   ac_opts.guard_shared_pages = true;
 }
 
+/* A buffer meets the hull only once memory there was noted guardable, and
+ * whole 64 KiB grains around it count: a page of any size that holds a
+ * managed byte. The hull only grows. */
+static void test_guardable(void) {
+  const uintptr_t grain = 64u << 10;
+  CHECK(!ac_guard_may_guard(0, UINTPTR_MAX / 2)); /* nothing is managed yet */
+  ac_model_enter();
+  ac_guard_note_guardable(100 * grain + 100, 100 * grain + 200);
+  ac_model_leave_as_is();
+  CHECK(ac_guard_may_guard(100 * grain + 150, 100 * grain + 151));
+  CHECK(ac_guard_may_guard(100 * grain, 100 * grain + 1)); /* its page */
+  CHECK(ac_guard_may_guard(101 * grain - 1, 101 * grain)); /* its grain */
+  CHECK(!ac_guard_may_guard(101 * grain, 102 * grain));    /* beyond */
+  CHECK(!ac_guard_may_guard(99 * grain, 100 * grain));     /* below */
+  ac_model_enter();
+  ac_guard_note_guardable(200 * grain, 200 * grain + 1);
+  ac_model_leave_as_is();
+  CHECK(ac_guard_may_guard(150 * grain, 150 * grain + 1)); /* a hull: between the two */
+  CHECK(!ac_guard_may_guard(201 * grain, 202 * grain));
+}
+
 int main(void) {
   ac_guard.page_size = PAGE;
   ac_opts.guard_shared_pages = true;
@@ -81,6 +104,7 @@ int main(void) {
   test_many_buffers_of_one_call();
   test_full_table();
   test_off();
+  test_guardable();
   ac_guard_pin(&(struct ac_guard_pins){0, {0}}, PAGE, 2 * PAGE);
   ac_guard_pins_after_fork_child(); /* a child forked while a call was in flight */
   static struct range_list l;
