@@ -19,6 +19,7 @@
  *   keys_patch.c     the keys' layout patched between layouts; what they shut
  *   keys_park.c      freed memory keeping its key; remaps taking it away
  *   keys_fresh.c     a managed allocation's fresh mapping tagged whole at birth
+ *   remaps.c         mappings replaced under the guard, noted without the lock
  *   keys_fault.c     the keys' verdicts at a transition, and at a fault
  *   keys_follow.c    the keys backend: laid out, patched, given up, its table
  *   backend.h        the backends' one face: mprotect's and the keys'

@@ -13,8 +13,16 @@
  *
  * A piece with a key of the program's own cannot take a key of the guard's
  * too (a page has one key): it is closed with PROT_NONE, keeping its key,
- * and the guard's keys leave it out. Everything here is under the model
- * lock; the SIGSEGV handler reads the pieces with the lock held too.
+ * and the guard's keys leave it out.
+ *
+ * The protection lives in the mapping: when the driver unmaps freed memory
+ * or maps anew over it (remaps.c), the pages that come back are readable and
+ * writable with key 0, and the pieces there are forgotten before the next is
+ * read - a stale read-only piece opened a fresh allocation read-only, and
+ * the program's first write crashed (`ok.protected_then_freed`). Should the
+ * notes overflow, the pieces are kept as they are. Everything here is under
+ * the model lock; the SIGSEGV handler reads the pieces with the lock held
+ * too.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -24,6 +32,7 @@
 #include "classes.h"
 #include "grow.h"
 #include "guard_internal.h"
+#include "remaps.h"
 #include "shim.h"
 
 #define DEFAULT_PROT (PROT_READ | PROT_WRITE)
@@ -100,10 +109,23 @@ static void set_range(uintptr_t start, uintptr_t end, int prot, int key) {
   }
 }
 
+/* The pieces of mappings replaced since the last read: gone with them. */
+static struct ac_remap_reader reader;
+static void forget_remapped(uintptr_t start, uintptr_t end, void *unused) {
+  (void)unused;
+  uintptr_t page = (uintptr_t)ac_guard.page_size;
+  if (piece_count) assign(start & ~(page - 1), (end + page - 1) & ~(page - 1), DEFAULT_PROT, 0);
+}
+static void settle(void) {
+  AC_ASSERT_MODEL_HELD();
+  ac_guard_remaps_read(&reader, forget_remapped, NULL);
+}
+
 void ac_guard_program_pieces(uintptr_t start, uintptr_t end,
                              void (*fn)(uintptr_t start, uintptr_t end, int prot, int key,
                                         void *ctx),
                              void *ctx) {
+  settle();
   for (size_t i = first_after(start); start < end; i++) {
     if (i >= piece_count || pieces[i].start >= end) {
       fn(start, end, DEFAULT_PROT, 0, ctx);
@@ -117,6 +139,7 @@ void ac_guard_program_pieces(uintptr_t start, uintptr_t end,
 }
 
 bool ac_guard_program_set_any(void) {
+  settle();
   return piece_count > 0;
 }
 
@@ -132,6 +155,7 @@ bool ac_guard_program_keyed_in(uintptr_t start, uintptr_t end) {
 }
 
 int ac_guard_program_prot_at(uintptr_t addr) {
+  settle();
   size_t i = first_after(addr);
   return i < piece_count && pieces[i].start <= addr ? pieces[i].prot : DEFAULT_PROT;
 }
@@ -152,6 +176,7 @@ void ac_guard_program_protects(uintptr_t start, size_t len, int prot, int key) {
   uintptr_t end = (start + len + page - 1) & ~(page - 1);
   start &= ~(page - 1);
   ac_model_enter();
+  settle();
   static struct range_list window;
   window.n = 0;
   range_push(&window, start, end);
@@ -159,6 +184,7 @@ void ac_guard_program_protects(uintptr_t start, size_t len, int prot, int key) {
   size_t i = first_after(start);
   if (managed || (i < piece_count && pieces[i].start < end)) {
     set_range(start, end, prot, key);
+    ac_guard_remaps_watch(start, end); /* a remap there takes the protection away */
     close_again(start, end);
     ac_guard_keys_program_keyed(start, end, key);
   }
@@ -167,4 +193,5 @@ void ac_guard_program_protects(uintptr_t start, size_t len, int prot, int key) {
 
 void ac_guard_program_prot_after_fork_child(void) {
   piece_count = 0;
+  reader.tail = 0;
 }

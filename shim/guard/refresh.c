@@ -37,6 +37,7 @@
 #include "grow.h"
 #include "classes.h"
 #include "guard_internal.h"
+#include "remaps.h"
 #include "wanted.h"
 #include "ranges.h"
 #include "rules_host.h"
@@ -325,6 +326,7 @@ void ac_guard_after_fork_child(void) {
   ac_published_set(&ac_guard.closed, NULL, NULL, 0);
   ac_guard.backend->after_fork_child();
   ac_guard_program_prot_after_fork_child();
+  ac_guard_remaps_after_fork_child();
   ac_guard_deferred_after_fork_child();
   ac_guard_reporter_after_fork_child();
   ac_repair_after_fork_child();

@@ -511,6 +511,25 @@ static void host_where_global_was_large(void) {
   temps_touched(64 << 10, CU_MEM_ATTACH_GLOBAL, 0);
   temps_touched(64 << 10, CU_MEM_ATTACH_HOST, 1);
 }
+/* The program makes a large allocation read-only and frees it; the driver
+ * maps the next one of its size at the same address, a mapping of its own,
+ * readable and writable. Written after a busy period (the guard closed it
+ * and opened it again): the program's protection went with the old mapping,
+ * so the write succeeds, as bare. No finding. */
+static void protected_then_freed(void) {
+  CUdeviceptr old, fresh;
+  EXPECT_RC(cu.cuMemAllocManaged(&old, 64 << 10, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  if (mprotect((void *)old, 64 << 10, PROT_READ) != 0) failures++, perror("host_access: mprotect");
+  EXPECT_RC(cu.cuMemFree(old), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&fresh, 64 << 10, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  launch(s, m);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  cpu_write(fresh);
+  launch(s, m);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  cpu_write(fresh);
+  EXPECT_RC(cu.cuMemFree(fresh), CUDA_SUCCESS);
+}
 /* A GLOBAL allocation made while s is busy, written before anything else
  * happens: forbidden from its birth (AC202), with no launch or attach
  * between. After the synchronisation it is the CPU's. */
@@ -806,6 +825,7 @@ static const struct scenario_case cases[] = {
     {"temps_touched_after_sync_large", temps_touched_after_sync_large},
     {"host_where_global_was_large", host_where_global_was_large},
     {"fresh_touched_while_busy", fresh_touched_while_busy},
+    {"protected_then_freed", protected_then_freed},
     {"temps_touched_after_sync", temps_touched_after_sync},
     {"host_where_global_was", host_where_global_was},
     {"freed_temp_touched_busy", freed_temp_touched_busy},
