@@ -43,14 +43,42 @@ static struct granule *granule_get(struct ac_model *m, uint64_t key) {
   return g;
 }
 
+static struct granule_entry *block_of(const struct granule *g) {
+  return g->e ? g->e - g->head : NULL;
+}
+
+/* Room for one more entry after e[count): the entries moved back to the
+ * block's start when its free front is a quarter of it or more, else the
+ * block doubled. */
+static bool room_at_end(struct granule *g) {
+  if (g->head + g->count < g->capacity) return true;
+  struct granule_entry *block = block_of(g);
+  if (g->head && g->head >= g->capacity / 4) {
+    memmove(block, g->e, g->count * sizeof *block);
+    g->e = block;
+    g->head = 0;
+    return true;
+  }
+  size_t used = g->head + g->count;
+  if (!AC_GROW(block, used, g->capacity, 4)) return false;
+  g->e = block + g->head;
+  return true;
+}
+
 /* Inserted in order of base, then serial (the newest last). */
 static bool granule_insert(struct granule *g, struct ac_alloc *a) {
-  if (!AC_GROW(g->e, g->count, g->capacity, 4)) return false;
   size_t i = g->count;
   while (i > 0 && (g->e[i - 1].base > a->base ||
                    (g->e[i - 1].base == a->base && g->e[i - 1].alloc->serial > a->serial)))
     i--;
-  memmove(&g->e[i + 1], &g->e[i], (g->count - i) * sizeof g->e[0]);
+  if (g->head && i < g->count / 2) { /* the entries before it move down into the free front */
+    memmove(g->e - 1, g->e, i * sizeof g->e[0]);
+    g->e--;
+    g->head--;
+  } else {
+    if (!room_at_end(g)) return false;
+    memmove(&g->e[i + 1], &g->e[i], (g->count - i) * sizeof g->e[0]);
+  }
   g->e[i] = (struct granule_entry){a->base, a};
   g->count++;
   /* Two records overlap only if two neighbours do. */
@@ -81,13 +109,19 @@ static void granule_drop(struct ac_model *m, uint64_t key, const struct ac_alloc
   if (!g) return;
   for (size_t i = at_or_below(g, a->base); i-- > 0 && g->e[i].base == a->base;) {
     if (g->e[i].alloc != a) continue;
-    memmove(&g->e[i], &g->e[i + 1], (g->count - i - 1) * sizeof g->e[0]);
+    if (i < g->count / 2) { /* the entries before it move up */
+      memmove(g->e + 1, g->e, i * sizeof g->e[0]);
+      g->e++;
+      g->head++;
+    } else {
+      memmove(&g->e[i], &g->e[i + 1], (g->count - i - 1) * sizeof g->e[0]);
+    }
     g->count--;
     break;
   }
   if (g->count == 0) {
     HASH_DEL(m->granules, g);
-    free(g->e);
+    free(block_of(g));
     free(g);
   }
 }
@@ -366,7 +400,7 @@ void ac_model_free_allocs(struct ac_model *m) {
   struct granule *g, *tmp;
   HASH_ITER(hh, m->granules, g, tmp) {
     HASH_DEL(m->granules, g);
-    free(g->e);
+    free(block_of(g));
     free(g);
   }
   for (struct ac_alloc **a = all; all && a < next; a++)

@@ -26,10 +26,14 @@ struct granule_entry {
   struct ac_alloc *alloc;
 };
 
+/* The entries are e[0..count) of a block of capacity entries that starts
+ * head entries before e: an entry removed in the first half moves the ones
+ * before it up (head grows), in the second half the ones after it down, so
+ * freeing in the order of allocation - or the reverse - moves nothing. */
 struct granule {
   uint64_t key; /* addr >> AC_GRANULE_SHIFT */
   bool nested;  /* two of its records overlap (model_alloc.c) */
-  size_t count, capacity;
+  size_t count, capacity, head;
   struct granule_entry *e;
   UT_hash_handle hh;
 };

@@ -75,6 +75,57 @@ static void test_dense_granule(void) {
   ac_model_destroy(m);
 }
 
+/* One granule's 4,096 slots of 512 bytes, made and freed in every order -
+ * as made (a queue of temporaries), the reverse, at random - against a
+ * plain array of what lives where: each lookup answers the array's. */
+static bool slots_agree(struct ac_model *m, uintptr_t g, struct ac_alloc **live) {
+  for (int i = 0; i < 4096; i++)
+    if (ac_model_find_alloc(m, g + (uintptr_t)i * 512 + 100) != live[i]) return false;
+  return true;
+}
+
+static void test_granule_made_and_freed_in_any_order(void) {
+  struct ac_model *m = ac_model_create();
+  const uintptr_t g = 0x7f0001000000;
+  static struct ac_alloc *live[4096];
+  memset(live, 0, sizeof live);
+  struct ac_alloc p;
+  for (int i = 0; i < 4096; i++) {
+    p = proto(g + (uintptr_t)i * 512, 256);
+    live[i] = ac_model_add_alloc(m, &p);
+  }
+  CHECK(slots_agree(m, g, live));
+  int head = 0, tail = 4096; /* a queue over the slots, wrapping */
+  for (int round = 0; round < 20000; round++) {
+    ac_model_remove_alloc(m, live[head % 4096]); /* the oldest goes */
+    live[head++ % 4096] = NULL;
+    p = proto(g + (uintptr_t)(tail % 4096) * 512, 256); /* a new one where it was */
+    live[tail++ % 4096] = ac_model_add_alloc(m, &p);
+    if (round % 4999 == 0) CHECK(slots_agree(m, g, live));
+  }
+  CHECK(slots_agree(m, g, live));
+  for (int i = 4095; i >= 2048; i--) { /* the reverse order */
+    ac_model_remove_alloc(m, live[i]);
+    live[i] = NULL;
+  }
+  CHECK(slots_agree(m, g, live));
+  unsigned seed = 12345;
+  for (int round = 0; round < 50000; round++) {
+    seed = seed * 1103515245u + 12345u;
+    int i = (int)((seed >> 8) % 4096);
+    if (live[i]) {
+      ac_model_remove_alloc(m, live[i]);
+      live[i] = NULL;
+    } else {
+      p = proto(g + (uintptr_t)i * 512, 256);
+      live[i] = ac_model_add_alloc(m, &p);
+    }
+    if (round % 9973 == 0) CHECK(slots_agree(m, g, live));
+  }
+  CHECK(slots_agree(m, g, live));
+  ac_model_destroy(m); /* frees the rest: ASan checks for leaks */
+}
+
 static void test_serials_are_unique(void) {
   struct ac_model *m = ac_model_create();
   struct ac_alloc p = proto(0x1000, 10);
@@ -230,6 +281,7 @@ int main(void) {
   test_lookup_by_address();
   test_small_allocations_share_a_granule();
   test_dense_granule();
+  test_granule_made_and_freed_in_any_order();
   test_serials_are_unique();
   test_stream_handles_are_reused();
   test_destroy_recorded_after_reuse();
