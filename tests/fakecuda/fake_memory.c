@@ -110,13 +110,18 @@ static void *next_small_region(void) {
 static uintptr_t small_freed_base;
 static size_t small_freed_step;
 
+/* Whether the environment sets name to 1, read once into *cached (-1 unread). */
+static bool env_flag(const char *name, int *cached) {
+  if (*cached < 0) {
+    const char *v = getenv(name);
+    *cached = v && strcmp(v, "1") == 0;
+  }
+  return *cached;
+}
+
 static bool reuse_small(void) {
   static int reuse = -1;
-  if (reuse < 0) {
-    const char *v = getenv("FAKECUDA_REUSE_SMALL");
-    reuse = v && strcmp(v, "1") == 0;
-  }
-  return reuse;
+  return env_flag("FAKECUDA_REUSE_SMALL", &reuse);
 }
 
 static uintptr_t take_small(size_t bytes) {
@@ -152,11 +157,7 @@ static size_t freed_len;
  * Off by default: shared memory is the child's too after a fork. */
 static bool shared_chunks(void) {
   static int shared = -1;
-  if (shared < 0) {
-    const char *v = getenv("FAKECUDA_SHARED_CHUNKS");
-    shared = v && strcmp(v, "1") == 0;
-  }
-  return shared;
+  return env_flag("FAKECUDA_SHARED_CHUNKS", &shared);
 }
 
 static size_t chunk_round(size_t n) {
