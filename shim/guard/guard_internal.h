@@ -261,6 +261,29 @@ void ac_guard_program_prot_after_fork_child(void);
  * more, and the keys stand aside until laid out again. */
 void ac_guard_keys_program_keyed(uintptr_t start, uintptr_t end, int key);
 
+/* ---- a span that only grows (pins.c, remaps.c) ---- */
+
+/* Widened under the model lock, read without it (async-signal-safe): where
+ * something the guard keeps may lie, so that a call elsewhere costs two
+ * loads. */
+struct ac_guard_span {
+  uintptr_t lo, hi; /* atomic; empty while lo > hi */
+};
+#define AC_GUARD_SPAN_EMPTY                                                                        \
+  { UINTPTR_MAX, 0 }
+static inline void ac_guard_span_widen(struct ac_guard_span *s, uintptr_t start, uintptr_t end) {
+  if (start >= end) return;
+  if (start < __atomic_load_n(&s->lo, __ATOMIC_RELAXED))
+    __atomic_store_n(&s->lo, start, __ATOMIC_SEQ_CST);
+  if (end > __atomic_load_n(&s->hi, __ATOMIC_RELAXED))
+    __atomic_store_n(&s->hi, end, __ATOMIC_SEQ_CST);
+}
+static inline bool ac_guard_span_meets(const struct ac_guard_span *s, uintptr_t start,
+                                       uintptr_t end) {
+  return start < __atomic_load_n(&s->hi, __ATOMIC_ACQUIRE) &&
+         end > __atomic_load_n(&s->lo, __ATOMIC_ACQUIRE);
+}
+
 /* ---- the buffers of system calls in flight (pins.c; async-signal-safe) ---- */
 
 /* Pages of [start, end) may be closed or keyed by the guard from now on: the

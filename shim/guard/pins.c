@@ -49,8 +49,8 @@ struct pin {
 } __attribute__((aligned(64)));
 
 static struct pin pins[PIN_SLOTS];
-/* atomic: the pages the guard may ever close or key lie within [lo, hi) */
-static uintptr_t guardable_lo = UINTPTR_MAX, guardable_hi;
+/* The pages the guard may ever close or key lie within it. */
+static struct ac_guard_span guardable = AC_GUARD_SPAN_EMPTY;
 static int in_use; /* atomic: slots claimed, so a refresh skips the scan when 0 */
 static int crowd;  /* atomic: calls that found no free slot */
 
@@ -90,19 +90,13 @@ static int claim(void) {
 void ac_guard_note_guardable(uintptr_t start, uintptr_t end) {
   AC_ASSERT_MODEL_HELD();
   if (start >= end) return;
-  const uintptr_t grain = (uintptr_t)1
-                          << 16; /* whole pages of every size, the guard started or not */
-  start &= ~(grain - 1);
-  end = (end + grain - 1) & ~(grain - 1);
-  if (start < __atomic_load_n(&guardable_lo, __ATOMIC_RELAXED))
-    __atomic_store_n(&guardable_lo, start, __ATOMIC_SEQ_CST);
-  if (end > __atomic_load_n(&guardable_hi, __ATOMIC_RELAXED))
-    __atomic_store_n(&guardable_hi, end, __ATOMIC_SEQ_CST);
+  /* Whole pages of every size, whether the guard has started or not. */
+  const uintptr_t grain = (uintptr_t)1 << 16;
+  ac_guard_span_widen(&guardable, start & ~(grain - 1), (end + grain - 1) & ~(grain - 1));
 }
 
 bool ac_guard_may_guard(uintptr_t start, uintptr_t end) {
-  return start < __atomic_load_n(&guardable_hi, __ATOMIC_ACQUIRE) &&
-         end > __atomic_load_n(&guardable_lo, __ATOMIC_ACQUIRE);
+  return ac_guard_span_meets(&guardable, start, end);
 }
 
 void ac_guard_pin(struct ac_guard_pins *p, uintptr_t start, uintptr_t end) {

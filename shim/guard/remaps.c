@@ -14,8 +14,9 @@
  * stamps it with the ticket + 1; a reader takes the entries in ticket order
  * from its own place, reading the stamp before and after the range (a
  * sequence lock), and one not stamped yet, or overwritten meanwhile, loses
- * the ring for that reader. Only remaps within the span some reader watches are noted, so the
- * program's own mapping calls elsewhere cost two loads.
+ * the ring for that reader. Only remaps within the span some reader
+ * watches are noted, so the program's own mapping calls elsewhere cost two
+ * loads.
  */
 #include "remaps.h"
 
@@ -27,23 +28,17 @@ static struct {
   uintptr_t start, end;
   unsigned long stamp;
 } remaps[REMAPS_MAX];
-static unsigned long remap_head;                       /* atomic */
-static uintptr_t watched_lo = UINTPTR_MAX, watched_hi; /* atomic */
+static unsigned long remap_head; /* atomic */
+static struct ac_guard_span watched = AC_GUARD_SPAN_EMPTY;
 
 void ac_guard_remaps_watch(uintptr_t start, uintptr_t end) {
   AC_ASSERT_MODEL_HELD();
-  if (start >= end) return;
-  if (start < __atomic_load_n(&watched_lo, __ATOMIC_RELAXED))
-    __atomic_store_n(&watched_lo, start, __ATOMIC_SEQ_CST);
-  if (end > __atomic_load_n(&watched_hi, __ATOMIC_RELAXED))
-    __atomic_store_n(&watched_hi, end, __ATOMIC_SEQ_CST);
+  ac_guard_span_widen(&watched, start, end);
 }
 
 AC_NO_SANITIZE_ADDRESS void ac_guard_note_remap(uintptr_t start, size_t len) {
   uintptr_t end = start + len;
-  if (end <= __atomic_load_n(&watched_lo, __ATOMIC_ACQUIRE) ||
-      start >= __atomic_load_n(&watched_hi, __ATOMIC_ACQUIRE))
-    return;
+  if (!ac_guard_span_meets(&watched, start, end)) return;
   unsigned long ticket = __atomic_fetch_add(&remap_head, 1, __ATOMIC_ACQ_REL);
   size_t at = ticket % REMAPS_MAX;
   /* The range stored with release: a reader that sees it sees the stamp
