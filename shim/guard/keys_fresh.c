@@ -67,18 +67,17 @@ AC_NO_SANITIZE_ADDRESS void ac_guard_note_mapped(uintptr_t start, size_t len, in
   }
 }
 
+/* Whether the sorted list l meets [start, end). */
+static bool meets(const struct range_list *l, uintptr_t start, uintptr_t end) {
+  size_t i = range_first_ending_after(l, start);
+  return i < l->n && l->r[i].start < end;
+}
+
 /* Whether a slot lists a page of [start, end) as tagged, parked or lifted:
  * then the mapping is not as fresh as it looks, and is left to the patch. */
 static bool keys_listed_in(uintptr_t start, uintptr_t end) {
-  static struct range_list window, found;
-  window.n = 0;
-  range_push(&window, start, end);
-  for (int s = 0; s < ac_keys.key_count; s++) {
-    range_clip(&found, &ac_keys.tagged[s], &window);
-    if (found.n) return true;
-    range_clip(&found, &ac_keys.parked[s], &window);
-    if (found.n) return true;
-  }
+  for (int s = 0; s < ac_keys.key_count; s++)
+    if (meets(&ac_keys.tagged[s], start, end) || meets(&ac_keys.parked[s], start, end)) return true;
   for (size_t i = 0; i < ac_keys.key_lifted_count; i++)
     if (ac_keys.key_lifted[i].page >= start && ac_keys.key_lifted[i].page < end) return true;
   return false;
@@ -95,8 +94,8 @@ void ac_guard_fresh_allocation_locked(uintptr_t base, size_t size, bool global) 
   if (s < 0) return;
   keys_park_settle(); /* what the driver's mapping replaced is forgotten */
   if (keys_listed_in(start, end)) return;
-  pages.n = touched.n = 0;
-  range_push(&pages, start, end);
+  touched.n = 0;
+  keys_pages_of(&pages, start, end);
   keys_tag_ranges(&pages, ac_keys.keys[s], &touched);
   keys_forget_protection_of(&touched);
   keys_note_rekeyed(&touched);

@@ -16,9 +16,10 @@
  * key with it. Every munmap, mremap and fixed mmap that may touch parked
  * pages is noted (remaps.c), from any thread, without a lock, and the parked
  * pages there are forgotten before the list is next believed
- * (keys_park_settle). A mapping changed by a raw system call is not seen. A parked page that faults
- * or is handed to a system call is given key 0 (ac_guard_keys_unpark): its key means nothing any
- * more. Everything here is under the model lock.
+ * (keys_park_settle). A mapping changed by a raw system call is not seen.
+ * A parked page that faults or is handed to a system call is given key 0
+ * (ac_guard_keys_unpark): its key means nothing any more. Everything here
+ * is under the model lock.
  */
 #define _GNU_SOURCE
 #include "guard_internal.h"
