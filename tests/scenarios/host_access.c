@@ -511,17 +511,22 @@ static void host_where_global_was_large(void) {
   temps_touched(64 << 10, CU_MEM_ATTACH_GLOBAL, 0);
   temps_touched(64 << 10, CU_MEM_ATTACH_HOST, 1);
 }
-/* The program makes a large allocation read-only and frees it; the driver
- * maps the next one of its size at the same address, a mapping of its own,
- * readable and writable. Written after a busy period (the guard closed it
- * and opened it again): the program's protection went with the old mapping,
- * so the write succeeds, as bare. No finding. */
+/* The program makes an allocation of a whole 2 MiB chunk read-only and
+ * frees it; the driver maps inaccessible memory over the chunk at the free
+ * and a mapping of its own, readable and writable, at the same address for
+ * the next one of its size (a smaller allocation that shares its chunk with
+ * live ones keeps the mapping, and the program's protection with it:
+ * docs/driver-facts.md). Written after a busy period (the guard closed it and
+ * opened it again): the program's protection went with the old mapping, so
+ * the write succeeds, as bare. No finding. */
+#define PROTECTED_LEN (2u << 20)
 static void protected_then_freed(void) {
   CUdeviceptr old, fresh;
-  EXPECT_RC(cu.cuMemAllocManaged(&old, 64 << 10, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
-  if (mprotect((void *)old, 64 << 10, PROT_READ) != 0) failures++, perror("host_access: mprotect");
+  EXPECT_RC(cu.cuMemAllocManaged(&old, PROTECTED_LEN, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  if (mprotect((void *)old, PROTECTED_LEN, PROT_READ) != 0)
+    failures++, perror("host_access: mprotect");
   EXPECT_RC(cu.cuMemFree(old), CUDA_SUCCESS);
-  EXPECT_RC(cu.cuMemAllocManaged(&fresh, 64 << 10, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&fresh, PROTECTED_LEN, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
   launch(s, m);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
   cpu_write(fresh);
