@@ -114,6 +114,13 @@ def run_case(case, build, driver, verbose):
         problems = []
         if proc.returncode != expected_status(case["status"]):
             problems.append(f"exit status {proc.returncode}, expected {case['status']}")
+        if case["name"].startswith("ok."):
+            # a correct program's row rests on the program being correct on this
+            # driver: bare, it must end as the row expects under attachcheck
+            bare = subprocess.run(prog, env=env, capture_output=True, text=True, timeout=120)
+            if bare.returncode != expected_status(case["status"]):
+                problems.append(f"without attachcheck: exit status {bare.returncode}, expected "
+                                f"{case['status']}: the program is not correct on this driver")
         try:
             with open(report) as f:
                 data = json.load(f)
