@@ -8,7 +8,14 @@ import sys
 import time
 
 import numpy as np
-from numba import cuda
+
+# This numba-cuda names np.row_stack, which the NumPy installed beside it
+# removed (np.vstack is the same function): without it numba's first kernel
+# compilation fails.
+if not hasattr(np, "row_stack"):
+    np.row_stack = np.vstack
+
+from numba import cuda  # noqa: E402
 
 steps = int(sys.argv[1]) if len(sys.argv) > 1 else 500
 n = int(sys.argv[2]) if len(sys.argv) > 2 else 1 << 16
