@@ -1,4 +1,5 @@
-/* interceptors_signal.c - SIGSEGV for the page guard, shared with the program.
+/* interceptors_signal.c - SIGSEGV (and SIGTRAP) for the page guard, shared
+ * with the program.
  *
  * The guard's handler is installed only when something is first protected.
  * From then on sigaction() and signal() for SIGSEGV are answered here: the
@@ -17,6 +18,14 @@
  * The handler's own work (the model, the unwinder) runs on a private stack of
  * its thread, not on the interrupted one: a program's small alternate signal
  * stack holds only the kernel's frame and a few words of ours.
+ *
+ * SIGTRAP ends a forbidden access the guard stepped through (step.c). Its
+ * handler is installed the first time a step is wanted - only a program with
+ * a finding ever has one - and is shared with the program the same way:
+ * sigaction() reads and sets the program's own disposition, and every trap
+ * that is not the end of a step goes to it as the kernel would deliver it.
+ * SIGTRAP stays in the masks the program asks for: the step takes it out of
+ * the stepped instruction's mask alone.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -37,6 +46,14 @@
 #define real_sigprocmask AC_LIBC_REAL(sigprocmask)
 static struct sigaction program_segv; /* the program's own disposition */
 static int installed;
+static struct sigaction program_trap; /* SIGTRAP's, once ours is installed */
+static int trap_installed;            /* atomic */
+
+/* The program's own disposition of sig, SIGSEGV or SIGTRAP (disposition
+ * lock). */
+static struct sigaction *program_action_of(int sig) {
+  return sig == SIGTRAP ? &program_trap : &program_segv;
+}
 
 /* ---- the guard's handler ---- */
 
@@ -156,21 +173,24 @@ static void set_thread_mask(const sigset_t *set, sigset_t *old) {
  * program's disposition. */
 static void chain_to_program(int sig, siginfo_t *info, ucontext_t *uc) {
   ac_lock(AC_LOCK_disposition);
-  struct sigaction p = program_segv;
+  struct sigaction *own = program_action_of(sig), p = *own;
   if ((p.sa_flags & SA_RESETHAND) && p.sa_handler != SIG_DFL && p.sa_handler != SIG_IGN) {
-    memset(&program_segv, 0, sizeof program_segv);
-    program_segv.sa_handler = SIG_DFL;
+    memset(own, 0, sizeof *own);
+    own->sa_handler = SIG_DFL;
   }
   ac_unlock(AC_LOCK_disposition);
+  if (p.sa_handler == SIG_IGN && info->si_code <= 0) return; /* sent, and ignored */
   if (p.sa_handler == SIG_DFL || p.sa_handler == SIG_IGN) {
     /* Default action (a fault cannot be ignored): die of it. A fault
-     * re-executes and kills; a sent signal is raised again on return. */
+     * re-executes and kills; a trap does not re-execute, and a sent signal
+     * is raised again on return. */
     restore_default(sig);
-    if (info->si_code <= 0) raise(sig);
+    if (info->si_code <= 0 || sig == SIGTRAP) raise(sig);
     return;
   }
   sigset_t during = uc->uc_sigmask, inside;
   sigorset(&during, &during, &p.sa_mask);
+  if (sig == SIGTRAP) sigdelset(&during, SIGSEGV); /* never blocked (above) */
   if (!(p.sa_flags & SA_NODEFER))
     sigaddset(&during, sig);
   else
@@ -199,22 +219,44 @@ static void on_segv(int sig, siginfo_t *info, void *context) {
   chain_to_program(sig, info, uc);
 }
 
+static void end_step(void *uc) {
+  ac_guard_step_end(uc);
+}
+
+static void on_trap(int sig, siginfo_t *info, void *context) {
+  if (ac_guard_trap_ends_step(info->si_code)) {
+    run_on_private_stack(end_step, context);
+    return;
+  }
+  chain_to_program(sig, info, context);
+}
+
 /* Ours mirrors the program's SA_ONSTACK: its faults are delivered on the
  * stack the program asked for, and no other. Lock held. */
-static int install_ours_locked(void) {
+static int install_ours_locked(int sig) {
   struct sigaction ours;
   memset(&ours, 0, sizeof ours);
-  ours.sa_sigaction = on_segv;
-  ours.sa_flags = SA_SIGINFO | SA_RESTART | (program_segv.sa_flags & SA_ONSTACK);
+  ours.sa_sigaction = sig == SIGTRAP ? on_trap : on_segv;
+  ours.sa_flags = SA_SIGINFO | SA_RESTART | (program_action_of(sig)->sa_flags & SA_ONSTACK);
   sigemptyset(&ours.sa_mask);
-  return real_sigaction(SIGSEGV, &ours, NULL);
+  return real_sigaction(sig, &ours, NULL);
 }
 
 void ac_signal_install_guard_handler(void) {
   ac_lock(AC_LOCK_disposition);
-  if (real_sigaction(SIGSEGV, NULL, &program_segv) == 0 && install_ours_locked() == 0)
+  if (real_sigaction(SIGSEGV, NULL, &program_segv) == 0 && install_ours_locked(SIGSEGV) == 0)
     __atomic_store_n(&installed, 1, __ATOMIC_RELEASE);
   ac_unlock(AC_LOCK_disposition);
+}
+
+bool ac_signal_install_step_handler(void) {
+  if (__atomic_load_n(&trap_installed, __ATOMIC_ACQUIRE)) return true;
+  ac_lock(AC_LOCK_disposition);
+  if (!trap_installed && real_sigaction(SIGTRAP, NULL, &program_trap) == 0 &&
+      install_ours_locked(SIGTRAP) == 0)
+    __atomic_store_n(&trap_installed, 1, __ATOMIC_RELEASE);
+  ac_unlock(AC_LOCK_disposition);
+  return trap_installed;
 }
 
 /* ---- the program's view ---- */
@@ -343,30 +385,33 @@ static int other_sigaction(int sig, const struct sigaction *act, struct sigactio
 #define RESTORER_READ_BACK 0
 #endif
 
-/* SIGSEGV's action as the program set it, with what glibc gives the kernel
+/* SIGSEGV's (SIGTRAP's) action as the program set it, with what glibc gives the kernel
  * beside it (SA_RESTORER and its restorer, on x86-64): the same as those of
  * the action installed in its place (disposition lock). */
-static void with_kernel_fields(struct sigaction *a) {
+static void with_kernel_fields(int sig, struct sigaction *a) {
   struct sigaction k;
   memset(&k, 0, sizeof k);
-  if (real_sigaction(SIGSEGV, NULL, &k) != 0) return;
+  if (real_sigaction(sig, NULL, &k) != 0) return;
   a->sa_flags = (a->sa_flags & PROGRAM_FLAGS) | (k.sa_flags & ~PROGRAM_FLAGS);
   if (RESTORER_READ_BACK) a->sa_restorer = k.sa_restorer;
 }
 
 AC_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-  if (sig != SIGSEGV || !__atomic_load_n(&installed, __ATOMIC_ACQUIRE))
-    return other_sigaction(sig, act, old);
+  bool ours = sig == SIGSEGV   ? __atomic_load_n(&installed, __ATOMIC_ACQUIRE)
+              : sig == SIGTRAP ? __atomic_load_n(&trap_installed, __ATOMIC_ACQUIRE)
+                               : false;
+  if (!ours) return other_sigaction(sig, act, old);
   ac_lock(AC_LOCK_disposition);
+  struct sigaction *own = program_action_of(sig);
   if (old) {
     void (*untouched)(void) = old->sa_restorer;
-    *old = program_segv;
+    *old = *own;
     if (!RESTORER_READ_BACK) old->sa_restorer = untouched;
   }
   if (act) {
-    program_segv = *act;
-    install_ours_locked();
-    with_kernel_fields(&program_segv);
+    *own = *act;
+    install_ours_locked(sig);
+    with_kernel_fields(sig, own);
   }
   ac_unlock(AC_LOCK_disposition);
   return 0;

@@ -48,16 +48,30 @@ static bool page_lifted(uintptr_t page) {
 
 /* The page at addr let go until the next transition: for the calling thread
  * alone where the keys' lift key can do it (in its signal frame, ucontext,
- * or its PKRU), else for every thread. */
+ * or its PKRU), else for every thread - for the one access alone where it
+ * can be stepped (step.c), which closes it again after. */
 static void lift_page(uintptr_t addr, void *ucontext) {
   uintptr_t page = ac_guard_page_floor(addr);
-  if (!ac_guard_keys_lift_for_thread(page, ucontext))
+  if (!ac_guard_keys_lift_for_thread(page, ucontext)) {
     ac_guard_open_pages(page, page + (uintptr_t)ac_guard.page_size);
+    ac_guard_step_arm(page, ucontext);
+  }
   if (page_lifted(page)) return;
   if (ac_guard.lifted_count < AC_GUARD_LIFTED_MAX)
     ac_guard.lifted[ac_guard.lifted_count++] = page;
   else
     ac_guard.protection_uncertain = true; /* too many to track: the next refresh redoes it all */
+}
+
+void ac_guard_unlift_page(uintptr_t page) {
+  AC_ASSERT_MODEL_HELD();
+  for (size_t i = 0; i < ac_guard.lifted_count; i++) {
+    if (ac_guard.lifted[i] != page) continue;
+    if (!range_contains(&ac_guard.protected_now, page)) return;
+    ac_guard_close_pages(page, page + (uintptr_t)ac_guard.page_size);
+    ac_guard.lifted[i] = ac_guard.lifted[--ac_guard.lifted_count];
+    return;
+  }
 }
 
 bool ac_pc_in_driver(uintptr_t pc) {
@@ -127,6 +141,7 @@ static enum ac_rule_id judge_fault(uintptr_t a, struct ac_alloc *alloc, bool is_
     return AC_RULE_COUNT;
   }
   enum ac_rule_id repair = mark_repair(&f);
+  ac_guard_step_note_judged(ac_guard_page_floor(a)); /* its later accesses: stepped, not judged */
   ac_stack_capture_from_signal(ucontext, &f.stack);
   struct ac_finding *slot = ac_guard_ring_slot_locked();
   if (slot) {
@@ -275,6 +290,11 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
     }
     claim = managed && !program_forbids ? AC_GUARD_RETRY : AC_GUARD_NOT_OURS;
     *epoch = ac_published_epoch(&ac_guard.closed);
+  } else if (ac_guard_step_judged_here(ac_guard_page_floor(a))) {
+    /* This thread's later access to a page it was judged on in this busy
+     * period: one finding stands for them (stepped again, not judged). */
+    ac_guard.stats.faults++;
+    lift_page(a, ucontext);
   } else {
     in_guard = true;
     enum ac_rule_id repair = judge_counted(a, alloc, is_write, pc, ucontext);
@@ -362,7 +382,9 @@ void ac_guard_check_buffer(struct ac_guard_pins *pins, const char *via, const vo
       continue;
     uintptr_t probe = page < start ? start : page;
     struct ac_alloc *alloc = ac_model_find_alloc(ac_model, probe);
-    if (!found && alloc && ac_alloc_is_managed(alloc))
+    /* A page this thread was judged on in this busy period: its access
+     * through the call is one of those the finding stands for. */
+    if (!found && alloc && ac_alloc_is_managed(alloc) && !ac_guard_step_judged_here(page))
       found = judge_access(probe, len, alloc, cpu_writes, via, &f);
     lift_page(page, NULL);
   }

@@ -187,5 +187,16 @@ unsigned ac_guard_findings_left_here(void);
 /* Installs the SIGSEGV handler that calls ac_guard_on_fault, keeping the
  * program's own disposition for every fault that is not the guard's. */
 void ac_signal_install_guard_handler(void);
+/* Installs the SIGTRAP handler that ends a step (step.c), keeping the
+ * program's own disposition for every other trap; true once it is in place.
+ * Async-signal-safe (the fault handler asks, holding the model lock). */
+bool ac_signal_install_step_handler(void);
+
+/* ---- the end of a stepped access (step.c; from the SIGTRAP handler) ---- */
+/* Whether a SIGTRAP of si_code on this thread ends its step. */
+bool ac_guard_trap_ends_step(int si_code);
+/* Ends it: the trap flag off and the thread's mask as the program had it, in
+ * the trap's frame (ucontext); the stepped pages closed again. */
+void ac_guard_step_end(void *ucontext);
 
 #endif

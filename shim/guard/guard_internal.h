@@ -9,6 +9,7 @@
  *   class_pending.c  the allocations with an attach pending: each its own verdict
  *   wanted.c         the pages to close, kept up to date from what changed
  *   fault.c          a fault or a system call's buffer judged and let through
+ *   step.c           a judged access stepped through, its page closed again after
  *   pins.c           the buffers of system calls in flight, which no refresh closes
  *   deferred.c       a handler's access inside the shim, queued to be judged late
  *   reporter.c       the SIGSEGV handler's findings, written by a thread of the guard's
@@ -66,6 +67,9 @@ struct ac_guard_shared {
    * starts from nothing protected. */
   bool protection_uncertain;
   int lifted_unlocked; /* atomic: set by a handler without the lock */
+  /* Counts the settlings of what was lifted (a transition each): a busy
+   * period's number, for what a thread was judged on in it (step.c). */
+  uint64_t settles;
   /* Where libcuda's code is: faults there are the driver's own accesses. */
   uintptr_t driver_lo, driver_hi;
   /* protected_now as the handler reads it without the lock (published.h);
@@ -77,6 +81,7 @@ struct ac_guard_shared {
     unsigned long from_scratch, window_ranges; /* wanted.c's two ways */
     unsigned long resumed;                     /* windows over the pages kept while idle */
     unsigned long skipped;                     /* attaches that could change no page */
+    unsigned long steps;                       /* accesses stepped (step.c) */
     unsigned long key_faults, disagreements;
     unsigned long judged_late;         /* accesses of handlers inside the shim (deferred.h) */
     unsigned long let_go_again;        /* faults on pages the guard had already let go */
@@ -232,6 +237,23 @@ uint32_t ac_guard_threads_disagreeing(uint32_t disabled, uint32_t slots);
 /* The keys were allocated: every thread holds them disabled. */
 void ac_guard_threads_keys_made(void);
 void ac_guard_threads_after_fork_child(void);
+
+/* ---- step.c: a forbidden access stepped through, its page closed again ---- */
+/* Steps one thread may take on one page in one busy period; past them the
+ * page is let go to every thread until the next transition. */
+#define AC_GUARD_STEPS_PER_PAGE 16
+/* Whether the calling thread was judged on page in this busy period, and
+ * noting that it was (lock held). */
+bool ac_guard_step_judged_here(uintptr_t page);
+void ac_guard_step_note_judged(uintptr_t page);
+/* Steps the faulting access on page, opened to every thread: the trap flag
+ * set in its signal frame (ucontext), the page closed again at the trap.
+ * False where it cannot: no frame, not judged here, its steps spent, another
+ * processor than x86-64 (lock held). */
+bool ac_guard_step_arm(uintptr_t page, void *ucontext);
+void ac_guard_step_after_fork_child(void);
+/* fault.c: a stepped page closed again and no longer lifted (lock held). */
+void ac_guard_unlift_page(uintptr_t page);
 
 /* ---- pages.c: closing pages to every thread, and opening them ---- */
 /* Async-signal-safe; 0, or -1 with errno. Opening gives the program's own

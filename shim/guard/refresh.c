@@ -100,6 +100,7 @@ static void publish(const struct range_list *closed) {
  * lifted, or nothing (after lifting everything) when that is not known. */
 static void settle_actual_protection(void) {
   static struct range_list pages, rest;
+  ac_guard.settles++; /* a new busy period: no thread was judged in it yet */
   bool unlocked = __atomic_exchange_n(&ac_guard.lifted_unlocked, 0, __ATOMIC_ACQ_REL);
   if (ac_guard.protection_uncertain || unlocked) {
     for (size_t i = 0; i < ac_guard.protected_now.n; i++)
@@ -299,7 +300,8 @@ void ac_guard_print_stats(void) {
          "at again in the others, %lu of those resumed the pages kept while idle; %lu skipped "
          "after attaches that could change no page), %lu mprotect calls, %lu faults (%lu by the "
          "driver, %lu judged late, %lu unjudged, %lu allowed: memory the CPU may touch on a "
-         "page shared with memory it may not; %lu more on pages already let go), %lu refreshes "
+         "page shared with memory it may not; %lu more on pages already let go; %lu accesses "
+         "stepped, their page closed again after), %lu refreshes "
          "that left the pages of system calls in flight open, at most %lu "
          "ranges protected, %.3f ms "
          "refreshing, %.3f ms "
@@ -308,8 +310,9 @@ void ac_guard_print_stats(void) {
          ac_guard.stats.window_ranges, ac_guard.stats.resumed, ac_guard.stats.skipped,
          ac_guard.stats.mprotects, ac_guard.stats.faults, ac_guard.stats.driver_faults,
          ac_guard.stats.judged_late, ac_guard.stats.unjudged, ac_guard.stats.allowed_faults,
-         ac_guard.stats.let_go_again, ac_guard.stats.left_open_for_calls, ac_guard.stats.largest,
-         ac_guard.stats.seconds * 1e3, ac_guard.stats.handler_seconds * 1e3);
+         ac_guard.stats.let_go_again, ac_guard.stats.steps, ac_guard.stats.left_open_for_calls,
+         ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
+         ac_guard.stats.handler_seconds * 1e3);
   ac_guard.backend->print_stats();
   ac_model_leave();
 }
@@ -328,6 +331,7 @@ void ac_guard_after_fork_child(void) {
   ac_guard_program_prot_after_fork_child();
   ac_guard_remaps_after_fork_child();
   ac_guard_deferred_after_fork_child();
+  ac_guard_step_after_fork_child();
   ac_guard_reporter_after_fork_child();
   ac_repair_after_fork_child();
 }

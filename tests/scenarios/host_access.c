@@ -678,6 +678,63 @@ static void read_zero_into(CUdeviceptr p) {
 static void two_threads_read_busy(void) {
   two_threads(read_zero_into);
 }
+/* After the guard stepped a forbidden access (under mprotect on x86-64 it
+ * then has a SIGTRAP handler of its own), the program's traps are still the
+ * program's: an ignored SIGTRAP sent to itself is ignored, its own handler
+ * installed after is called for raise() and int3 and reads back as its own,
+ * and a second thread that blocks SIGTRAP has its forbidden access stepped
+ * too without being killed. */
+static volatile sig_atomic_t traps;
+static void count_trap(int sig) {
+  (void)sig;
+  traps++;
+}
+static void read_trap_blocked(CUdeviceptr p) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTRAP);
+  pthread_sigmask(SIG_BLOCK, &set, NULL);
+  cpu_read(p); /* AC201 */
+}
+static void own_trap_after_step(void) {
+  setup_single();
+  launch(s, m);
+  cpu_write(m); /* AC201 */
+  struct sigaction act, back;
+  memset(&act, 0, sizeof act);
+  act.sa_handler = SIG_IGN;
+  sigaction(SIGTRAP, &act, NULL);
+  raise(SIGTRAP); /* ignored */
+  act.sa_handler = count_trap;
+  sigaction(SIGTRAP, &act, NULL);
+  raise(SIGTRAP);
+  int expected = 1;
+#if defined(__x86_64__)
+  __asm__ volatile("int3");
+  expected++;
+#endif
+  sigaction(SIGTRAP, NULL, &back);
+  if (traps != expected || back.sa_handler != count_trap)
+    failures++, fprintf(stderr, "host_access: %d traps of %d, handler %s\n", (int)traps, expected,
+                        back.sa_handler == count_trap ? "the program's" : "not the program's");
+  second_thread_run(read_trap_blocked);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+/* memset over four pages of busy memory: each page's first store judged
+ * (one finding, four occurrences), the same thread's later stores to it
+ * stepped or let through, never judged again; the call completes. */
+static void memset_busy(void) {
+  CUdeviceptr big;
+  EXPECT_RC(cu.cuMemAllocManaged(&big, 4 * 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  attach(s, big, CU_MEM_ATTACH_SINGLE);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  launch(s, big);
+  memset((void *)big, 1, 4 * 4096); /* AC201 x4 */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  if (((volatile char *)big)[4 * 4096 - 1] != 1)
+    failures++, fprintf(stderr, "host_access: memset lost\n");
+  EXPECT_RC(cu.cuMemFree(big), CUDA_SUCCESS);
+}
 /* One thread touches busy memory, then reads a file into the same page in
  * the same busy period: its access was judged once, at the touch; the
  * read(2) must neither be judged again nor fail, on either backend. */
@@ -821,6 +878,8 @@ static const struct scenario_case cases[] = {
     {"global_touch_busy", global_touch_busy},
     {"two_threads_touch_busy", two_threads_touch_busy},
     {"two_threads_read_busy", two_threads_read_busy},
+    {"own_trap_after_step", own_trap_after_step},
+    {"memset_busy", memset_busy},
     {"two_threads_touch_laid_out", two_threads_touch_laid_out},
     {"touch_then_read_busy", touch_then_read_busy},
     {"touch_then_read_laid_out", touch_then_read_laid_out},

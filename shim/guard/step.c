@@ -1,0 +1,133 @@
+/* step.c - one forbidden access stepped through, its page closed again after.
+ *
+ * A judged fault must let its access complete. Where the keys can open the
+ * page to the faulting thread alone they do (keys_fault.c); where the page is
+ * closed with mprotect - the mprotect backend, and the keys' pages shared
+ * between classes - opening it opens it to every thread, and another thread's
+ * access to it in the same busy period would go unseen. On x86-64 the access
+ * is stepped instead: the page is opened, the trap flag set in the faulting
+ * thread's signal frame, and after that one instruction the CPU raises
+ * SIGTRAP, whose handler (interceptors_signal.c) closes the page again.
+ * Every thread's first access to the page in the busy period is then judged.
+ *
+ * Only an access that was a finding is stepped: a correct program never
+ * meets it, so it never pays for a step nor sees a SIGTRAP handler of ours.
+ * The same thread's later accesses to a page it was judged on are stepped
+ * without being judged again (one finding per thread and page, as with the
+ * keys), up to AC_GUARD_STEPS_PER_PAGE each busy period; past it - a loop
+ * over busy memory - the page is let go to every thread, as it was before.
+ *
+ * A stepped page is also listed as lifted (fault.c), so that a step whose
+ * trap never comes - the handler left by siglongjmp, a debugger that kept the
+ * SIGTRAP - leaves the guard's book right: the page is open, and the next
+ * transition protects it again.
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "guard_internal.h"
+#include "shim.h"
+
+#define STEP_PAGES_MAX 4 /* pages one instruction opened (a copy across pages) */
+#define JUDGED_MAX 16    /* pages this thread was judged on, this busy period */
+
+/* The pages this thread's current step opened, and the busy period it began
+ * in (ac_guard.settles: a transition in between protected them again). */
+struct step {
+  uintptr_t page[STEP_PAGES_MAX];
+  unsigned n;
+  uint64_t settles;
+  bool trap_was_blocked; /* in the program's mask: put back after the step */
+};
+static __thread struct step step;
+
+/* The pages this thread was judged on in busy period `settles`, with the
+ * steps taken on each. */
+static __thread struct {
+  uint64_t settles;
+  uintptr_t page[JUDGED_MAX];
+  unsigned steps[JUDGED_MAX];
+  unsigned n;
+} judged;
+
+static int judged_index(uintptr_t page) {
+  if (judged.settles != ac_guard.settles) {
+    judged.settles = ac_guard.settles;
+    judged.n = 0;
+  }
+  for (unsigned i = 0; i < judged.n; i++)
+    if (judged.page[i] == page) return (int)i;
+  return -1;
+}
+
+bool ac_guard_step_judged_here(uintptr_t page) {
+  AC_ASSERT_MODEL_HELD();
+  return judged_index(page) >= 0;
+}
+
+void ac_guard_step_note_judged(uintptr_t page) {
+  AC_ASSERT_MODEL_HELD();
+  if (judged_index(page) >= 0 || judged.n == JUDGED_MAX) return;
+  judged.page[judged.n] = page;
+  judged.steps[judged.n++] = 0;
+}
+
+#if defined(__x86_64__)
+#define TRAP_FLAG 0x100 /* EFLAGS.TF */
+
+bool ac_guard_step_arm(uintptr_t page, void *ucontext) {
+  AC_ASSERT_MODEL_HELD();
+  int i = judged_index(page);
+  if (!ucontext || i < 0 || judged.steps[i] >= AC_GUARD_STEPS_PER_PAGE) return false;
+  if (step.n && step.settles != ac_guard.settles) step.n = 0; /* a step that never ended */
+  if (step.n == STEP_PAGES_MAX || !ac_signal_install_step_handler()) return false;
+  ucontext_t *uc = ucontext;
+  if (!step.n) {
+    step.settles = ac_guard.settles;
+    step.trap_was_blocked = sigismember(&uc->uc_sigmask, SIGTRAP) == 1;
+    sigdelset(&uc->uc_sigmask, SIGTRAP); /* a blocked trap would kill the program */
+  }
+  step.page[step.n++] = page;
+  judged.steps[i]++;
+  uc->uc_mcontext.gregs[REG_EFL] |= TRAP_FLAG;
+  ac_guard.stats.steps++;
+  return true;
+}
+
+bool ac_guard_trap_ends_step(int si_code) {
+  return step.n != 0 && si_code > 0 && si_code != SI_KERNEL; /* not an int3's */
+}
+
+void ac_guard_step_end(void *ucontext) {
+  ucontext_t *uc = ucontext;
+  uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
+  if (step.trap_was_blocked) sigaddset(&uc->uc_sigmask, SIGTRAP);
+  ac_model_enter();
+  /* After a transition the refresh settled these pages itself. */
+  for (unsigned i = 0; i < step.n && step.settles == ac_guard.settles; i++)
+    ac_guard_unlift_page(step.page[i]);
+  step.n = 0;
+  ac_model_leave_as_is();
+}
+#else
+/* No user-mode single step (aarch64): a judged page is let go to every
+ * thread until the next transition. */
+bool ac_guard_step_arm(uintptr_t page, void *ucontext) {
+  (void)page, (void)ucontext;
+  return false;
+}
+bool ac_guard_trap_ends_step(int si_code) {
+  (void)si_code;
+  return false;
+}
+void ac_guard_step_end(void *ucontext) {
+  (void)ucontext;
+}
+#endif
+
+void ac_guard_step_after_fork_child(void) {
+  memset(&step, 0, sizeof step);
+  judged.n = 0;
+}
