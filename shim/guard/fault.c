@@ -137,11 +137,14 @@ static enum ac_rule_id judge_fault(uintptr_t a, struct ac_alloc *alloc, bool is_
                                    void *ucontext) {
   static __thread struct ac_finding f; /* large: not on a signal stack */
   if (!judge_access(a, 0, alloc, is_write, "page fault", &f)) {
-    ac_guard.stats.allowed_faults++; /* a shared page's allowed part (wanted.c) */
+    /* a shared page's allowed part (wanted.c): stepped, its other part stays closed */
+    ac_guard.stats.allowed_faults++;
+    ac_guard_step_note_judged(ac_guard_page_floor(a), false);
     return AC_RULE_COUNT;
   }
   enum ac_rule_id repair = mark_repair(&f);
-  ac_guard_step_note_judged(ac_guard_page_floor(a)); /* its later accesses: stepped, not judged */
+  /* this thread's later accesses to the page: stepped, not judged */
+  ac_guard_step_note_judged(ac_guard_page_floor(a), true);
   ac_stack_capture_from_signal(ucontext, &f.stack);
   struct ac_finding *slot = ac_guard_ring_slot_locked();
   if (slot) {

@@ -242,10 +242,11 @@ void ac_guard_threads_after_fork_child(void);
 /* Steps one thread may take on one page in one busy period; past them the
  * page is let go to every thread until the next transition. */
 #define AC_GUARD_STEPS_PER_PAGE 16
-/* Whether the calling thread was judged on page in this busy period, and
- * noting that it was (lock held). */
+/* Whether the calling thread was found at fault on page in this busy
+ * period; noting that it was judged there, found at fault or allowed (lock
+ * held). */
 bool ac_guard_step_judged_here(uintptr_t page);
-void ac_guard_step_note_judged(uintptr_t page);
+void ac_guard_step_note_judged(uintptr_t page, bool found);
 /* Steps the faulting access on page, opened to every thread: the trap flag
  * set in its signal frame (ucontext), the page closed again at the trap.
  * False where it cannot: no frame, not judged here, its steps spent, another

@@ -10,12 +10,17 @@
  * SIGTRAP, whose handler (interceptors_signal.c) closes the page again.
  * Every thread's first access to the page in the busy period is then judged.
  *
- * Only an access that was a finding is stepped: a correct program never
- * meets it, so it never pays for a step nor sees a SIGTRAP handler of ours.
- * The same thread's later accesses to a page it was judged on are stepped
- * without being judged again (one finding per thread and page, as with the
- * keys), up to AC_GUARD_STEPS_PER_PAGE each busy period; past it - a loop
- * over busy memory - the page is let go to every thread, as it was before.
+ * An access that was a finding is stepped, and so is an allowed access to a
+ * page shared with forbidden memory (a HOST-attached word beside a busy
+ * GLOBAL buffer): let go to every thread, such a page would hide the next
+ * access to its forbidden part, the same thread's included. A correct
+ * program that touches no such page never pays for a step nor sees a
+ * SIGTRAP handler of ours. The same thread's later accesses to a page it
+ * was judged on are stepped without being judged again (one finding per
+ * thread and page, as with the keys); those to a page where it was only
+ * allowed are judged each. Either way up to AC_GUARD_STEPS_PER_PAGE steps a
+ * page each busy period; past them - a loop over the page - the page is let
+ * go to every thread, as it was before.
  *
  * A stepped page is also listed as lifted (fault.c), so that a step whose
  * trap never comes - the handler left by siglongjmp, a debugger that kept the
@@ -44,11 +49,13 @@ struct step {
 static __thread struct step step;
 
 /* The pages this thread was judged on in busy period `settles`, with the
- * steps taken on each. */
+ * steps taken on each and whether a finding was made there (else every
+ * access there was allowed). */
 static __thread struct {
   uint64_t settles;
   uintptr_t page[JUDGED_MAX];
   unsigned steps[JUDGED_MAX];
+  bool found[JUDGED_MAX];
   unsigned n;
 } judged;
 
@@ -64,14 +71,20 @@ static int judged_index(uintptr_t page) {
 
 bool ac_guard_step_judged_here(uintptr_t page) {
   AC_ASSERT_MODEL_HELD();
-  return judged_index(page) >= 0;
+  int i = judged_index(page);
+  return i >= 0 && judged.found[i];
 }
 
-void ac_guard_step_note_judged(uintptr_t page) {
+void ac_guard_step_note_judged(uintptr_t page, bool found) {
   AC_ASSERT_MODEL_HELD();
-  if (judged_index(page) >= 0 || judged.n == JUDGED_MAX) return;
-  judged.page[judged.n] = page;
-  judged.steps[judged.n++] = 0;
+  int i = judged_index(page);
+  if (i < 0 && judged.n < JUDGED_MAX) {
+    i = (int)judged.n++;
+    judged.page[i] = page;
+    judged.steps[i] = 0;
+    judged.found[i] = false;
+  }
+  if (i >= 0 && found) judged.found[i] = true;
 }
 
 #if defined(__x86_64__)

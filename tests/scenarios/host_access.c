@@ -823,6 +823,19 @@ static void shared_global_touch_busy(void) {
   cpu_write(shared_word);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
 }
+/* The word written, then the buffer read, in one busy period: the word's
+ * access is allowed and let through. Under mprotect the page is closed
+ * again after it where the processor steps it (x86-64), so the read is
+ * AC202; without the step (aarch64) the page stays open and the read
+ * unseen; with protection keys the page is lifted for this thread alone
+ * (docs/rules.md, limits). */
+static void shared_word_then_buf_busy(void) {
+  shared_setup();
+  launch(s, shared_buf);
+  cpu_write(shared_word); /* allowed: HOST-attached */
+  cpu_read(shared_buf);   /* AC202 */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
 /* A signal handler reads the buffer while s works (a periodic logger): AC202. */
 static void read_shared_buf(int sig) {
   (void)sig;
@@ -892,6 +905,7 @@ static const struct scenario_case cases[] = {
     {"two_threads_read_busy", two_threads_read_busy},
     {"own_trap_after_step", own_trap_after_step},
     {"fill_busy", fill_busy},
+    {"shared_word_then_buf_busy", shared_word_then_buf_busy},
     {"two_threads_touch_laid_out", two_threads_touch_laid_out},
     {"touch_then_read_busy", touch_then_read_busy},
     {"touch_then_read_laid_out", touch_then_read_laid_out},
