@@ -23,9 +23,9 @@
  * go to every thread, as it was before.
  *
  * A stepped page is also listed as lifted (fault.c), so that a step whose
- * trap never comes - the handler left by siglongjmp, a debugger that kept the
- * SIGTRAP - leaves the guard's book right: the page is open, and the next
- * transition protects it again.
+ * trap never comes - the frame holding the flag left by siglongjmp from a
+ * handler that ran before the instruction - leaves the guard's book right:
+ * the page is open, and the next transition protects it again.
  */
 #define _GNU_SOURCE
 #include <signal.h>
