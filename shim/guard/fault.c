@@ -63,11 +63,19 @@ static void lift_page(uintptr_t addr, void *ucontext) {
     ac_guard.protection_uncertain = true; /* too many to track: the next refresh redoes it all */
 }
 
+/* Whether a system call in flight holds page (its buffer was let through
+ * open, pins.c): then it stays open until the next transition. */
+static bool page_pinned(uintptr_t page) {
+  static struct range_list pinned; /* lock held */
+  bool crowded = ac_guard_pins_read(&pinned);
+  return crowded || range_contains(&pinned, page); /* pins are whole pages */
+}
+
 void ac_guard_unlift_page(uintptr_t page) {
   AC_ASSERT_MODEL_HELD();
   for (size_t i = 0; i < ac_guard.lifted_count; i++) {
     if (ac_guard.lifted[i] != page) continue;
-    if (!range_contains(&ac_guard.protected_now, page)) return;
+    if (!range_contains(&ac_guard.protected_now, page) || page_pinned(page)) return;
     ac_guard_close_pages(page, page + (uintptr_t)ac_guard.page_size);
     ac_guard.lifted[i] = ac_guard.lifted[--ac_guard.lifted_count];
     return;
