@@ -249,12 +249,17 @@ void ac_signal_install_guard_handler(void) {
   ac_unlock(AC_LOCK_disposition);
 }
 
+static void as_program_set(int sig, struct sigaction *k);
+
 bool ac_signal_install_step_handler(void) {
   if (__atomic_load_n(&trap_installed, __ATOMIC_ACQUIRE)) return true;
   ac_lock(AC_LOCK_disposition);
-  if (!trap_installed && real_sigaction(SIGTRAP, NULL, &program_trap) == 0 &&
-      install_ours_locked(SIGTRAP) == 0)
-    __atomic_store_n(&trap_installed, 1, __ATOMIC_RELEASE);
+  if (!trap_installed && real_sigaction(SIGTRAP, NULL, &program_trap) == 0) {
+    /* The program's own handler, not the trampoline it may sit behind
+     * (below): read back and chained as the program set it. */
+    as_program_set(SIGTRAP, &program_trap);
+    if (install_ours_locked(SIGTRAP) == 0) __atomic_store_n(&trap_installed, 1, __ATOMIC_RELEASE);
+  }
   ac_unlock(AC_LOCK_disposition);
   return trap_installed;
 }

@@ -720,6 +720,26 @@ static void own_trap_after_step(void) {
   second_thread_run(read_trap_blocked);
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
 }
+/* The program's SIGTRAP handler installed before the first step, with
+ * SIGSEGV in its mask (the shim then keeps it behind a trampoline): after the
+ * step it is still called for raise() and reads back as the program set it. */
+static void own_trap_before_step(void) {
+  struct sigaction act, back;
+  memset(&act, 0, sizeof act);
+  act.sa_handler = count_trap;
+  sigemptyset(&act.sa_mask);
+  sigaddset(&act.sa_mask, SIGSEGV);
+  sigaction(SIGTRAP, &act, NULL);
+  setup_single();
+  launch(s, m);
+  cpu_write(m); /* AC201 */
+  raise(SIGTRAP);
+  sigaction(SIGTRAP, NULL, &back);
+  if (traps != 1 || back.sa_handler != count_trap || sigismember(&back.sa_mask, SIGSEGV) != 1)
+    failures++, fprintf(stderr, "host_access: %d traps, handler %s\n", (int)traps,
+                        back.sa_handler == count_trap ? "the program's" : "not the program's");
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
 /* Four pages of busy memory filled by one instruction site - x86-64's rep
  * stosb, which the processor steps one byte at a time, or a loop of byte
  * stores: each page's first store judged (one finding, four occurrences),
@@ -904,6 +924,7 @@ static const struct scenario_case cases[] = {
     {"two_threads_touch_busy", two_threads_touch_busy},
     {"two_threads_read_busy", two_threads_read_busy},
     {"own_trap_after_step", own_trap_after_step},
+    {"own_trap_before_step", own_trap_before_step},
     {"fill_busy", fill_busy},
     {"shared_word_then_buf_busy", shared_word_then_buf_busy},
     {"two_threads_touch_laid_out", two_threads_touch_laid_out},
