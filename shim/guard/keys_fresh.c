@@ -67,17 +67,12 @@ AC_NO_SANITIZE_ADDRESS void ac_guard_note_mapped(uintptr_t start, size_t len, in
   }
 }
 
-/* Whether the sorted list l meets [start, end). */
-static bool meets(const struct range_list *l, uintptr_t start, uintptr_t end) {
-  size_t i = range_first_ending_after(l, start);
-  return i < l->n && l->r[i].start < end;
-}
-
 /* Whether a slot lists a page of [start, end) as tagged, parked or lifted:
  * then the mapping is not as fresh as it looks, and is left to the patch. */
 static bool keys_listed_in(uintptr_t start, uintptr_t end) {
   for (int s = 0; s < ac_keys.key_count; s++)
-    if (meets(&ac_keys.tagged[s], start, end) || meets(&ac_keys.parked[s], start, end)) return true;
+    if (range_meets(&ac_keys.tagged[s], start, end) || range_meets(&ac_keys.parked[s], start, end))
+      return true;
   for (size_t i = 0; i < ac_keys.key_lifted_count; i++)
     if (ac_keys.key_lifted[i].page >= start && ac_keys.key_lifted[i].page < end) return true;
   return false;

@@ -224,8 +224,7 @@ void ac_guard_keys_program_keyed(uintptr_t start, uintptr_t end, int key) {
   AC_ASSERT_MODEL_HELD();
   if (key < 0 || !ac_guard_keys_active() || ac_keys.standing_aside) return;
   for (int s = 0; s < ac_keys.key_count; s++) {
-    size_t i = range_first_ending_after(&ac_keys.tagged[s], start);
-    if (i < ac_keys.tagged[s].n && ac_keys.tagged[s].r[i].start < end) {
+    if (range_meets(&ac_keys.tagged[s], start, end)) {
       ac_guard_keys_stand_aside(); /* opening keeps the program's new key (pages.c) */
       return;
     }

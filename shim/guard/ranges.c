@@ -263,6 +263,11 @@ bool range_contains(const struct range_list *l, uintptr_t addr) {
   return i < l->n && l->r[i].start <= addr;
 }
 
+bool range_meets(const struct range_list *l, uintptr_t start, uintptr_t end) {
+  size_t i = range_first_ending_after(l, start);
+  return i < l->n && l->r[i].start < end;
+}
+
 bool range_covers(const struct range_list *l, uintptr_t start, uintptr_t end) {
   size_t i = range_first_ending_after(l, start);
   return i < l->n && l->r[i].start <= start && l->r[i].end >= end;

@@ -54,6 +54,8 @@ bool range_subtract_from(struct range_list *l, const struct range_list *cut);
 bool range_replace_within(struct range_list *l, const struct range_list *window,
                           const struct range_list *with);
 bool range_contains(const struct range_list *l, uintptr_t addr);
+/* Whether [start, end) meets some range of l (normalised). */
+bool range_meets(const struct range_list *l, uintptr_t start, uintptr_t end);
 /* Whether [start, end) lies inside one range of l (normalised). */
 bool range_covers(const struct range_list *l, uintptr_t start, uintptr_t end);
 /* a takes b's ranges and b a's (no copy: a list built beside another

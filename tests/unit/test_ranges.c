@@ -30,6 +30,9 @@ static void normalise_merges_touching_and_overlapping(void) {
   /* Covered: inside one range, not across a gap or past an end. */
   CHECK(range_covers(&l, 0, 20) && range_covers(&l, 32, 45) && range_covers(&l, 60, 70));
   CHECK(!range_covers(&l, 15, 35) && !range_covers(&l, 45, 51) && !range_covers(&l, 70, 75));
+  /* Met: some byte inside a range, not a gap or an end alone. */
+  CHECK(range_meets(&l, 15, 35) && range_meets(&l, 45, 51) && range_meets(&l, 69, 75));
+  CHECK(!range_meets(&l, 20, 30) && !range_meets(&l, 50, 60) && !range_meets(&l, 70, 75));
   /* The first range ending after an address: the one holding it, or the next. */
   CHECK(range_first_ending_after(&l, 0) == 0 && range_first_ending_after(&l, 19) == 0);
   CHECK(range_first_ending_after(&l, 20) == 1 && range_first_ending_after(&l, 49) == 1);
