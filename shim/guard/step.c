@@ -100,8 +100,8 @@ bool ac_guard_step_arm(uintptr_t page, void *ucontext) {
   if (!step.n) {
     step.settles = ac_guard.settles;
     step.trap_was_blocked = sigismember(&uc->uc_sigmask, SIGTRAP) == 1;
-    sigdelset(&uc->uc_sigmask, SIGTRAP); /* a blocked trap would kill the program */
   }
+  sigdelset(&uc->uc_sigmask, SIGTRAP); /* a blocked trap would kill the program */
   step.page[step.n++] = page;
   judged.steps[i]++;
   uc->uc_mcontext.gregs[REG_EFL] |= TRAP_FLAG;
