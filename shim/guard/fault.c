@@ -174,8 +174,8 @@ static enum ac_rule_id judge_counted(uintptr_t a, struct ac_alloc *alloc, bool i
     ac_guard.stats.driver_faults++; /* the driver's own access, e.g. inside a synchronous 2D copy */
   else if (alloc && ac_alloc_is_managed(alloc) && !alloc->retiring)
     repair = judge_fault(a, alloc, is_write, ucontext);
-  else
-    ac_guard.stats.allowed_faults++; /* between allocations on a guarded page */
+  else /* between allocations on a guarded page */
+    ac_guard.stats.allowed_faults++, ac_guard_step_note_judged(ac_guard_page_floor(a), false);
   if (ac_opts.verbose) ac_guard.stats.handler_seconds += ac_sys_now_seconds() - started;
   return repair;
 }

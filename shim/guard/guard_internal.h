@@ -203,6 +203,9 @@ void ac_guard_keys_restore_lifted(void);
  * the next transition; false when the keys cannot (no lift key, keys off, a
  * frame without PKRU): the caller opens it to every thread. */
 bool ac_guard_keys_lift_for_thread(uintptr_t page, void *ucontext);
+/* A step with the lift key granted for one instruction ended: taken back in
+ * the trap's frame (ucontext); async-signal-safe. */
+void ac_guard_keys_end_lift_step(void *ucontext);
 /* Whether pages lifted by the fault handler are the lifting threads' alone. */
 bool ac_guard_keys_lifted_for_threads(void);
 /* And the calling thread holds the lift key: those pages are open to it. */
@@ -229,6 +232,10 @@ void ac_guard_threads_catch_up(void);
 /* The same in the PKRU of its signal frame, also enabling the slots of also
  * (granted though forbidden); async-signal-safe. */
 void ac_guard_threads_in_frame(void *ucontext, uint32_t also);
+/* The same, with slots no longer granted; async-signal-safe. */
+void ac_guard_threads_revoke_in_frame(void *ucontext, uint32_t slots);
+/* The slots the calling thread is granted now. */
+uint32_t ac_guard_threads_granted(void);
 /* The same in its PKRU now, with slots granted. */
 void ac_guard_threads_grant(uint32_t slots);
 /* The slots of slots that some running thread but the caller disagrees
@@ -252,6 +259,12 @@ void ac_guard_step_note_judged(uintptr_t page, bool found);
  * False where it cannot: no frame, not judged here, its steps spent, another
  * processor than x86-64 (lock held). */
 bool ac_guard_step_arm(uintptr_t page, void *ucontext);
+/* Steps the faulting access on page, which carries the keys' lift key and
+ * was judged allowed here: the caller granted the lift key in the frame, and
+ * the trap takes it back (ac_guard_keys_end_lift_step). False where it cannot
+ * (as above, or the thread was found at fault there): the grant then lasts
+ * until the thread next catches up (lock held). */
+bool ac_guard_step_arm_lift(uintptr_t page, void *ucontext);
 void ac_guard_step_after_fork_child(void);
 /* fault.c: a stepped page closed again and no longer lifted (lock held). */
 void ac_guard_unlift_page(uintptr_t page);

@@ -106,6 +106,24 @@ bool ac_guard_keys_lifted_here(void) {
   return ac_guard_keys_lifted_for_threads() && !(ac_pkru_read() & ac_keys.lift_bits);
 }
 
+/* The lift key for the calling thread in its signal frame (lock held): for
+ * the one access when it was judged allowed on a page shared between
+ * classes (closed with mprotect, not keyed) - the thread's next access there
+ * may be to the forbidden part, and must be judged (step.c) - else until it
+ * next catches up. A page of one class it was allowed on is all allowed to
+ * it, so it keeps the key there. */
+static void grant_lift_in_frame(uintptr_t page, void *ucontext) {
+  uint32_t lift = 1u << LIFT_SLOT;
+  bool held = ac_guard_threads_granted() & lift;
+  ac_guard_threads_in_frame(ucontext, lift);
+  if (!held && range_contains(&ac_guard.protected_now, page))
+    ac_guard_step_arm_lift(page, ucontext);
+}
+
+void ac_guard_keys_end_lift_step(void *ucontext) {
+  ac_guard_threads_revoke_in_frame(ucontext, 1u << LIFT_SLOT);
+}
+
 bool ac_guard_keys_lift_for_thread(uintptr_t page, void *ucontext) {
   uintptr_t end = page + (uintptr_t)ac_guard.page_size;
   /* A page with a key of the program's own takes no key of the guard's (it
@@ -114,7 +132,7 @@ bool ac_guard_keys_lift_for_thread(uintptr_t page, void *ucontext) {
       ac_guard_program_keyed_in(page, end) || ac_guard_tag_pages(page, end, ac_keys.lift_key) != 0)
     return false;
   if (ucontext)
-    ac_guard_threads_in_frame(ucontext, 1u << LIFT_SLOT);
+    grant_lift_in_frame(page, ucontext);
   else
     ac_guard_threads_grant(1u << LIFT_SLOT);
   return true;
@@ -173,7 +191,9 @@ bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr
     grant = 1u << slot | lift;
   else if (!allowed)
     grant = lift;
-  if (ucontext)
+  if (ucontext && grant == lift && lift)
+    grant_lift_in_frame(ac_guard_page_floor(addr), ucontext);
+  else if (ucontext)
     ac_guard_threads_in_frame(ucontext, grant);
   else
     ac_guard_threads_grant(grant);

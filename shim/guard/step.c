@@ -22,6 +22,14 @@
  * page each busy period; past them - a loop over the page - the page is let
  * go to every thread, as it was before.
  *
+ * With protection keys a page is lifted for its thread alone, by the lift
+ * key (keys_fault.c) - but for all its accesses in the busy period, so an
+ * allowed access to a page shared with forbidden memory would hide the same
+ * thread's next access to the forbidden part. Such an access is stepped
+ * with the lift key granted in its frame for the one instruction and taken
+ * back at the trap; the page keeps the lift key, and the thread's next
+ * access there faults and is judged again.
+ *
  * A stepped page is also listed as lifted (fault.c), so that a step whose
  * trap never comes - the frame holding the flag left by siglongjmp from a
  * handler that ran before the instruction - leaves the guard's book right:
@@ -44,6 +52,7 @@ struct step {
   uintptr_t page[STEP_PAGES_MAX];
   unsigned n;
   uint64_t settles;
+  bool lift;             /* the keys' lift key granted for this one instruction */
   bool trap_was_blocked; /* in the program's mask: put back after the step */
 };
 static __thread struct step step;
@@ -90,33 +99,54 @@ void ac_guard_step_note_judged(uintptr_t page, bool found) {
 #if defined(__x86_64__)
 #define TRAP_FLAG 0x100 /* EFLAGS.TF */
 
-bool ac_guard_step_arm(uintptr_t page, void *ucontext) {
-  AC_ASSERT_MODEL_HELD();
-  int i = judged_index(page);
-  if (!ucontext || i < 0 || judged.steps[i] >= AC_GUARD_STEPS_PER_PAGE) return false;
-  if (step.n && step.settles != ac_guard.settles) step.n = 0; /* a step that never ended */
-  if (step.n == STEP_PAGES_MAX || !ac_signal_install_step_handler()) return false;
-  ucontext_t *uc = ucontext;
-  if (!step.n) {
+/* The trap flag set in the frame for the access, the page's step counted
+ * (judged index i); false where no handler could end it. */
+static bool arm_frame(int i, ucontext_t *uc) {
+  if ((step.n || step.lift) && step.settles != ac_guard.settles) /* a step that never ended */
+    step.n = 0, step.lift = false;
+  if (!ac_signal_install_step_handler()) return false;
+  if (!step.n && !step.lift) {
     step.settles = ac_guard.settles;
     step.trap_was_blocked = sigismember(&uc->uc_sigmask, SIGTRAP) == 1;
   }
   sigdelset(&uc->uc_sigmask, SIGTRAP); /* a blocked trap would kill the program */
-  step.page[step.n++] = page;
   judged.steps[i]++;
   uc->uc_mcontext.gregs[REG_EFL] |= TRAP_FLAG;
   ac_guard.stats.steps++;
   return true;
 }
 
+bool ac_guard_step_arm(uintptr_t page, void *ucontext) {
+  AC_ASSERT_MODEL_HELD();
+  int i = judged_index(page);
+  if (!ucontext || i < 0 || judged.steps[i] >= AC_GUARD_STEPS_PER_PAGE) return false;
+  if (step.n == STEP_PAGES_MAX && step.settles == ac_guard.settles) return false;
+  if (!arm_frame(i, ucontext)) return false;
+  step.page[step.n++] = page;
+  return true;
+}
+
+bool ac_guard_step_arm_lift(uintptr_t page, void *ucontext) {
+  AC_ASSERT_MODEL_HELD();
+  int i = judged_index(page);
+  if (!ucontext || i < 0 || judged.found[i] || judged.steps[i] >= AC_GUARD_STEPS_PER_PAGE)
+    return false;
+  if (!arm_frame(i, ucontext)) return false;
+  step.lift = true;
+  return true;
+}
+
 bool ac_guard_trap_ends_step(int si_code) {
-  return step.n != 0 && si_code > 0 && si_code != SI_KERNEL; /* not an int3's */
+  return (step.n != 0 || step.lift) && si_code > 0 && si_code != SI_KERNEL; /* not an int3's */
 }
 
 void ac_guard_step_end(void *ucontext) {
   ucontext_t *uc = ucontext;
   uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
   if (step.trap_was_blocked) sigaddset(&uc->uc_sigmask, SIGTRAP);
+  if (step.lift) ac_guard_keys_end_lift_step(ucontext); /* this thread's own: no lock */
+  step.lift = false;
+  if (!step.n) return;
   ac_model_enter();
   /* After a transition the refresh settled these pages itself. */
   for (unsigned i = 0; i < step.n && step.settles == ac_guard.settles; i++)
@@ -128,6 +158,10 @@ void ac_guard_step_end(void *ucontext) {
 /* No user-mode single step (aarch64): a judged page is let go to every
  * thread until the next transition. */
 bool ac_guard_step_arm(uintptr_t page, void *ucontext) {
+  (void)page, (void)ucontext;
+  return false;
+}
+bool ac_guard_step_arm_lift(uintptr_t page, void *ucontext) {
   (void)page, (void)ucontext;
   return false;
 }

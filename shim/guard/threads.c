@@ -187,6 +187,15 @@ void ac_guard_threads_in_frame(void *ucontext, uint32_t also) {
   __atomic_store_n(&t->mask_valid, 1, __ATOMIC_SEQ_CST);
 }
 
+void ac_guard_threads_revoke_in_frame(void *ucontext, uint32_t slots) {
+  granted &= ~slots;
+  ac_guard_threads_in_frame(ucontext, 0);
+}
+
+uint32_t ac_guard_threads_granted(void) {
+  return grant_now();
+}
+
 void ac_guard_threads_grant(uint32_t slots) {
   struct ac_guard_thread *t = this_thread();
   if (slots) grant(slots | grant_now());

@@ -844,11 +844,11 @@ static void shared_global_touch_busy(void) {
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
 }
 /* The word written, then the buffer read, in one busy period: the word's
- * access is allowed and let through. Under mprotect the page is closed
- * again after it where the processor steps it (x86-64), so the read is
+ * access is allowed and let through for that one instruction where the
+ * processor steps it (x86-64) - under mprotect the page is closed again
+ * after it, with protection keys the lift key taken back - so the read is
  * AC202; without the step (aarch64) the page stays open and the read
- * unseen; with protection keys the page is lifted for this thread alone
- * (docs/rules.md, limits). */
+ * unseen (docs/rules.md, limits). */
 static void shared_word_then_buf_busy(void) {
   shared_setup();
   launch(s, shared_buf);
