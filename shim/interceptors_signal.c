@@ -232,12 +232,22 @@ static void on_trap(int sig, siginfo_t *info, void *context) {
 }
 
 /* Ours mirrors the program's SA_ONSTACK: its faults are delivered on the
- * stack the program asked for, and no other. Lock held. */
+ * stack the program asked for, and no other. And its SA_RESTART where it has
+ * a handler: the guard's own faults and traps come from an instruction,
+ * never inside a system call, so the flag only decides what a signal sent
+ * by kill() to a thread in a system call does - which is the program's
+ * handler's business (EINTR without it). Without a handler of the program's
+ * such a signal kills it or was ignored: restarting is the nearest to that.
+ * Lock held. */
 static int install_ours_locked(int sig) {
+  const struct sigaction *program = program_action_of(sig);
+  bool handled = (program->sa_flags & SA_SIGINFO) ||
+                 (program->sa_handler != SIG_DFL && program->sa_handler != SIG_IGN);
   struct sigaction ours;
   memset(&ours, 0, sizeof ours);
   ours.sa_sigaction = sig == SIGTRAP ? on_trap : on_segv;
-  ours.sa_flags = SA_SIGINFO | SA_RESTART | (program_action_of(sig)->sa_flags & SA_ONSTACK);
+  ours.sa_flags = SA_SIGINFO | (program->sa_flags & SA_ONSTACK) |
+                  (handled ? program->sa_flags & SA_RESTART : SA_RESTART);
   sigemptyset(&ours.sa_mask);
   return real_sigaction(sig, &ours, NULL);
 }

@@ -82,13 +82,18 @@ static __attribute__((unused)) void tp_fill(void *p, size_t n, unsigned seed) {
  * whoever made the handler slower. The handler is installed with SA_RESTART. */
 static timer_t tp_ticker;
 
-static __attribute__((unused)) void tp_ticks_start(void (*handler)(int), long usec) {
+/* handler for sig, with flags and an empty sa_mask. */
+static __attribute__((unused)) void tp_handle(int sig, void (*handler)(int), int flags) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = handler;
-  sa.sa_flags = SA_RESTART;
+  sa.sa_flags = flags;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGALRM, &sa, NULL);
+  sigaction(sig, &sa, NULL);
+}
+
+static __attribute__((unused)) void tp_ticks_start(void (*handler)(int), long usec) {
+  tp_handle(SIGALRM, handler, SA_RESTART);
   struct sigevent ev;
   memset(&ev, 0, sizeof ev);
   ev.sigev_notify = SIGEV_THREAD_ID;

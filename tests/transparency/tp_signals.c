@@ -7,8 +7,10 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/signalfd.h>
 #include <sys/time.h>
@@ -194,6 +196,51 @@ static void timer_reads(void) {
   printf("at least 20 ticks %d, each read the value %d\n", ticks >= 20, ticks == seen);
 }
 
+/* ---- a SIGSEGV sent to a thread blocked in read(2) ---- */
+static volatile sig_atomic_t sent_seen;
+static int sent_pipe[2];
+static pthread_t reader;
+
+static void on_sent(int sig) {
+  (void)sig;
+  sent_seen++;
+}
+
+static void *send_then_write(void *arg) {
+  (void)arg;
+  usleep(100 * 1000);
+  pthread_kill(reader, SIGSEGV);
+  usleep(200 * 1000);
+  if (write(sent_pipe[1], "x", 1) != 1) perror("write");
+  return NULL;
+}
+
+/* The program's handler decides, by its SA_RESTART, whether the read is
+ * restarted or fails with EINTR - the guard's handler, installed in front
+ * of it, must not change that. */
+static void read_once(int flags) {
+  tp_handle(SIGSEGV, on_sent, flags);
+  pthread_t t;
+  char c;
+  reader = pthread_self();
+  if (pipe(sent_pipe) != 0) return;
+  pthread_create(&t, NULL, send_then_write, NULL);
+  ssize_t n = read(sent_pipe[0], &c, 1);
+  int e = errno;
+  pthread_join(t, NULL);
+  printf("SA_RESTART %d: read %zd%s, handler ran %d\n", flags == SA_RESTART, n,
+         n < 0 && e == EINTR ? " EINTR" : "", (int)sent_seen);
+  close(sent_pipe[0]), close(sent_pipe[1]);
+}
+
+static void sent_segv_read(void) {
+  setup();
+  tp_launch(s, m); /* m guarded while s works: the guard's handler is in */
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  read_once(0);
+  read_once(SA_RESTART);
+}
+
 /* The program's own protection keys: a key of its own on a page of its own,
  * disabled, faults with its key and reaches its handler; the shim's
  * transitions leave the key as the program set it. Where the CPU has no
@@ -245,6 +292,7 @@ static const struct scenario_case cases[] = {
     {"altstack_busy_touch", altstack_busy_touch},
     {"reset_hand", reset_hand},
     {"timer_reads", timer_reads},
+    {"sent_segv_read", sent_segv_read},
 };
 
 TP_MAIN(cases)
