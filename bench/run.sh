@@ -73,20 +73,25 @@ frameworks=(
   "F3-mprotect cupy_pool bench/frameworks/cupy_loop.py pool 200"
   "F4 numba_pipeline bench/frameworks/numba_pipeline.py 300"
   "F4-mprotect numba_pipeline bench/frameworks/numba_pipeline.py 300")
+declare -A unfit=() # a framework's reason not to run here, checked once per framework
 for spec in "${frameworks[@]}"; do
   set -- $spec
   id=$1 name=$2 script=$here/${3#bench/}
   shift 3
   selected "$id" || continue
   case $name in torch_train) module=torch ;; numba_pipeline) module=numba.cuda ;; *) module=cupy ;; esac
-  if ! python3 -c "import $module" 2>/dev/null; then
-    echo "$id $name: skipped: python3 has no $module"
-    continue
+  if [ -z "${unfit[$name]+checked}" ]; then
+    unfit[$name]=""
+    if ! python3 -c "import $module" 2>/dev/null; then
+      unfit[$name]="python3 has no $module"
+    # A framework that imports but cannot run here (a version clash in the
+    # machine's Python) is left out with its last error line, not timed.
+    elif ! why=$(python3 "$script" "${@:1:$#-1}" 1 2>&1 >/dev/null); then
+      unfit[$name]="it fails without the shim: $(tail -1 <<<"$why")"
+    fi
   fi
-  # A framework that imports but cannot run here (a version clash in the
-  # machine's Python) is left out with its last error line, not timed.
-  if ! why=$(python3 "$script" "${@:1:$#-1}" 1 2>&1 >/dev/null); then
-    echo "$id $name: skipped: it fails without the shim: $(tail -1 <<<"$why")"
+  if [ -n "${unfit[$name]}" ]; then
+    echo "$id $name: skipped: ${unfit[$name]}"
     continue
   fi
   options=$([[ $id == *-mprotect ]] && echo ATTACHCHECK_GUARD_PAGES=mprotect || true)
