@@ -292,9 +292,13 @@ enum ac_guard_claim ac_guard_on_fault(void *addr, bool is_write, uintptr_t pc, i
     /* Not protected as far as the guard knows: a transition on another
      * thread lifted it between the fault and now, or a protection made for
      * memory freed since outlived it. Managed memory is always the CPU's to
-     * map: make sure the page is, and let the access run again. */
+     * map: make sure the page is, and let the access run again. A page the
+     * keys lifted for its threads alone - another thread's fault on it got
+     * the lock first - stays as it is: the access runs again and faults on
+     * the lift key, judged then, unless this thread holds that key. */
     bool program_forbids = managed && program_protection_forbids(a, is_write);
-    if (managed && !program_forbids) {
+    bool lifted_by_key = ac_guard_keys_lifted_for_threads() && page_lifted(ac_guard_page_floor(a));
+    if (managed && !program_forbids && !lifted_by_key) {
       ac_guard.stats.let_go_again++;
       ac_guard_open_pages(ac_guard_page_floor(a),
                           ac_guard_page_floor(a) + (uintptr_t)ac_guard.page_size);

@@ -856,6 +856,32 @@ static void shared_word_then_buf_busy(void) {
   cpu_read(shared_buf);   /* AC202 */
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
 }
+/* Two threads, started together, each write the word a few times and then
+ * read the buffer while s works: both reads are AC202 (one finding, two
+ * occurrences). The threads' first faults on the shared page race; the one
+ * judged second must not find the page opened to every thread by the
+ * first (with protection keys it is lifted for the first thread alone). */
+static pthread_barrier_t race_start;
+static void *word_then_buf(void *arg) {
+  (void)arg;
+  pthread_barrier_wait(&race_start);
+  for (int i = 0; i < 3; i++)
+    cpu_write(shared_word); /* allowed: HOST-attached */
+  cpu_read(shared_buf);     /* AC202 */
+  return NULL;
+}
+static void shared_word_race_busy(void) {
+  pthread_t t[2];
+  shared_setup();
+  pthread_barrier_init(&race_start, NULL, 2);
+  launch(s, shared_buf);
+  for (int i = 0; i < 2; i++)
+    pthread_create(&t[i], NULL, word_then_buf, NULL);
+  for (int i = 0; i < 2; i++)
+    pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&race_start);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
 /* A signal handler reads the buffer while s works (a periodic logger): AC202. */
 static void read_shared_buf(int sig) {
   (void)sig;
@@ -927,6 +953,7 @@ static const struct scenario_case cases[] = {
     {"own_trap_before_step", own_trap_before_step},
     {"fill_busy", fill_busy},
     {"shared_word_then_buf_busy", shared_word_then_buf_busy},
+    {"shared_word_race_busy", shared_word_race_busy},
     {"two_threads_touch_laid_out", two_threads_touch_laid_out},
     {"touch_then_read_busy", touch_then_read_busy},
     {"touch_then_read_laid_out", touch_then_read_laid_out},
