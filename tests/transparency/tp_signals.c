@@ -241,6 +241,48 @@ static void sent_segv_read(void) {
   read_once(SA_RESTART);
 }
 
+/* ---- a status word polled beside busy memory, with traps of the program's ----
+ * A 64-byte HOST-attached word and a 256-byte GLOBAL buffer on one page
+ * (small allocations made one after the other share pages); while s works
+ * on the buffer, two threads poll and write the word far more often than
+ * the guard steps an allowed access, and the program raises SIGTRAP at its
+ * own handler. The word is the CPU's, so nothing is a finding, every value
+ * is right, and the program's handler sees its own traps, no more. */
+static volatile sig_atomic_t own_traps;
+static CUdeviceptr poll_word;
+
+static void on_own_trap(int sig) {
+  (void)sig;
+  own_traps++;
+}
+
+static void *poll_many(void *arg) {
+  volatile int *w = (volatile int *)poll_word + (arg ? 1 : 0);
+  for (int i = 0; i < 2000; i++)
+    *w += 1;
+  return NULL;
+}
+
+static void shared_word_polls(void) {
+  setup();
+  CUdeviceptr buf = 0;
+  for (int i = 0; i < 8 && (!buf || buf / 4096 != poll_word / 4096); i++) {
+    buf = tp_managed(256, CU_MEM_ATTACH_GLOBAL);
+    poll_word = tp_managed(64, CU_MEM_ATTACH_HOST);
+  }
+  tp_handle(SIGTRAP, on_own_trap, SA_RESTART);
+  tp_launch(s, buf); /* the buffer is the GPU's until the synchronisation */
+  pthread_t t;
+  pthread_create(&t, NULL, poll_many, (void *)1);
+  poll_many(NULL);
+  raise(SIGTRAP);
+  pthread_join(t, NULL);
+  raise(SIGTRAP);
+  EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  printf("same page %d, word %d %d, own traps %d\n", buf / 4096 == poll_word / 4096,
+         ((volatile int *)poll_word)[0], ((volatile int *)poll_word)[1], (int)own_traps);
+}
+
 /* The program's own protection keys: a key of its own on a page of its own,
  * disabled, faults with its key and reaches its handler; the shim's
  * transitions leave the key as the program set it. Where the CPU has no
@@ -293,6 +335,7 @@ static const struct scenario_case cases[] = {
     {"reset_hand", reset_hand},
     {"timer_reads", timer_reads},
     {"sent_segv_read", sent_segv_read},
+    {"shared_word_polls", shared_word_polls},
 };
 
 TP_MAIN(cases)
