@@ -1,11 +1,12 @@
 /* check_attach.c - one cuStreamAttachMemAsync call, start to end.
  *
- *   1. classify the pointer (may ask the driver; no lock held)
- *   2. under the model lock: resolve the stream, judge AC101-AC107, ask the guard
- *   3. forward the call - unless the guard refuses it because the real driver
+ *   1. under the model lock: classify the pointer - when the model does not
+ *      know it, the driver is asked with the lock let go - resolve the
+ *      stream, judge AC101-AC107, ask the guard
+ *   2. forward the call - unless the guard refuses it because the real driver
  *      would crash the process - with no lock held
- *   4. on success, record the new association
- *   5. report the findings with the driver's answer
+ *   3. on success, record the new association
+ *   4. report the findings with the driver's answer
  */
 #include <errno.h>
 #include <sys/mman.h>
@@ -77,17 +78,25 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
 
   struct ac_attach_call c = {.api = api, .args = {(uintptr_t)stream, dptr, length, flags}};
   c.thread = ac_thread_id();
-  c.mem_kind = ac_check_classify(dptr);
-  if (c.mem_kind == AC_MEM_PAGEABLE) c.pageable_memory_access = pageable_memory_access();
 
   struct ac_finding findings[AC_ATTACH_MAX_FINDINGS + 1];
   struct ac_stack stack; /* where it was attached: kept with the allocation */
   ac_stack_capture(&stack);
   ac_model_enter();
+  /* The memory, classified under the lock when the model knows it (every
+   * allocation the program made); else the driver is asked, without it. */
+  c.alloc = dptr ? ac_model_find_alloc(ac_model, dptr) : NULL;
+  c.mem_kind = c.alloc ? (enum ac_mem_kind)c.alloc->kind : AC_MEM_NULL;
+  if (dptr && !c.alloc) {
+    ac_model_leave();
+    c.mem_kind = ac_check_classify(dptr);
+    if (c.mem_kind == AC_MEM_PAGEABLE) c.pageable_memory_access = pageable_memory_access();
+    ac_model_enter();
+    c.alloc = ac_model_find_alloc(ac_model, dptr);
+  }
   c.stream = ac_resolve_stream_locked(stream, per_thread, c.thread);
   if (c.stream.kind == AC_STREAM_UNTRACKED && !address_is_mapped((uintptr_t)stream))
     c.stream.kind = AC_STREAM_NEVER_CREATED;
-  c.alloc = ac_model_find_alloc(ac_model, dptr);
   int n = ac_judge_attach(&c, findings);
   if (n == 0) n = judge_order(&c, findings);
   enum ac_guard_verdict verdict = ac_attach_guard(&c);
