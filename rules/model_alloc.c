@@ -120,6 +120,7 @@ static void granule_drop(struct ac_model *m, uint64_t key, const struct ac_alloc
     break;
   }
   if (g->count == 0) {
+    if (m->search_hint.g == g) m->search_hint.g = NULL;
     HASH_DEL(m->granules, g);
     free(block_of(g));
     free(g);
@@ -265,14 +266,34 @@ ac_alloc_observer ac_model_alloc_observer(const struct ac_model *m) {
   return m->observer;
 }
 
-static struct ac_alloc *find_uncached(const struct ac_model *m, uintptr_t addr) {
+/* at_or_below, trying first where the last search ended and the entry
+ * after it: right when entry j starts at or below addr and the next one
+ * above it, whatever moved since (the entries stay sorted). */
+static size_t hinted_at_or_below(struct ac_model *m, const struct granule *g, uintptr_t addr) {
+  if (m->search_hint.g == g)
+    for (size_t j = m->search_hint.i; j < g->count && j <= m->search_hint.i + 1; j++)
+      if (g->e[j].base <= addr && (j + 1 == g->count || g->e[j + 1].base > addr)) {
+        m->search_hint.i = j;
+        return j + 1;
+      }
+  size_t lo = at_or_below(g, addr);
+  m->search_hint.g = g;
+  m->search_hint.i = lo ? lo - 1 : 0;
+  return lo;
+}
+
+static struct ac_alloc *find_uncached(struct ac_model *m, uintptr_t addr) {
   uint64_t key = granule_of(addr);
-  struct granule *g;
-  HASH_FIND(hh, m->granules, &key, sizeof key, g);
+  const struct granule *g = m->search_hint.g;
+  if (!g || g->key != key) {
+    struct granule *found;
+    HASH_FIND(hh, m->granules, &key, sizeof key, found);
+    g = found;
+  }
   if (!g) return NULL;
   /* The last allocation starting at or below addr: with equal bases (a stale
    * record a free we never saw left behind) the newest, which owns it now. */
-  size_t lo = at_or_below(g, addr);
+  size_t lo = hinted_at_or_below(m, g, addr);
   if (lo > 0 && addr < end_of(g->e[lo - 1].alloc)) return g->e[lo - 1].alloc;
   /* Otherwise only an allocation that began in an earlier granule can reach
    * addr; those sort first. */
@@ -398,6 +419,7 @@ void ac_model_free_allocs(struct ac_model *m) {
   struct ac_alloc **all = malloc((m->alloc_count + 1) * sizeof *all), **next = all;
   if (all) ac_model_for_each_alloc(m, collect, &next);
   struct granule *g, *tmp;
+  m->search_hint.g = NULL;
   HASH_ITER(hh, m->granules, g, tmp) {
     HASH_DEL(m->granules, g);
     free(block_of(g));

@@ -162,6 +162,14 @@ struct ac_model {
     struct ac_alloc *alloc;
     bool plain_global; /* see ac_model_find_alloc_plain */
   } lookup_cache[AC_LOOKUP_CACHE_SIZE];
+  /* Where the last search of a granule ended, for the next: lookups that
+   * miss the cache often go through allocations in address order (a loop
+   * attaching each, the words of a kernel's arguments). Checked before use,
+   * so only the granule must still exist: cleared when it is freed. */
+  struct {
+    const struct granule *g;
+    size_t i; /* its entry the search found: the last at or below the address */
+  } search_hint;
   bool reach_semantics;
   /* One bit per 2 MiB granule (its index modulo the bits): set once the
    * granule holds managed memory that is not plain GLOBAL memory (attached,

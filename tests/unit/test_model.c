@@ -121,9 +121,35 @@ static void test_granule_made_and_freed_in_any_order(void) {
       live[i] = ac_model_add_alloc(m, &p);
     }
     if (round % 9973 == 0) CHECK(slots_agree(m, g, live));
+    /* One lookup right after each change, near the last one or anywhere:
+     * the search starts from where the last one ended, and entries moved. */
+    int k = (int)((seed >> 20) % 4096), near = (i + 1) % 4096;
+    CHECK(ac_model_find_alloc(m, g + (uintptr_t)k * 512 + 100) == live[k]);
+    CHECK(ac_model_find_alloc(m, g + (uintptr_t)near * 512 + 7) == live[near]);
   }
   CHECK(slots_agree(m, g, live));
   ac_model_destroy(m); /* frees the rest: ASan checks for leaks */
+}
+
+/* The granule the last search ended in is freed with its last allocation:
+ * the next lookup there finds nothing, and one after a new allocation
+ * finds it (ASan: nothing freed is read). */
+static void test_search_after_granule_freed(void) {
+  struct ac_model *m = ac_model_create();
+  const uintptr_t g = 0x7f0003000000;
+  struct ac_alloc p = proto(g, 256), *a[3];
+  for (int i = 0; i < 3; i++) {
+    p = proto(g + (uintptr_t)i * 512, 256);
+    a[i] = ac_model_add_alloc(m, &p);
+  }
+  CHECK(ac_model_find_alloc(m, g + 512 + 8) == a[1]);
+  for (int i = 0; i < 3; i++)
+    ac_model_remove_alloc(m, a[i]);
+  CHECK(ac_model_find_alloc(m, g + 512 + 8) == NULL);
+  p = proto(g + 1024, 256);
+  struct ac_alloc *b = ac_model_add_alloc(m, &p);
+  CHECK(ac_model_find_alloc(m, g + 1024 + 8) == b && ac_model_find_alloc(m, g + 8) == NULL);
+  ac_model_destroy(m);
 }
 
 static void test_serials_are_unique(void) {
@@ -282,6 +308,7 @@ int main(void) {
   test_small_allocations_share_a_granule();
   test_dense_granule();
   test_granule_made_and_freed_in_any_order();
+  test_search_after_granule_freed();
   test_serials_are_unique();
   test_stream_handles_are_reused();
   test_destroy_recorded_after_reuse();
