@@ -70,8 +70,8 @@ static int judge_order(struct ac_attach_call *c, struct ac_finding *out) {
   return 1;
 }
 
-CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUdeviceptr dptr,
-                         size_t length, unsigned flags) {
+CUresult ac_check_attach(void *const *ret_slot, const char *api, bool per_thread, CUstream stream,
+                         CUdeviceptr dptr, size_t length, unsigned flags) {
   __typeof__(&cuStreamAttachMemAsync) forward =
       per_thread ? ac_real.cuStreamAttachMemAsync_ptsz : ac_real.cuStreamAttachMemAsync;
   if (!forward) return CUDA_ERROR_NOT_FOUND;
@@ -81,7 +81,8 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
 
   struct ac_finding findings[AC_ATTACH_MAX_FINDINGS + 1];
   struct ac_stack stack; /* where it was attached: kept with the allocation */
-  ac_stack_capture(&stack);
+  ac_stack_id stack_id;
+  ac_stack_capture_site(&stack, ret_slot, &stack_id);
   ac_model_enter();
   /* The memory, classified under the lock when the model knows it (every
    * allocation the program made); else the driver is asked, without it. */
@@ -113,7 +114,7 @@ CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUde
   CUresult r =
       outcome == AC_DRIVER_GUARDED ? guard_result(verdict) : forward(stream, dptr, length, flags);
 
-  if (r == CUDA_SUCCESS) ac_on_attached(api, stream, per_thread, dptr, flags, &stack);
+  if (r == CUDA_SUCCESS) ac_on_attached(api, stream, per_thread, dptr, flags, &stack, stack_id);
   if (outcome != AC_DRIVER_CRASHES) emit_all(findings, n, &stack, outcome, r);
   return r;
 }

@@ -14,10 +14,14 @@
 #include "shim.h"
 #include "stack_depot.h"
 
-static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdeviceptr base,
-                   size_t size, unsigned flags, uintptr_t module, const char *name) {
+/* ret_slot: where the program's return address lies, when an entry point
+ * of its own made the memory (its stack is then kept per call site). */
+static void record(void *const *ret_slot, enum ac_mem_kind kind, bool learned, const char *api,
+                   CUdeviceptr base, size_t size, unsigned flags, uintptr_t module,
+                   const char *name) {
   struct ac_alloc a;
   struct ac_stack stack = {0, {0}};
+  ac_stack_id stack_id = 0;
   memset(&a, 0, sizeof a);
   a.base = (uintptr_t)base;
   a.size = size;
@@ -27,7 +31,10 @@ static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdevic
   a.assoc = flags == CU_MEM_ATTACH_HOST ? AC_ASSOC_HOST : AC_ASSOC_GLOBAL;
   if (api) {
     a.origin_thread = (uint32_t)ac_thread_id();
-    ac_stack_capture(&stack);
+    if (ret_slot)
+      ac_stack_capture_site(&stack, ret_slot, &stack_id);
+    else
+      ac_stack_capture(&stack);
   }
   ac_model_enter();
   a.origin_api = ac_api_intern(api); /* its table is under the model lock */
@@ -37,7 +44,11 @@ static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdevic
   struct ac_alloc *known = ac_model_find_alloc_at(ac_model, a.base);
   if (!known || known->size != a.size || known->kind != kind || known->retiring) {
     ac_model_forget_overlapping(ac_model, a.base, a.size);
-    a.origin_stack = ac_stack_depot_put(&stack); /* the depot is under the model lock */
+    a.origin_stack = stack_id; /* the depot is under the model lock */
+    if (!stack_id && stack.depth) {
+      a.origin_stack = ac_stack_depot_put(&stack);
+      ac_stack_learn_id(&stack, a.origin_stack);
+    }
     struct ac_alloc *added = ac_model_add_alloc(ac_model, &a);
     if (added && (module || name)) ac_model_name_alloc(ac_model, added, module, name);
     if (added && ac_alloc_is_managed(added)) ac_guard_allocated_locked(added);
@@ -46,13 +57,14 @@ static void record(enum ac_mem_kind kind, bool learned, const char *api, CUdevic
   ac_model_leave();
 }
 
-void ac_check_managed_allocated(const char *api, CUdeviceptr base, size_t size, unsigned flags) {
-  record(AC_MEM_MANAGED, false, api, base, size, flags, 0, NULL);
+void ac_check_managed_allocated(void *const *ret_slot, const char *api, CUdeviceptr base,
+                                size_t size, unsigned flags) {
+  record(ret_slot, AC_MEM_MANAGED, false, api, base, size, flags, 0, NULL);
 }
 
 void ac_check_managed_variable(const char *api, CUdeviceptr base, size_t size, uintptr_t module,
                                const char *name) {
-  record(AC_MEM_MANAGED_VAR, false, api, base, size, CU_MEM_ATTACH_GLOBAL, module, name);
+  record(NULL, AC_MEM_MANAGED_VAR, false, api, base, size, CU_MEM_ATTACH_GLOBAL, module, name);
 }
 
 void ac_check_advised(const char *api, CUdeviceptr addr, CUmem_advise advice) {
@@ -105,7 +117,7 @@ static enum ac_mem_kind learn(CUdeviceptr ptr) {
                           : memory_type == CU_MEMORYTYPE_UNIFIED ? AC_MEM_MANAGED
                                                                  : AC_MEM_PAGEABLE;
   if (kind != AC_MEM_PAGEABLE && start && size)
-    record(kind, true, NULL, start, size, CU_MEM_ATTACH_GLOBAL, 0, NULL);
+    record(NULL, kind, true, NULL, start, size, CU_MEM_ATTACH_GLOBAL, 0, NULL);
   return kind;
 }
 

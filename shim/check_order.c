@@ -310,7 +310,7 @@ void ac_host_function_not_enqueued(struct host_call *c) {
 /* A successful attach: an operation of its stream, after which the allocation
  * has its new association (until then both bind). */
 void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdeviceptr dptr,
-                    unsigned flags, const struct ac_stack *stack) {
+                    unsigned flags, const struct ac_stack *stack, ac_stack_id stack_id) {
   bool turned_busy;
   struct ac_guard_before before;
   ac_model_enter();
@@ -326,7 +326,11 @@ void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdevicep
     r->alloc_serial = a ? a->serial : 0;
   }
   if (a && seq) {
-    struct ac_origin origin = {api, ac_thread_id(), seq, ac_stack_depot_put(stack)};
+    if (!stack_id) {
+      stack_id = ac_stack_depot_put(stack);
+      ac_stack_learn_id(stack, stack_id);
+    }
+    struct ac_origin origin = {api, ac_thread_id(), seq, stack_id};
     ac_order_attach(ac_model, a, (enum ac_assoc)flags, s, seq, &origin);
   }
   ac_guard_refresh_after_move_locked(&before, seq ? a : NULL);

@@ -9,7 +9,7 @@ AC_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
   ac_guard_fresh_begin(); /* the driver's mappings meanwhile are the allocation's */
   CUresult r = ac_real.cuMemAllocManaged(dptr, bytesize, flags);
   if (r == CUDA_SUCCESS && dptr)
-    ac_check_managed_allocated("cuMemAllocManaged", *dptr, bytesize, flags);
+    ac_check_managed_allocated(AC_RETURN_SLOT(), "cuMemAllocManaged", *dptr, bytesize, flags);
   ac_guard_fresh_end();
   return r;
 }

@@ -46,7 +46,7 @@ DESTROY(cuStreamDestroy_v2)
 #define ATTACH(Name, PerThread)                                                                    \
   AC_EXPORT CUresult Name(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags) { \
     if (AC_UNLIKELY(!ac_start())) return CUDA_ERROR_NOT_INITIALIZED;                               \
-    return ac_check_attach(#Name, PerThread, hStream, dptr, length, flags);                        \
+    return ac_check_attach(AC_RETURN_SLOT(), #Name, PerThread, hStream, dptr, length, flags);      \
   }
 ATTACH(cuStreamAttachMemAsync, false)
 ATTACH(cuStreamAttachMemAsync_ptsz, true)

@@ -206,6 +206,16 @@ void ac_stack_locate_shim(void);
 void ac_stack_start(void);
 /* Captures the caller's stack, leaving out the shim's own frames. */
 void ac_stack_capture(struct ac_stack *out);
+/* The same, for an entry point whose return address into the program lies
+ * in ret_slot: kept per call site and thread, and read back rather than
+ * unwound when the same call comes again (stack.c says how that is told).
+ * *id is the stack's depot id when known, else 0. */
+void ac_stack_capture_site(struct ac_stack *out, void *const *ret_slot, ac_stack_id *id);
+/* The depot id of a stack ac_stack_capture_site gave with id 0 just before,
+ * on this thread, so the next capture there gives it. */
+void ac_stack_learn_id(const struct ac_stack *stack, ac_stack_id id);
+/* The slot of the calling function's return address, for the above. */
+#define AC_RETURN_SLOT() ((void *const *)__builtin_frame_address(0) + 1)
 bool ac_pc_in_shim(const void *pc);
 /* Whether pc is in libunwind's code (the shim's own copy). */
 bool ac_pc_in_unwinder(uintptr_t pc);
@@ -237,9 +247,10 @@ void ac_halt_now(void);
 void ac_note_cuda_init(CUresult result);
 
 /* ---- check_*.c: the entry points' logic ---- */
-CUresult ac_check_attach(const char *api, bool per_thread, CUstream stream, CUdeviceptr dptr,
-                         size_t length, unsigned flags);
-void ac_check_managed_allocated(const char *api, CUdeviceptr base, size_t size, unsigned flags);
+CUresult ac_check_attach(void *const *ret_slot, const char *api, bool per_thread, CUstream stream,
+                         CUdeviceptr dptr, size_t length, unsigned flags);
+void ac_check_managed_allocated(void *const *ret_slot, const char *api, CUdeviceptr base,
+                                size_t size, unsigned flags);
 /* The driver took placement advice for the memory at addr: recorded for the
  * timeline of later findings. */
 void ac_check_advised(const char *api, CUdeviceptr addr, CUmem_advise advice);
@@ -371,8 +382,9 @@ struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per
 CUhostFn ac_host_call_trampoline(void);
 CUstreamCallback ac_stream_callback_trampoline(void);
 void ac_host_function_not_enqueued(struct host_call *c);
+/* stack_id: the stack's depot id if known, else 0. */
 void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdeviceptr dptr,
-                    unsigned flags, const struct ac_stack *stack);
+                    unsigned flags, const struct ac_stack *stack, ac_stack_id stack_id);
 /* The stream whose host function this thread is running, or NULL. */
 const struct ac_stream *ac_current_host_function_stream(void);
 

@@ -10,6 +10,16 @@
  * The shim's own frames are dropped so a stack starts in the caller of the
  * driver entry point. Stacks are taken only when something needs one: a
  * finding, or an allocation whose birth a finding may later show.
+ *
+ * A program mostly calls the driver from a few places in loops, so a stack
+ * taken where the caller says where its return address lies (the slot of
+ * its entry point's frame) is kept per thread with the addresses of the
+ * slots its return addresses were read from. The same return address in the
+ * same slot again, and every kept return address still in its slot, is the
+ * same stack: the unwinder finds each frame's slot from the frame inside it
+ * and where that one lies, so equal slots all the way out are equal frames.
+ * That costs a read per frame instead of an unwind (x86-64; elsewhere every
+ * stack is unwound).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -34,6 +44,10 @@ static unw_backtrace_fn unwind_backtrace;
 static __typeof__(&unw_init_local2) unwind_init_local2;
 static __typeof__(&unw_step) unwind_step;
 static __typeof__(&unw_get_reg) unwind_get_reg;
+/* For stacks kept per call site (x86-64 only: elsewhere unw_getcontext is
+ * inline code, not a function that can be looked up). */
+static __typeof__(&unw_init_local) unwind_init_local;
+static int (*unwind_getcontext)(unw_context_t *);
 static const void *shim_base;
 
 /* libunwind.h renames its local-unwinding functions per processor
@@ -108,6 +122,12 @@ void ac_stack_start(void) {
         (__typeof__(unwind_init_local2))ac_real_dlsym(h, EXPORTED_NAME(unw_init_local2));
     unwind_step = (__typeof__(unwind_step))ac_real_dlsym(h, EXPORTED_NAME(unw_step));
     unwind_get_reg = (__typeof__(unwind_get_reg))ac_real_dlsym(h, EXPORTED_NAME(unw_get_reg));
+    unwind_init_local =
+        (__typeof__(unwind_init_local))ac_real_dlsym(h, EXPORTED_NAME(unw_init_local));
+#ifdef __x86_64__
+    unwind_getcontext =
+        (int (*)(unw_context_t *))ac_real_dlsym(h, EXPORTED_NAME(unw_tdep_getcontext));
+#endif
   }
   if (!unwind_backtrace) ac_log("warning: libunwind.so.8 not found; findings have no stacks");
   /* libunwind's own opens are the shim's: on aarch64 it reads
@@ -127,7 +147,10 @@ void ac_stack_start(void) {
    * with --error-exitcode would fail. Under valgrind, stacks in normal
    * context come from glibc's unwinder instead. */
   const char *preload = getenv("LD_PRELOAD");
-  if (preload && strstr(preload, "vgpreload")) unwind_backtrace = backtrace;
+  if (preload && strstr(preload, "vgpreload")) {
+    unwind_backtrace = backtrace;
+    unwind_getcontext = NULL; /* and no stacks kept per call site, which libunwind unwinds */
+  }
 }
 
 bool ac_pc_in_shim(const void *pc) {
@@ -138,13 +161,14 @@ bool ac_pc_in_unwinder(uintptr_t pc) {
   return in_code(&unwinder_code, pc);
 }
 
-static unsigned long captures;
+static unsigned long captures, kept_hits;
 static double capture_seconds;
 
 void ac_stack_print_stats(void) {
   if (ac_opts.verbose)
-    ac_log("stacks: %lu captured, %.3f ms", __atomic_load_n(&captures, __ATOMIC_RELAXED),
-           capture_seconds * 1e3);
+    ac_log("stacks: %lu captured (%lu of them kept from the same call site), %.3f ms",
+           __atomic_load_n(&captures, __ATOMIC_RELAXED),
+           __atomic_load_n(&kept_hits, __ATOMIC_RELAXED), capture_seconds * 1e3);
 }
 
 /* Set while this thread is inside libunwind for a capture: a signal handler
@@ -155,9 +179,19 @@ bool ac_stack_capturing(void) {
   return capturing;
 }
 
+static void capture_timed(struct ac_stack *out, void *const *ret_slot, ac_stack_id *id);
+
 void ac_stack_capture(struct ac_stack *out) {
-  struct timespec t0, t1;
-  if (ac_opts.verbose) clock_gettime(CLOCK_MONOTONIC, &t0);
+  capture_timed(out, NULL, NULL);
+}
+
+void ac_stack_capture_site(struct ac_stack *out, void *const *ret_slot, ac_stack_id *id) {
+  *id = 0;
+  capture_timed(out, ret_slot, id);
+}
+
+/* Every frame through libunwind's backtrace, the shim's own left out. */
+static void unwind_whole(struct ac_stack *out) {
   void *raw[AC_STACK_MAX + 16];
   capturing = true;
   int n = unwind_backtrace ? unwind_backtrace(raw, (int)(sizeof raw / sizeof raw[0])) : 0;
@@ -168,6 +202,116 @@ void ac_stack_capture(struct ac_stack *out) {
   out->depth = n - skip < AC_STACK_MAX ? n - skip : AC_STACK_MAX;
   if (out->depth < 0) out->depth = 0;
   memcpy(out->pc, raw + skip, (size_t)out->depth * sizeof raw[0]);
+}
+
+/* ---- stacks kept per call site ---- */
+
+/* Per thread, two sets of two: a loop calling from a few places, and the
+ * same place reached through two callers (which share a set). */
+#define SETS 2
+#define WAYS 2
+
+struct site {
+  void *const *slot[AC_STACK_MAX]; /* where pc[i] was read; slot[0] the entry's */
+  void *pc[AC_STACK_MAX];
+  int depth;      /* 0: empty; -1: slot[0] and pc[0] name a call not kept */
+  ac_stack_id id; /* in the depot; 0 until learnt */
+};
+
+static __thread struct site sites[SETS][WAYS];
+static __thread unsigned char last_used[SETS]; /* the way; the other one goes first */
+static __thread struct site *last_filled;
+
+static unsigned set_of(void *const *ret_slot) {
+  uintptr_t h = (uintptr_t)ret_slot >> 4 ^ (uintptr_t)*ret_slot;
+  return (unsigned)((h ^ h >> 7) % SETS);
+}
+
+/* Whether e is the stack of a call whose return address lies in ret_slot. */
+static bool site_still(const struct site *e, void *const *ret_slot) {
+  if (!e->depth || e->slot[0] != ret_slot) return false;
+  for (int i = 0; i < e->depth; i++)
+    if (*e->slot[i] != e->pc[i]) return false;
+  return true;
+}
+
+/* Unwinds frame by frame, keeping where each return address was read, into
+ * e; false (e left empty) when that is not what the slot the caller gave
+ * holds, or the unwinder cannot say. */
+static bool site_fill(struct site *e, void *const *ret_slot) {
+  unw_context_t uc;
+  unw_cursor_t cur;
+  e->depth = 0;
+  e->id = 0;
+  if (!unwind_getcontext || !unwind_init_local || unwind_getcontext(&uc) < 0) return false;
+  capturing = true;
+  bool ok = unwind_init_local(&cur, &uc) >= 0;
+  int n = 0;
+  while (ok && n < AC_STACK_MAX) {
+    unw_word_t ip = 0, sp = 0;
+    if (unwind_step(&cur) <= 0 || unwind_get_reg(&cur, UNW_REG_IP, &ip) < 0 || !ip ||
+        unwind_get_reg(&cur, UNW_REG_SP, &sp) < 0)
+      break;
+    if (!n && ac_pc_in_shim((void *)ip)) continue;
+    /* x86-64: a frame's return address is the word below its caller's
+     * stack pointer, as the call left it. */
+    e->slot[n] = (void *const *)(sp - sizeof(void *));
+    e->pc[n] = (void *)ip;
+    ok = *e->slot[n] == e->pc[n] && (n ? e->slot[n] > e->slot[n - 1] : e->slot[0] == ret_slot);
+    n++;
+  }
+  capturing = false;
+  if (!ok || !n) return false;
+  e->depth = n;
+  return true;
+}
+
+/* Whether e says the call at ret_slot was found not worth keeping: its
+ * stack runs through a frame the unwinder does not find by its slot (a
+ * signal's), or this processor has no cheap unwind of the current frame. */
+static bool site_refused(const struct site *e, void *const *ret_slot) {
+  return e->depth < 0 && e->slot[0] == ret_slot && e->pc[0] == *ret_slot;
+}
+
+static void capture_site(struct ac_stack *out, void *const *ret_slot, ac_stack_id *id) {
+  unsigned set = set_of(ret_slot), way;
+  struct site *e = NULL;
+  for (way = 0; way < WAYS && !e; way++)
+    if (site_still(&sites[set][way], ret_slot)) e = &sites[set][way];
+  if (e) {
+    __atomic_add_fetch(&kept_hits, 1, __ATOMIC_RELAXED);
+  } else {
+    for (way = 0; way < WAYS; way++)
+      if (site_refused(&sites[set][way], ret_slot)) break;
+    if (way == WAYS) way = (last_used[set] + 1u) % WAYS;
+    e = &sites[set][way];
+    if (site_refused(e, ret_slot) || !site_fill(e, ret_slot)) {
+      *e = (struct site){.slot = {ret_slot}, .pc = {*ret_slot}, .depth = -1};
+      unwind_whole(out);
+      return;
+    }
+    last_filled = e;
+  }
+  last_used[set] = (unsigned char)(e - sites[set]);
+  out->depth = e->depth;
+  memcpy(out->pc, e->pc, (size_t)e->depth * sizeof e->pc[0]);
+  *id = e->id;
+}
+
+void ac_stack_learn_id(const struct ac_stack *stack, ac_stack_id id) {
+  struct site *e = last_filled;
+  if (e && !e->id && e->depth == stack->depth &&
+      !memcmp(e->pc, stack->pc, (size_t)stack->depth * sizeof stack->pc[0]))
+    e->id = id;
+}
+
+static void capture_timed(struct ac_stack *out, void *const *ret_slot, ac_stack_id *id) {
+  struct timespec t0, t1;
+  if (ac_opts.verbose) clock_gettime(CLOCK_MONOTONIC, &t0);
+  if (ret_slot)
+    capture_site(out, ret_slot, id);
+  else
+    unwind_whole(out);
   __atomic_add_fetch(&captures, 1, __ATOMIC_RELAXED);
   if (ac_opts.verbose) {
     clock_gettime(CLOCK_MONOTONIC, &t1);
