@@ -214,9 +214,18 @@ static void unwind_whole(struct ac_stack *out) {
 struct site {
   void *const *slot[AC_STACK_MAX]; /* where pc[i] was read; slot[0] the entry's */
   void *pc[AC_STACK_MAX];
-  int depth;      /* 0: empty; -1: slot[0] and pc[0] name a call not kept */
-  ac_stack_id id; /* in the depot; 0 until learnt */
+  int depth;      /* 0: empty; PENDING or REFUSED: slot[0] and pc[0] name a call */
+  ac_stack_id id; /* in the depot; 0 until learnt; PENDING: the stack's hash */
 };
+
+/* A call seen once, with its stack's hash in id: kept when the same stack
+ * comes from there again. A call whose stack changes each time (a deep
+ * interpreter's) is so never unwound the slow way, frame by frame. */
+#define PENDING (-1)
+/* A call whose stack is never kept: it runs through a frame the unwinder
+ * does not find by its slot (a signal's), or this processor has no cheap
+ * unwind of the current frame. */
+#define REFUSED (-2)
 
 static __thread struct site sites[SETS][WAYS];
 static __thread unsigned char last_used[SETS]; /* the way; the other one goes first */
@@ -229,7 +238,7 @@ static unsigned set_of(void *const *ret_slot) {
 
 /* Whether e is the stack of a call whose return address lies in ret_slot. */
 static bool site_still(const struct site *e, void *const *ret_slot) {
-  if (!e->depth || e->slot[0] != ret_slot) return false;
+  if (e->depth <= 0 || e->slot[0] != ret_slot) return false;
   for (int i = 0; i < e->depth; i++)
     if (*e->slot[i] != e->pc[i]) return false;
   return true;
@@ -266,11 +275,43 @@ static bool site_fill(struct site *e, void *const *ret_slot) {
   return true;
 }
 
-/* Whether e says the call at ret_slot was found not worth keeping: its
- * stack runs through a frame the unwinder does not find by its slot (a
- * signal's), or this processor has no cheap unwind of the current frame. */
-static bool site_refused(const struct site *e, void *const *ret_slot) {
+/* Whether e is a PENDING or REFUSED note of the call at ret_slot. */
+static bool site_noted(const struct site *e, void *const *ret_slot) {
   return e->depth < 0 && e->slot[0] == ret_slot && e->pc[0] == *ret_slot;
+}
+
+static ac_stack_id hash_of(const struct ac_stack *s) {
+  uint64_t h = 0xcbf29ce484222325u ^ (uint64_t)s->depth;
+  for (int i = 0; i < s->depth; i++)
+    h = (h ^ (uintptr_t)s->pc[i]) * 0x100000001b3u;
+  return (ac_stack_id)(h ^ h >> 32);
+}
+
+/* A call no kept stack matches: unwound whole, and noted in its set; kept
+ * (the slow way, frame by frame) when the same stack came from there the
+ * time before. */
+static void site_missed(unsigned set, struct ac_stack *out, void *const *ret_slot) {
+  unwind_whole(out);
+  ac_stack_id hash = hash_of(out);
+  unsigned way;
+  for (way = 0; way < WAYS; way++) {
+    struct site *e = &sites[set][way];
+    if (site_noted(e, ret_slot) && (e->depth == REFUSED || e->id == hash)) break;
+  }
+  if (way == WAYS) { /* new here: noted in the way not used last */
+    way = (last_used[set] + 1u) % WAYS;
+    sites[set][way] =
+        (struct site){.slot = {ret_slot}, .pc = {*ret_slot}, .depth = PENDING, .id = hash};
+  } else if (sites[set][way].depth == PENDING) {
+    struct site *e = &sites[set][way];
+    /* Kept only if frame by frame it is the stack just unwound whole. */
+    if (site_fill(e, ret_slot) && e->depth == out->depth &&
+        !memcmp(e->pc, out->pc, (size_t)out->depth * sizeof out->pc[0]))
+      last_filled = e;
+    else
+      *e = (struct site){.slot = {ret_slot}, .pc = {*ret_slot}, .depth = REFUSED};
+  }
+  last_used[set] = (unsigned char)way;
 }
 
 static void capture_site(struct ac_stack *out, void *const *ret_slot, ac_stack_id *id) {
@@ -278,20 +319,11 @@ static void capture_site(struct ac_stack *out, void *const *ret_slot, ac_stack_i
   struct site *e = NULL;
   for (way = 0; way < WAYS && !e; way++)
     if (site_still(&sites[set][way], ret_slot)) e = &sites[set][way];
-  if (e) {
-    __atomic_add_fetch(&kept_hits, 1, __ATOMIC_RELAXED);
-  } else {
-    for (way = 0; way < WAYS; way++)
-      if (site_refused(&sites[set][way], ret_slot)) break;
-    if (way == WAYS) way = (last_used[set] + 1u) % WAYS;
-    e = &sites[set][way];
-    if (site_refused(e, ret_slot) || !site_fill(e, ret_slot)) {
-      *e = (struct site){.slot = {ret_slot}, .pc = {*ret_slot}, .depth = -1};
-      unwind_whole(out);
-      return;
-    }
-    last_filled = e;
+  if (!e) {
+    site_missed(set, out, ret_slot);
+    return;
   }
+  __atomic_add_fetch(&kept_hits, 1, __ATOMIC_RELAXED);
   last_used[set] = (unsigned char)(e - sites[set]);
   out->depth = e->depth;
   memcpy(out->pc, e->pc, (size_t)e->depth * sizeof e->pc[0]);

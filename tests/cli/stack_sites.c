@@ -49,7 +49,7 @@ int main(void) {
     if (i % 4 == 2) attach_one(p);
     if (i % 4 == 3) with_array(p, i);
   }
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 6; i++) {
     from_left(p);
     from_right(p);
   }
