@@ -2,7 +2,8 @@
  * managed allocations (GLOBAL, or HOST-attached with `host`) attached to an
  * idle stream one after the other, ROUNDS times (SINGLE, then back to their
  * first flag, a synchronisation between rounds); prints the best round's time
- * an attach. Run it bare and under the shim, alternating:
+ * an attach in nanoseconds (bench/run.sh's A1 rows). Run it bare and under
+ * the shim, alternating:
  *
  *   bench_attach N global|host ROUNDS
  *
@@ -59,6 +60,6 @@ int main(int argc, char **argv) {
     cuStreamSynchronize(s);
     if (t1 - t0 < best) best = t1 - t0;
   }
-  printf("%.0f ns an attach\n", best / (double)n * 1e9);
+  printf("%.1f\n", best / (double)n * 1e9);
   return 0;
 }

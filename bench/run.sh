@@ -3,8 +3,9 @@
 # pattern with the page guard, B3 10,000 GLOBAL allocations, strict and with
 # --semantics device, B4 kernels with 8 pointer arguments, B5 B3's loop on 8
 # threads, B6 B3's loop with a managed temporary made and freed at each step
-# (memory changing class at every step); the -mprotect rows force that page-guard backend where the default
-# would take protection keys) with and without the shim,
+# (memory changing class at every step), A1 20,000 allocations attached to an idle stream one by
+# one, GLOBAL ones and (A1-host) HOST ones; the -mprotect rows force that page-guard backend where
+# the default would take protection keys) with and without the shim,
 # alternating (so drift in the machine hits both alike), and prints the median
 # time of each and their ratio. B3-floor-fault and B3-floor-oracle are B3's loop
 # without the shim, protecting pages by hand (bench/guard_floor.cu): the least
@@ -53,13 +54,15 @@ for spec in "B1 launch" "B2 guide" "B2-mprotect guide ATTACHCHECK_GUARD_PAGES=mp
   "B3-device global_touch ATTACHCHECK_SEMANTICS=device" "B4 args" "B5 threads_touch" \
   "B5-mprotect threads_touch ATTACHCHECK_GUARD_PAGES=mprotect" \
   "B5-device threads_touch ATTACHCHECK_SEMANTICS=device" "B6 temp_touch" \
-  "B6-mprotect temp_touch ATTACHCHECK_GUARD_PAGES=mprotect"; do
+  "B6-mprotect temp_touch ATTACHCHECK_GUARD_PAGES=mprotect" "A1 attach:20000:global:6" \
+  "A1-host attach:20000:host:6" "A1-mprotect attach:20000:global:6 ATTACHCHECK_GUARD_PAGES=mprotect"; do
   set -- $spec
-  id=$1 bench=$2 options=${3:-}
+  id=$1 bench=${2%%:*} options=${3:-}
+  args=$([[ $2 == *:* ]] && tr : ' ' <<<"${2#*:}" || true)
   selected "$id" || continue
   run_pin="${pin[*]}"
   [[ $id == B2* || $id == B5* ]] && run_pin="" # eight host threads: not on one core
-  exe="$build/bench/bench_$bench"
+  exe="$build/bench/bench_$bench${args:+ $args}"
   compare "$id $bench" "$run_pin $exe" \
     "env LD_PRELOAD=$shim ATTACHCHECK_PRINT_STDERR=off $options $run_pin $exe"
 done
