@@ -27,19 +27,19 @@ static size_t bucket_count;
 static char *block;
 static size_t block_used, bytes;
 
-static uint32_t hash_of(const struct ac_stack *s) {
-  uint64_t h = 0x9e3779b97f4a7c15u ^ (uint64_t)s->depth;
-  for (int i = 0; i < s->depth; i++) {
-    h ^= (uint64_t)(uintptr_t)s->pc[i];
+static uint32_t hash_of(void *const *pc, int depth) {
+  uint64_t h = 0x9e3779b97f4a7c15u ^ (uint64_t)depth;
+  for (int i = 0; i < depth; i++) {
+    h ^= (uint64_t)(uintptr_t)pc[i];
     h *= 0xff51afd7ed558ccdu;
     h ^= h >> 32;
   }
   return (uint32_t)h;
 }
 
-static bool same(const struct depot_entry *e, uint32_t hash, const struct ac_stack *s) {
-  return e->hash == hash && e->depth == s->depth &&
-         memcmp(e->pc, s->pc, (size_t)s->depth * sizeof s->pc[0]) == 0;
+static bool same(const struct depot_entry *e, uint32_t hash, void *const *pc, int depth) {
+  return e->hash == hash && e->depth == depth &&
+         memcmp(e->pc, pc, (size_t)depth * sizeof pc[0]) == 0;
 }
 
 /* Twice the buckets once there are as many entries as buckets. */
@@ -73,19 +73,20 @@ static struct depot_entry *carve(size_t size) {
 
 ac_stack_id ac_stack_depot_put(const struct ac_stack *stack) {
   if (!stack || stack->depth <= 0) return 0;
-  struct ac_stack s = *stack;
-  if (s.depth > AC_STACK_MAX) s.depth = AC_STACK_MAX;
-  uint32_t hash = hash_of(&s);
+  /* Read in place: a stack is 264 bytes, most of them unused. */
+  int depth = stack->depth > AC_STACK_MAX ? AC_STACK_MAX : stack->depth;
+  void *const *pc = stack->pc;
+  uint32_t hash = hash_of(pc, depth);
   for (ac_stack_id id = bucket_count ? buckets[hash & (bucket_count - 1)] : 0; id;
        id = by_id[id - 1]->next)
-    if (same(by_id[id - 1], hash, &s)) return id;
+    if (same(by_id[id - 1], hash, pc, depth)) return id;
   if (count >= bucket_count && !rehash()) return 0;
   if (count >= UINT32_MAX - 1 || !AC_GROW(by_id, count, cap, 1024)) return 0;
-  struct depot_entry *e = carve(sizeof *e + (size_t)s.depth * sizeof s.pc[0]);
+  struct depot_entry *e = carve(sizeof *e + (size_t)depth * sizeof pc[0]);
   if (!e) return 0;
   e->hash = hash;
-  e->depth = s.depth;
-  memcpy(e->pc, s.pc, (size_t)s.depth * sizeof s.pc[0]);
+  e->depth = depth;
+  memcpy(e->pc, pc, (size_t)depth * sizeof pc[0]);
   by_id[count++] = e;
   ac_stack_id id = (ac_stack_id)count;
   e->next = buckets[hash & (bucket_count - 1)];
