@@ -82,6 +82,7 @@ struct ac_gpu_work {
   int n;
   uint64_t judged[AC_MAX_WORK_FINDINGS * 2]; /* allocations already judged */
   int judged_n;
+  void *const *ret_slot; /* the program's return address, for its stack (stack.c); or NULL */
 };
 
 /* Whether HOST-attached memory may be given to kernels: `device` semantics on

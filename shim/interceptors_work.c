@@ -25,7 +25,7 @@
     struct ac_launch_dims dims = {                                                                 \
         {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ}, sharedMemBytes};        \
     if (r == CUDA_SUCCESS)                                                                         \
-      ac_on_launch(#Name, Func, &dims, Stream, PerThread, KernelParams, Extra);                    \
+      ac_on_launch(AC_RETURN_SLOT(), #Name, Func, &dims, Stream, PerThread, KernelParams, Extra);  \
     AC_REPAIR_AFTER();                                                                             \
     return r;                                                                                      \
   }
@@ -47,7 +47,8 @@ LAUNCH(cuLaunchCooperativeKernel_ptsz, true, AC_COOP_PARAMS, AC_COOP_ARGS, f, hS
       struct ac_launch_dims dims = {{config->gridDimX, config->gridDimY, config->gridDimZ},        \
                                     {config->blockDimX, config->blockDimY, config->blockDimZ},     \
                                     config->sharedMemBytes};                                       \
-      ac_on_launch(#Name, f, &dims, config->hStream, PerThread, kernelParams, extra);              \
+      ac_on_launch(AC_RETURN_SLOT(), #Name, f, &dims, config->hStream, PerThread, kernelParams,    \
+                   extra);                                                                         \
     }                                                                                              \
     AC_REPAIR_AFTER();                                                                             \
     return r;                                                                                      \

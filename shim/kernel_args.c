@@ -296,6 +296,7 @@ bool ac_work_begin(struct ac_gpu_work *l, const char *api, CUstream stream, bool
   l->n = l->judged_n = 0;
   l->graph = l->probe = false;
   l->dst = l->src = 0;
+  l->ret_slot = NULL;
   l->host_is_legal = host_is_legal;
   ac_model_enter();
   l->stream = ac_on_work_locked(api, stream, per_thread, slot);
@@ -308,7 +309,11 @@ void ac_work_finish(struct ac_gpu_work *l, const struct ac_op_origin_slot *slot)
   ac_model_leave();
   if (!slot->turned_busy && l->n == 0) return;
   struct ac_stack stack;
-  ac_stack_capture(&stack);
+  ac_stack_id kept; /* the busy stack is stored under the lock: its id is not needed */
+  if (l->ret_slot)
+    ac_stack_capture_site(&stack, l->ret_slot, &kept);
+  else
+    ac_stack_capture(&stack);
   ac_on_work_busy_stack(slot, &stack);
   for (int i = 0; i < l->n; i++) {
     struct ac_finding *f = &l->findings[i];
@@ -323,16 +328,18 @@ void ac_work_finish(struct ac_gpu_work *l, const struct ac_op_origin_slot *slot)
 
 /* A launch the driver accepted: an operation of its stream whose arguments
  * are judged (see check_order.c for the operation itself). */
-void ac_on_launch(const char *api, CUfunction f, const struct ac_launch_dims *dims, CUstream stream,
-                  bool per_thread, void **params, void **extra) {
+void ac_on_launch(void *const *ret_slot, const char *api, CUfunction f,
+                  const struct ac_launch_dims *dims, CUstream stream, bool per_thread,
+                  void **params, void **extra) {
   struct ac_gpu_work l;
   struct ac_op_origin_slot slot;
   bool host_is_legal = ac_concurrent_semantics();
   l.layout = f ? ac_layout_of(f) : NULL;
   l.dims = *dims;
   l.operation = AC_WORK_KERNEL;
-  if (ac_work_begin(&l, api, stream, per_thread, host_is_legal, &slot) && l.layout &&
-      l.layout->known) {
+  bool judged = ac_work_begin(&l, api, stream, per_thread, host_is_legal, &slot);
+  l.ret_slot = ret_slot;
+  if (judged && l.layout && l.layout->known) {
     double started = ac_opts.verbose ? ac_sys_now_seconds() : 0;
     scan_arguments(&l, params, extra);
     scan_module_variables(&l);

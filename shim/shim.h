@@ -307,8 +307,10 @@ struct ac_stream *ac_on_work_locked(const char *api, CUstream stream, bool per_t
 void ac_on_work_busy_stack(const struct ac_op_origin_slot *slot, const struct ac_stack *stack);
 
 /* ---- kernel_args.c: what launches and copies give the GPU (AC301, AC302) ---- */
-void ac_on_launch(const char *api, CUfunction f, const struct ac_launch_dims *dims, CUstream stream,
-                  bool per_thread, void **params, void **extra);
+/* ret_slot: where the launch's return address into the program lies (stack.c). */
+void ac_on_launch(void *const *ret_slot, const char *api, CUfunction f,
+                  const struct ac_launch_dims *dims, CUstream stream, bool per_thread,
+                  void **params, void **extra);
 void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src);
 /* Decides once, when CUDA is initialised, whether `--semantics device`
  * holds: every device must have concurrent managed access. */

@@ -4,7 +4,8 @@
  * caller must be its own finding with its own count, though the shim keeps a
  * stack per call site and reads it back rather than unwinding again
  * (test_stack_sites.py); then the two callers in turn, whose stacks are read
- * back. Built -O0 so every function keeps its frame. */
+ * back, and two callers of a wrong launch (AC301) in turn. Built -O0 so
+ * every function keeps its frame. */
 #include <cuda.h>
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +29,26 @@ static __attribute__((noinline)) void with_array(CUdeviceptr p, int n) {
   volatile char pad[n * 512];
   memset((char *)pad, 0, sizeof pad);
   from_left(p);
+}
+
+/* A kernel given memory single-attached to another stream (AC301), launched
+ * from two callers in turn: a launch's stack is kept the same way. */
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                          ".visible .entry use(.param .u64 p)\n{\n  ret;\n}\n";
+static CUfunction use;
+static CUstream other;
+
+static __attribute__((noinline)) void launch_one(CUdeviceptr p) {
+  void *args[] = {&p};
+  cuLaunchKernel(use, 1, 1, 1, 32, 1, 1, 0, other, args, NULL);
+}
+
+static __attribute__((noinline)) void launch_left(CUdeviceptr p) {
+  launch_one(p);
+}
+
+static __attribute__((noinline)) void launch_right(CUdeviceptr p) {
+  launch_one(p);
 }
 
 /* The last word: its finding shows the attach before it, whose stack came
@@ -54,6 +75,17 @@ int main(void) {
     from_right(p);
   }
   last_word(p);
+  CUmodule mod;
+  CUstream mine;
+  if (cuModuleLoadData(&mod, ptx) || cuModuleGetFunction(&use, mod, "use") ||
+      cuStreamCreate(&mine, CU_STREAM_NON_BLOCKING) ||
+      cuStreamCreate(&other, CU_STREAM_NON_BLOCKING) ||
+      cuStreamAttachMemAsync(mine, p, 0, CU_MEM_ATTACH_SINGLE) || cuStreamSynchronize(mine))
+    return 1;
+  for (int i = 0; i < 6; i++) {
+    launch_left(p);
+    launch_right(p);
+  }
   puts("done");
   return cuCtxSynchronize() == CUDA_SUCCESS ? 0 : 1;
 }
