@@ -1,0 +1,181 @@
+/* emulate_a64.c - one aarch64 load or store carried out on a register file
+ * (emulate_a64.h). Decoded from the Arm Architecture Reference Manual's
+ * "Loads and Stores" encodings; only the plain forms a compiler emits for
+ * ordinary memory accesses are done, anything else is left to the caller,
+ * which then lets the page go as before. */
+#include "emulate_a64.h"
+
+#include <string.h>
+
+/* A decoded access: size bytes (twice for a pair) at base + offset. */
+struct access {
+  unsigned rt, rt2, rn;
+  unsigned size; /* bytes one register transfers: 1, 2, 4, 8 or 16 */
+  bool load, pair, simd;
+  bool sign;      /* a sign-extending load */
+  bool to32;      /* ... into a W register */
+  bool writeback; /* pre- or post-index: rn becomes base + offset */
+  bool post;      /* post-index: the access is at base */
+  int64_t offset;
+  bool reg_offset; /* the offset is register rm, extended and shifted */
+  unsigned rm, option, shift;
+};
+
+static int64_t sign_extend(uint64_t v, unsigned bits) {
+  uint64_t m = 1ull << (bits - 1);
+  v &= (1ull << bits) - 1;
+  return (int64_t)((v ^ m) - m);
+}
+
+/* General register n as data or offset (31: XZR). */
+static uint64_t xreg(const struct ac_a64_regs *r, unsigned n) {
+  return n == 31 ? 0 : r->x[n];
+}
+
+/* Register n as a base (31: SP). */
+static uint64_t base_reg(const struct ac_a64_regs *r, unsigned n) {
+  return n == 31 ? r->sp : r->x[n];
+}
+
+/* Size and kind of a single general-register transfer; false if
+ * unallocated or a prefetch. */
+static bool single_gpr(unsigned size, unsigned opc, struct access *a) {
+  a->size = 1u << size;
+  a->load = opc != 0;
+  a->sign = opc >= 2;
+  a->to32 = opc == 3;
+  if (opc == 2 && size == 3) return false; /* PRFM */
+  if (opc == 3 && size >= 2) return false; /* unallocated */
+  return true;
+}
+
+static bool single_simd(unsigned size, unsigned opc, struct access *a) {
+  if (opc & 2) {
+    if (size != 0) return false;
+    a->size = 16;
+  } else {
+    a->size = 1u << size;
+  }
+  a->load = opc & 1;
+  return true;
+}
+
+static bool decode_single(uint32_t insn, struct access *a) {
+  unsigned size = insn >> 30, opc = (insn >> 22) & 3;
+  a->simd = (insn >> 26) & 1;
+  a->rt = insn & 31;
+  a->rn = (insn >> 5) & 31;
+  if (!(a->simd ? single_simd(size, opc, a) : single_gpr(size, opc, a))) return false;
+  if ((insn & 0x3B000000u) == 0x39000000u) { /* unsigned immediate, scaled */
+    a->offset = (int64_t)(((insn >> 10) & 0xFFF) * a->size);
+    return true;
+  }
+  if ((insn & 0x3B200000u) == 0x38000000u) { /* 9-bit immediate */
+    unsigned idx = (insn >> 10) & 3;
+    if (idx == 2) return false; /* unprivileged: left alone */
+    a->offset = sign_extend(insn >> 12, 9);
+    a->writeback = idx == 1 || idx == 3;
+    a->post = idx == 1;
+    return true;
+  }
+  if ((insn & 0x3B200C00u) == 0x38200800u) { /* register offset */
+    a->reg_offset = true;
+    a->rm = (insn >> 16) & 31;
+    a->option = (insn >> 13) & 7;
+    a->shift = (insn >> 12) & 1 ? (unsigned)__builtin_ctz(a->size) : 0;
+    return a->option == 2 || a->option == 3 || a->option == 6 || a->option == 7;
+  }
+  return false;
+}
+
+static bool decode_pair(uint32_t insn, struct access *a) {
+  unsigned opc = insn >> 30, idx = (insn >> 23) & 3;
+  a->pair = true;
+  a->simd = (insn >> 26) & 1;
+  a->load = (insn >> 22) & 1;
+  a->rt = insn & 31;
+  a->rn = (insn >> 5) & 31;
+  a->rt2 = (insn >> 10) & 31;
+  if (a->simd) {
+    if (opc == 3) return false;
+    a->size = 4u << opc;
+  } else if (opc == 0 || opc == 2) {
+    a->size = opc ? 8 : 4;
+  } else if (opc == 1 && a->load) { /* LDPSW */
+    a->size = 4;
+    a->sign = true;
+  } else {
+    return false; /* STGP (memory tags) or unallocated */
+  }
+  if (idx == 0) return false; /* non-temporal pair: left alone */
+  a->offset = sign_extend(insn >> 15, 7) * (int64_t)a->size;
+  a->writeback = idx == 1 || idx == 3;
+  a->post = idx == 1;
+  if (a->load && a->rt == a->rt2) return false; /* unpredictable */
+  return true;
+}
+
+static bool decode(uint32_t insn, struct access *a) {
+  memset(a, 0, sizeof *a);
+  if ((insn & 0x3A000000u) == 0x28000000u) return decode_pair(insn, a);
+  if ((insn & 0x3A000000u) == 0x38000000u) return decode_single(insn, a);
+  return false;
+}
+
+static uint64_t offset_of(const struct access *a, const struct ac_a64_regs *r) {
+  if (!a->reg_offset) return (uint64_t)a->offset;
+  uint64_t m = xreg(r, a->rm);
+  if (a->option == 2) m = (uint32_t)m;                   /* UXTW */
+  if (a->option == 6) m = (uint64_t)(int64_t)(int32_t)m; /* SXTW */
+  return m << a->shift;
+}
+
+/* One register's load from p. */
+static void load_one(const struct access *a, struct ac_a64_regs *r, unsigned n, const void *p) {
+  if (a->simd) {
+    memset(r->v[n], 0, sizeof r->v[n]);
+    memcpy(r->v[n], p, a->size);
+    return;
+  }
+  uint64_t v = 0;
+  memcpy(&v, p, a->size); /* aarch64 Linux is little-endian, as is every test machine */
+  if (a->sign) v = (uint64_t)sign_extend(v, a->size * 8);
+  if (a->to32) v = (uint32_t)v;
+  if (n != 31) r->x[n] = v;
+}
+
+static void store_one(const struct access *a, const struct ac_a64_regs *r, unsigned n, void *p) {
+  if (a->simd) {
+    memcpy(p, r->v[n], a->size);
+    return;
+  }
+  uint64_t v = xreg(r, n);
+  memcpy(p, &v, a->size);
+}
+
+bool ac_a64_emulate(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi) {
+  struct access a;
+  if (!decode(insn, &a)) return false;
+  if (a.simd && !(a.load ? r->v_loadable : r->v_present)) return false;
+  /* Writeback onto a transferred register is unpredictable (SP aside). */
+  if (a.writeback && a.rn != 31 && !a.simd && (a.rn == a.rt || (a.pair && a.rn == a.rt2)))
+    return false;
+  uint64_t base = base_reg(r, a.rn), next = base + offset_of(&a, r);
+  uintptr_t at = (uintptr_t)(a.post ? base : next), bytes = a.size * (a.pair ? 2u : 1u);
+  if (at < lo || at > hi || bytes > hi - at) return false;
+  if (a.load) {
+    load_one(&a, r, a.rt, (const void *)at);
+    if (a.pair) load_one(&a, r, a.rt2, (const void *)(at + a.size));
+  } else {
+    store_one(&a, r, a.rt, (void *)at);
+    if (a.pair) store_one(&a, r, a.rt2, (void *)(at + a.size));
+  }
+  if (a.writeback) {
+    if (a.rn == 31)
+      r->sp = next;
+    else
+      r->x[a.rn] = next;
+  }
+  r->pc += 4;
+  return true;
+}

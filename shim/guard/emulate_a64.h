@@ -1,0 +1,32 @@
+/* emulate_a64.h - one aarch64 load or store carried out for the program, on
+ * any processor: what the page guard does on aarch64, which has no
+ * user-mode single step, instead of leaving a judged page open to every
+ * thread (step.c). The guard opens the page, has the instruction done here
+ * on the thread's registers as its signal frame holds them, moves the
+ * program counter past it, and closes the page again. */
+#ifndef AC_EMULATE_A64_H
+#define AC_EMULATE_A64_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The registers an instruction may read or write. */
+struct ac_a64_regs {
+  uint64_t x[31];
+  uint64_t sp;
+  uint64_t pc;
+  uint8_t v[32][16]; /* SIMD and floating-point, little-endian */
+  bool v_present;    /* false: v is not known, no SIMD&FP access is done */
+  bool v_loadable;   /* false: a load into v would not reach the thread (SVE state) */
+};
+
+/* Carries out insn, the instruction at r->pc, on r and memory: a load or
+ * store of general or SIMD&FP registers, single or pair, by immediate
+ * offset (scaled or not), pre- or post-index, or register offset. True when
+ * done (r->pc moved past it); false, with r and memory untouched, for any
+ * other instruction (exclusives, atomics, acquire/release, literal loads,
+ * vector structures), a form the architecture leaves unpredictable, or an
+ * access outside [lo, hi). */
+bool ac_a64_emulate(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi);
+
+#endif
