@@ -46,14 +46,23 @@ static bool page_lifted(uintptr_t page) {
   return false;
 }
 
+static bool page_pinned(uintptr_t page);
+
 /* The page at addr let go until the next transition: for the calling thread
  * alone where the keys' lift key can do it (in its signal frame, ucontext,
  * or its PKRU), else for every thread - for the one access alone where it
- * can be stepped (step.c), which closes it again after. */
+ * can be stepped (step.c), which closes it again after, or carried out here
+ * (aarch64), the page closed again at once. */
 static void lift_page(uintptr_t addr, void *ucontext) {
-  uintptr_t page = ac_guard_page_floor(addr);
+  uintptr_t page = ac_guard_page_floor(addr), end = page + (uintptr_t)ac_guard.page_size;
   if (!ac_guard_keys_lift_for_thread(page, ucontext)) {
-    ac_guard_open_pages(page, page + (uintptr_t)ac_guard.page_size);
+    ac_guard_open_pages(page, end);
+    /* Unless a system call in flight holds the page (pins.c): then it
+     * stays open, as a lifted page, until the next transition. */
+    if (ac_guard_step_emulate(page, ucontext) && !page_pinned(page)) {
+      ac_guard_close_pages(page, end);
+      return;
+    }
     ac_guard_step_arm(page, ucontext);
   }
   if (page_lifted(page)) return;

@@ -10,6 +10,7 @@
  *   wanted.c         the pages to close, kept up to date from what changed
  *   fault.c          a fault or a system call's buffer judged and let through
  *   step.c           a judged access stepped through, its page closed again after
+ *   emulate_a64.c    an aarch64 load or store carried out instead of stepped
  *   pins.c           the buffers of system calls in flight, which no refresh closes
  *   deferred.c       a handler's access inside the shim, queued to be judged late
  *   reporter.c       the SIGSEGV handler's findings, written by a thread of the guard's
@@ -66,6 +67,10 @@ struct ac_guard_shared {
    * lifted by a handler that could not take the lock): the next refresh
    * starts from nothing protected. */
   bool protection_uncertain;
+  /* A device's driver protects managed memory itself while the GPU owns it
+   * (no concurrent managed access): an access there may fault whatever the
+   * guard opened, so none is carried out in the handler (step.c). */
+  bool driver_protects;
   int lifted_unlocked; /* atomic: set by a handler without the lock */
   /* Counts the settlings of what was lifted (a transition each): a busy
    * period's number, for what a thread was judged on in it (step.c). */
@@ -265,6 +270,13 @@ bool ac_guard_step_arm(uintptr_t page, void *ucontext);
  * (as above, or the thread was found at fault there): the grant then lasts
  * until the thread next catches up (lock held). */
 bool ac_guard_step_arm_lift(uintptr_t page, void *ucontext);
+/* aarch64, which has no user-mode single step: the faulting access on page,
+ * opened to every thread, carried out here on the registers of its signal
+ * frame (emulate_a64.c), and the frame's program counter moved past it; the
+ * caller closes the page again. False where it cannot: no frame, not judged
+ * here, its steps spent, an instruction the emulator leaves alone, a page
+ * the program protected itself, another processor (lock held). */
+bool ac_guard_step_emulate(uintptr_t page, void *ucontext);
 void ac_guard_step_after_fork_child(void);
 /* fault.c: a stepped page closed again and no longer lifted (lock held). */
 void ac_guard_unlift_page(uintptr_t page);

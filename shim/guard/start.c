@@ -56,6 +56,7 @@ static void choose_backend(void) {
 void ac_guard_device_protects_managed(int device) {
   if (!ac_guard_on()) return;
   ac_model_enter();
+  ac_guard.driver_protects = true;
   ac_guard_keys_decline(device);
   ac_model_leave();
 }

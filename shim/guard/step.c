@@ -30,6 +30,13 @@
  * back at the trap; the page keeps the lift key, and the thread's next
  * access there faults and is judged again.
  *
+ * aarch64 has no user-mode single step: there the access is carried out by
+ * the handler instead (emulate_a64.c), on the registers its signal frame
+ * holds, with the page open for that alone, and the frame's program counter
+ * moved past it. Plain loads and stores are; an instruction the emulator
+ * leaves alone (exclusives, atomics, acquire/release, vector structures)
+ * lets the page go to every thread until the next transition, as before.
+ *
  * A stepped page is also listed as lifted (fault.c), so that a step whose
  * trap never comes - the frame holding the flag left by siglongjmp from a
  * handler that ran before the instruction - leaves the guard's book right:
@@ -38,8 +45,10 @@
 #define _GNU_SOURCE
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <ucontext.h>
 
+#include "emulate_a64.h"
 #include "guard_internal.h"
 #include "shim.h"
 
@@ -140,6 +149,11 @@ bool ac_guard_trap_ends_step(int si_code) {
   return (step.n != 0 || step.lift) && si_code > 0 && si_code != SI_KERNEL; /* not an int3's */
 }
 
+bool ac_guard_step_emulate(uintptr_t page, void *ucontext) {
+  (void)page, (void)ucontext;
+  return false; /* stepped instead */
+}
+
 void ac_guard_step_end(void *ucontext) {
   ucontext_t *uc = ucontext;
   uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)TRAP_FLAG;
@@ -154,9 +168,69 @@ void ac_guard_step_end(void *ucontext) {
   step.n = 0;
   ac_model_leave_as_is();
 }
-#else
-/* No user-mode single step (aarch64): a judged page is let go to every
- * thread until the next transition. */
+#elif defined(__aarch64__)
+#ifndef FPSIMD_MAGIC /* asm/sigcontext.h, where the C library brings it */
+#define FPSIMD_MAGIC 0x46508001u
+#endif
+#ifndef SVE_MAGIC
+#define SVE_MAGIC 0x53564501u
+#endif
+#define SVE_RECORD_EMPTY 16 /* an sve_context without register payload */
+
+/* The frame's SIMD&FP registers (its fpsimd_context: magic, size, fpsr,
+ * fpcr, then v0-v31), or NULL; *sve_live when an sve_context carries the
+ * registers too, which the kernel then restores from instead. */
+static unsigned char *frame_vregs(ucontext_t *uc, bool *sve_live) {
+  unsigned char *records = (unsigned char *)uc->uc_mcontext.__reserved, *v = NULL;
+  size_t size = sizeof uc->uc_mcontext.__reserved, at = 0;
+  *sve_live = false;
+  while (size - at >= 8) {
+    uint32_t magic, length;
+    memcpy(&magic, records + at, 4);
+    memcpy(&length, records + at + 4, 4);
+    if (magic == 0 || length < 8 || length > size - at) break;
+    if (magic == FPSIMD_MAGIC && length >= 16 + 32 * 16) v = records + at + 16;
+    if (magic == SVE_MAGIC && length > SVE_RECORD_EMPTY) *sve_live = true;
+    at += length;
+  }
+  return v;
+}
+
+bool ac_guard_step_emulate(uintptr_t page, void *ucontext) {
+  AC_ASSERT_MODEL_HELD();
+  ucontext_t *uc = ucontext;
+  int i = judged_index(page);
+  if (!uc || i < 0 || judged.steps[i] >= AC_GUARD_STEPS_PER_PAGE) return false;
+  /* A fault inside this handler would kill the program: where the driver
+   * may refuse the access whatever the guard opened (a Jetson's GPU owning
+   * the memory), the access runs again in the program instead. */
+  if (ac_guard.driver_protects) return false;
+  /* The program's own protection there: a carried-out access must not do
+   * what it forbade (opened, the page has it back). */
+  int prot = ac_guard_program_prot_at(page);
+  if (!(prot & PROT_READ) || !(prot & PROT_WRITE)) return false;
+  struct ac_a64_regs r;
+  bool sve_live;
+  unsigned char *v = frame_vregs(uc, &sve_live);
+  memcpy(r.x, uc->uc_mcontext.regs, sizeof r.x);
+  r.sp = uc->uc_mcontext.sp;
+  r.pc = uc->uc_mcontext.pc;
+  r.v_present = v != NULL;
+  r.v_loadable = v && !sve_live;
+  if (v) memcpy(r.v, v, sizeof r.v);
+  uint32_t insn;
+  memcpy(&insn, (const void *)(uintptr_t)r.pc, sizeof insn);
+  if (!ac_a64_emulate(insn, &r, page, page + (uintptr_t)ac_guard.page_size)) return false;
+  memcpy(uc->uc_mcontext.regs, r.x, sizeof r.x);
+  uc->uc_mcontext.sp = r.sp;
+  uc->uc_mcontext.pc = r.pc;
+  if (r.v_loadable) memcpy(v, r.v, sizeof r.v);
+  judged.steps[i]++;
+  ac_guard.stats.steps++;
+  return true;
+}
+
+/* No user-mode single step: the access is carried out instead (above). */
 bool ac_guard_step_arm(uintptr_t page, void *ucontext) {
   (void)page, (void)ucontext;
   return false;
@@ -172,6 +246,8 @@ bool ac_guard_trap_ends_step(int si_code) {
 void ac_guard_step_end(void *ucontext) {
   (void)ucontext;
 }
+#else
+#error "the page guard knows x86-64 and aarch64"
 #endif
 
 void ac_guard_step_after_fork_child(void) {

@@ -183,17 +183,6 @@ def cpu_has_keys():
     return "pku" in flags and "ospke" in flags
 
 
-def steps_accesses(program):
-    """Whether the guard steps a judged access (step.c) for this program: an
-    x86-64 one (its ELF header says; an aarch64 one runs here under qemu)."""
-    try:
-        with open(program, "rb") as f:
-            header = f.read(20)
-    except OSError:
-        return False
-    return len(header) == 20 and int.from_bytes(header[18:20], "little") == 62  # EM_X86_64
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--build", required=True)
@@ -213,12 +202,6 @@ def main():
         if args.driver == "real" and any(k.startswith("FAKECUDA_") and k not in as_real
                                          for k in case["env"]):
             return ""
-        # a row about stepping a judged access (x86-64 alone), or about its absence
-        stepped = steps_accesses(os.path.join(build, case["command"][0]))
-        if case["name"].endswith("_stepped") and not stepped:
-            return "this processor has no user-mode single step"
-        if case["name"].endswith("_unstepped") and stepped:
-            return "this processor steps a judged access (its _stepped row)"
         # a row about the protection-keys backend, on a CPU without them
         if "pkeys" in case["options"] and not cpu_has_keys():
             return "this CPU has no protection keys"
