@@ -37,6 +37,10 @@ static uint32_t hash_of(void *const *pc, int depth) {
   return (uint32_t)h;
 }
 
+uint32_t ac_stack_hash(const struct ac_stack *stack) {
+  return hash_of(stack->pc, stack->depth > AC_STACK_MAX ? AC_STACK_MAX : stack->depth);
+}
+
 static bool same(const struct depot_entry *e, uint32_t hash, void *const *pc, int depth) {
   return e->hash == hash && e->depth == depth &&
          memcmp(e->pc, pc, (size_t)depth * sizeof pc[0]) == 0;

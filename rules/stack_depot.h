@@ -16,6 +16,8 @@
 
 #include "model_types.h"
 
+/* The hash the depot files a stack by (no lock: pure). */
+uint32_t ac_stack_hash(const struct ac_stack *stack);
 /* The stack stored as id; 0 for no stack (depth 0), or when memory ran out. */
 ac_stack_id ac_stack_depot_put(const struct ac_stack *stack);
 /* The stack of id (depth 0 for id 0 or an id never handed out). */

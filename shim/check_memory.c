@@ -44,11 +44,7 @@ static void record(void *const *ret_slot, enum ac_mem_kind kind, bool learned, c
   struct ac_alloc *known = ac_model_find_alloc_at(ac_model, a.base);
   if (!known || known->size != a.size || known->kind != kind || known->retiring) {
     ac_model_forget_overlapping(ac_model, a.base, a.size);
-    a.origin_stack = stack_id; /* the depot is under the model lock */
-    if (!stack_id && stack.depth) {
-      a.origin_stack = ac_stack_depot_put(&stack);
-      ac_stack_learn_id(&stack, a.origin_stack);
-    }
+    a.origin_stack = ac_stack_store(&stack, stack_id); /* the depot is under the model lock */
     struct ac_alloc *added = ac_model_add_alloc(ac_model, &a);
     if (added && (module || name)) ac_model_name_alloc(ac_model, added, module, name);
     if (added && ac_alloc_is_managed(added)) ac_guard_allocated_locked(added);

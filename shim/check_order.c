@@ -326,11 +326,7 @@ void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdevicep
     r->alloc_serial = a ? a->serial : 0;
   }
   if (a && seq) {
-    if (!stack_id) {
-      stack_id = ac_stack_depot_put(stack);
-      ac_stack_learn_id(stack, stack_id);
-    }
-    struct ac_origin origin = {api, ac_thread_id(), seq, stack_id};
+    struct ac_origin origin = {api, ac_thread_id(), seq, ac_stack_store(stack, stack_id)};
     ac_order_attach(ac_model, a, (enum ac_assoc)flags, s, seq, &origin);
   }
   ac_guard_refresh_after_move_locked(&before, seq ? a : NULL);

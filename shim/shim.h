@@ -211,9 +211,10 @@ void ac_stack_capture(struct ac_stack *out);
  * unwound when the same call comes again (stack.c says how that is told).
  * *id is the stack's depot id when known, else 0. */
 void ac_stack_capture_site(struct ac_stack *out, void *const *ret_slot, ac_stack_id *id);
-/* The depot id of a stack ac_stack_capture_site gave with id 0 just before,
- * on this thread, so the next capture there gives it. */
-void ac_stack_learn_id(const struct ac_stack *stack, ac_stack_id id);
+/* The depot id of a stack ac_stack_capture_site gave (id as it gave it):
+ * id when known, else the stack stored, and its id kept with the call
+ * site's stack for the next capture there (model lock held). */
+ac_stack_id ac_stack_store(const struct ac_stack *stack, ac_stack_id id);
 /* The slot of the calling function's return address, for the above. */
 #define AC_RETURN_SLOT() ((void *const *)__builtin_frame_address(0) + 1)
 bool ac_pc_in_shim(const void *pc);

@@ -37,6 +37,7 @@
 #include "fd_gate.h"
 #include "own_code.h"
 #include "shim.h"
+#include "stack_depot.h"
 
 typedef int (*unw_backtrace_fn)(void **buffer, int size);
 static unw_backtrace_fn unwind_backtrace;
@@ -280,19 +281,12 @@ static bool site_noted(const struct site *e, void *const *ret_slot) {
   return e->depth < 0 && e->slot[0] == ret_slot && e->pc[0] == *ret_slot;
 }
 
-static ac_stack_id hash_of(const struct ac_stack *s) {
-  uint64_t h = 0xcbf29ce484222325u ^ (uint64_t)s->depth;
-  for (int i = 0; i < s->depth; i++)
-    h = (h ^ (uintptr_t)s->pc[i]) * 0x100000001b3u;
-  return (ac_stack_id)(h ^ h >> 32);
-}
-
 /* A call no kept stack matches: unwound whole, and noted in its set; kept
  * (the slow way, frame by frame) when the same stack came from there the
  * time before. */
 static void site_missed(unsigned set, struct ac_stack *out, void *const *ret_slot) {
   unwind_whole(out);
-  ac_stack_id hash = hash_of(out);
+  ac_stack_id hash = ac_stack_hash(out);
   unsigned way;
   for (way = 0; way < WAYS; way++) {
     struct site *e = &sites[set][way];
@@ -330,11 +324,16 @@ static void capture_site(struct ac_stack *out, void *const *ret_slot, ac_stack_i
   *id = e->id;
 }
 
-void ac_stack_learn_id(const struct ac_stack *stack, ac_stack_id id) {
+ac_stack_id ac_stack_store(const struct ac_stack *stack, ac_stack_id id) {
+  AC_ASSERT_MODEL_HELD(); /* the depot's lock */
+  if (id) return id;
+  id = ac_stack_depot_put(stack);
+  /* The stack just kept, if it is this one: its next reading gives the id. */
   struct site *e = last_filled;
-  if (e && !e->id && e->depth == stack->depth &&
+  if (id && e && !e->id && e->depth == stack->depth &&
       !memcmp(e->pc, stack->pc, (size_t)stack->depth * sizeof stack->pc[0]))
     e->id = id;
+  return id;
 }
 
 static void capture_timed(struct ac_stack *out, void *const *ret_slot, ac_stack_id *id) {
