@@ -26,19 +26,28 @@ static int kind_of(uint64_t esr) {
   return (esr & ESR_WNR) && !(esr & ESR_CM);
 }
 
-int ac_esr_fault_is_write(const unsigned char *records, size_t size) {
+const unsigned char *ac_frame_record(const unsigned char *records, size_t size, uint32_t magic,
+                                     uint32_t *length) {
   size_t at = 0;
   while (size - at >= 8) {
-    uint32_t magic, length;
-    memcpy(&magic, records + at, 4);
-    memcpy(&length, records + at + 4, 4);
-    if (magic == 0 || length < 8 || length > size - at) return -1;
-    if (magic == ESR_MAGIC && length >= 16) {
-      uint64_t esr;
-      memcpy(&esr, records + at + 8, 8);
-      return kind_of(esr);
+    uint32_t m, n;
+    memcpy(&m, records + at, 4);
+    memcpy(&n, records + at + 4, 4);
+    if (m == 0 || n < 8 || n > size - at) return NULL;
+    if (m == magic) {
+      *length = n;
+      return records + at;
     }
-    at += length;
+    at += n;
   }
-  return -1;
+  return NULL;
+}
+
+int ac_esr_fault_is_write(const unsigned char *records, size_t size) {
+  uint32_t length;
+  const unsigned char *r = ac_frame_record(records, size, ESR_MAGIC, &length);
+  if (!r || length < 16) return -1;
+  uint64_t esr;
+  memcpy(&esr, r + 8, 8);
+  return kind_of(esr);
 }

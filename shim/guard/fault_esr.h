@@ -4,7 +4,12 @@
 #define AC_FAULT_ESR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+/* The record with this magic among the frame's records, and its length
+ * (header included), or NULL. */
+const unsigned char *ac_frame_record(const unsigned char *records, size_t size, uint32_t magic,
+                                     uint32_t *length);
 /* 1 for a write, 0 for a read, -1 when the records do not say (no
  * esr_context, as under qemu-user, or a fault that is no data abort). */
 int ac_esr_fault_is_write(const unsigned char *records, size_t size);

@@ -49,6 +49,7 @@
 #include <ucontext.h>
 
 #include "emulate_a64.h"
+#include "fault_esr.h"
 #include "guard_internal.h"
 #include "shim.h"
 
@@ -181,19 +182,13 @@ void ac_guard_step_end(void *ucontext) {
  * fpcr, then v0-v31), or NULL; *sve_live when an sve_context carries the
  * registers too, which the kernel then restores from instead. */
 static unsigned char *frame_vregs(ucontext_t *uc, bool *sve_live) {
-  unsigned char *records = (unsigned char *)uc->uc_mcontext.__reserved, *v = NULL;
-  size_t size = sizeof uc->uc_mcontext.__reserved, at = 0;
-  *sve_live = false;
-  while (size - at >= 8) {
-    uint32_t magic, length;
-    memcpy(&magic, records + at, 4);
-    memcpy(&length, records + at + 4, 4);
-    if (magic == 0 || length < 8 || length > size - at) break;
-    if (magic == FPSIMD_MAGIC && length >= 16 + 32 * 16) v = records + at + 16;
-    if (magic == SVE_MAGIC && length > SVE_RECORD_EMPTY) *sve_live = true;
-    at += length;
-  }
-  return v;
+  unsigned char *records = (unsigned char *)uc->uc_mcontext.__reserved;
+  size_t size = sizeof uc->uc_mcontext.__reserved;
+  uint32_t length;
+  const unsigned char *sve = ac_frame_record(records, size, SVE_MAGIC, &length);
+  *sve_live = sve && length > SVE_RECORD_EMPTY;
+  const unsigned char *fpsimd = ac_frame_record(records, size, FPSIMD_MAGIC, &length);
+  return fpsimd && length >= 16 + 32 * 16 ? (unsigned char *)fpsimd + 16 : NULL;
 }
 
 bool ac_guard_step_emulate(uintptr_t page, void *ucontext) {
