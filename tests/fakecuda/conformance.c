@@ -239,6 +239,20 @@ static void test_memory(void) {
   CHECK(cuMemAlloc(&device, 4096) == CUDA_SUCCESS);
   CHECK(cuMemAdvise(device, 4096, CU_MEM_ADVISE_SET_READ_MOSTLY, gpu) == CUDA_ERROR_INVALID_VALUE);
   CHECK(cuMemAdvise(big, 4096, (CUmem_advise)99, gpu) == CUDA_ERROR_INVALID_VALUE);
+  /* Prefetches: managed memory's taken and remembered as the range's last
+   * prefetch location (none before: CU_DEVICE_INVALID); device memory's refused. */
+  CUdeviceptr fresh;
+  int where = 7;
+  const CUmem_range_attribute last = CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION;
+  CHECK(cuMemAllocManaged(&fresh, 4096, CU_MEM_ATTACH_GLOBAL) == CUDA_SUCCESS);
+  CHECK(cuMemRangeGetAttribute(&where, sizeof where, last, fresh, 4096) == CUDA_SUCCESS);
+  CHECK(where == CU_DEVICE_INVALID);
+  CHECK(cuMemPrefetchAsync(fresh, 4096, gpu, 0, NULL) == CUDA_SUCCESS);
+  CHECK(cuCtxSynchronize() == CUDA_SUCCESS);
+  CHECK(cuMemRangeGetAttribute(&where, sizeof where, last, fresh, 4096) == CUDA_SUCCESS);
+  CHECK(where == 0);
+  CHECK(cuMemPrefetchAsync(device, 4096, gpu, 0, NULL) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(cuMemFree(fresh) == CUDA_SUCCESS);
   CHECK(cuMemFree(device) == CUDA_SUCCESS);
   CHECK(cuMemFree(a) == CUDA_SUCCESS && cuMemFree(b) == CUDA_SUCCESS);
   CHECK(cuMemFree(big) == CUDA_SUCCESS);

@@ -78,6 +78,9 @@ struct fake_alloc {
   const void *stream; /* CU_MEM_ATTACH_SINGLE's stream */
   enum fake_mapping mapping;
   bool ipc_opened; /* by cuIpcOpenMemHandle: ended by cuIpcCloseMemHandle */
+  /* Where the last prefetch of it went, +2 (0: never; 1: the CPU; 2 + n:
+   * device n), as cuMemRangeGetAttribute's LAST_PREFETCH_LOCATION tells. */
+  int prefetched;
   struct fake_alloc *next, *prev;
   UT_hash_handle hh; /* by base: records never overlap, so a base names one */
 };

@@ -403,6 +403,67 @@ FAKE_EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t count, CUmem_advise advic
   return advise(p, count, advice);
 }
 
+/* ---- prefetches of managed memory: an operation of the stream (nothing
+ * migrates here), whose location the range remembers ---- */
+
+static CUresult prefetch(CUdeviceptr p, size_t count, CUmemLocation where, CUstream h, bool pt) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  int to;
+  if (where.type == CU_MEM_LOCATION_TYPE_HOST)
+    to = 1;
+  else if (where.type == CU_MEM_LOCATION_TYPE_DEVICE && where.id >= 0 &&
+           where.id < fake_device_count() &&
+           fake_device_attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, where.id))
+    to = 2 + where.id;
+  else
+    return CUDA_ERROR_INVALID_DEVICE;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_alloc *a = fake_find_alloc(p);
+  bool managed = a && a->kind == FAKE_MANAGED && count && count <= a->base + a->size - p;
+  if (managed) a->prefetched = to;
+  pthread_mutex_unlock(&fake_lock);
+  if (!managed) return CUDA_ERROR_INVALID_VALUE;
+  return fake_enqueue_work(h, pt);
+}
+static CUmemLocation device_location(CUdevice dev) {
+  return dev == CU_DEVICE_CPU ? (CUmemLocation){.type = CU_MEM_LOCATION_TYPE_HOST}
+                              : (CUmemLocation){.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
+}
+FAKE_EXPORT CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t count, CUdevice dev, CUstream h) {
+  return prefetch(p, count, device_location(dev), h, false);
+}
+FAKE_EXPORT CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t count, CUdevice dev,
+                                             CUstream h) {
+  return prefetch(p, count, device_location(dev), h, true);
+}
+FAKE_EXPORT CUresult cuMemPrefetchAsync_v2(CUdeviceptr p, size_t count, CUmemLocation where,
+                                           unsigned flags, CUstream h) {
+  (void)flags;
+  return prefetch(p, count, where, h, false);
+}
+FAKE_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t count, CUmemLocation where,
+                                                unsigned flags, CUstream h) {
+  (void)flags;
+  return prefetch(p, count, where, h, true);
+}
+
+/* Only LAST_PREFETCH_LOCATION is told: the device, CU_DEVICE_CPU, or
+ * CU_DEVICE_INVALID for memory never prefetched. */
+FAKE_EXPORT CUresult cuMemRangeGetAttribute(void *data, size_t size, CUmem_range_attribute attr,
+                                            CUdeviceptr p, size_t count) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!data || attr != CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION || size != sizeof(int))
+    return CUDA_ERROR_INVALID_VALUE;
+  pthread_mutex_lock(&fake_lock);
+  struct fake_alloc *a = fake_find_alloc(p);
+  bool managed = a && a->kind == FAKE_MANAGED && count && count <= a->base + a->size - p;
+  int to = managed ? a->prefetched : 0;
+  pthread_mutex_unlock(&fake_lock);
+  if (!managed) return CUDA_ERROR_INVALID_VALUE;
+  *(int *)data = to == 0 ? CU_DEVICE_INVALID : to == 1 ? CU_DEVICE_CPU : to - 2;
+  return CUDA_SUCCESS;
+}
+
 /* ---- stream-ordered allocations: device memory, made and freed at once;
  * captured, memory allocation and free nodes (the memory a captured free
  * names stays: nothing runs at a launch here) ---- */
