@@ -66,6 +66,10 @@ struct ac_alloc {
    * hand out again. */
   bool retiring : 1;
   bool attached : 1; /* attached at least once: never plain GLOBAL memory again */
+  bool advised : 1;  /* the program gave the driver placement advice for it */
+  /* The page guard's own: when it last moved the memory to the GPU ahead of
+   * work (shim/guard/ahead.c); 0: never. */
+  uint16_t ahead_mark;
 };
 
 /* One allocation a stream's outstanding work was given (ac_stream.reach). */
@@ -341,6 +345,9 @@ void ac_capture_end(struct ac_model *m, struct ac_stream *s);
 bool ac_capture_join(struct ac_model *m, struct ac_stream *s, uint64_t capture);
 /* Every capture ends (their context did). */
 void ac_capture_end_all(struct ac_model *m);
+/* Whether some capture sequence is in progress (one begun while memory ran
+ * out is known only to its stream: s->capturing). */
+bool ac_capture_any(const struct ac_model *m);
 /* Records an attach enqueued on s as operation seq; false when memory ran
  * out (nothing changed then). origin NULL keeps the last attach's. */
 bool ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc,

@@ -221,6 +221,7 @@ struct ac_alloc *ac_model_add_alloc(struct ac_model *m, const struct ac_alloc *p
   *a = *proto;
   a->more = NULL;
   a->guard_tag = 0;
+  a->ahead_mark = 0;
   a->serial = m->next_alloc_serial++;
   for (uint64_t k = granule_of(a->base); k <= last_granule_of(a); k++) {
     struct granule *g = granule_get(m, k);

@@ -75,6 +75,10 @@ void ac_capture_end_all(struct ac_model *m) {
     end(m, m->captures[0].capture);
 }
 
+bool ac_capture_any(const struct ac_model *m) {
+  return m->capture_count > 0;
+}
+
 void ac_model_free_captures(struct ac_model *m) {
   free(m->captures);
   m->captures = NULL;

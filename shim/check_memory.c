@@ -66,6 +66,8 @@ void ac_check_managed_variable(const char *api, CUdeviceptr base, size_t size, u
 void ac_check_advised(const char *api, CUdeviceptr addr, CUmem_advise advice) {
   ac_model_enter();
   ac_history_advice(ac_model, (uintptr_t)addr, (unsigned)advice, api, ac_thread_id());
+  struct ac_alloc *a = ac_model_find_alloc(ac_model, (uintptr_t)addr);
+  if (a) a->advised = true; /* its placement is the program's: the guard moves it nowhere */
   ac_model_leave();
 }
 

@@ -23,11 +23,15 @@
 
 /* ---- asynchronous copies and sets ---- */
 
-/* The operation on hStream, then its destination and source (0: none). */
-#define COPY(Name, PerThread, Params, Args, Dst, Src)                                              \
+/* The operation on hStream, then its destination and source (0: none);
+ * DstBytes: how many bytes the GPU writes from Dst on, where that is one
+ * span (0: not, or a copy to the host), for the guard to move closed memory
+ * there to the GPU first (guard/ahead.c). */
+#define COPY(Name, PerThread, Params, Args, Dst, Src, DstBytes)                                    \
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
     AC_REPAIR_BEFORE(ac_repair_copy_order(#Name, hStream, PerThread, Dst, Src));                   \
+    ac_copy_ahead(hStream, PerThread, Dst, DstBytes);                                              \
     CUresult r = ac_real.Name Args;                                                                \
     if (r == CUDA_SUCCESS) ac_on_copy(#Name, hStream, PerThread, Dst, Src);                        \
     AC_REPAIR_AFTER();                                                                             \
@@ -37,68 +41,75 @@
 
 #define COPY_PARAMS (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
 #define COPY_ARGS (dst, src, ByteCount, hStream)
-COPY(cuMemcpyAsync, false, COPY_PARAMS, COPY_ARGS, dst, src)
-COPY(cuMemcpyAsync_ptsz, true, COPY_PARAMS, COPY_ARGS, dst, src)
+COPY(cuMemcpyAsync, false, COPY_PARAMS, COPY_ARGS, dst, src, ByteCount)
+COPY(cuMemcpyAsync_ptsz, true, COPY_PARAMS, COPY_ARGS, dst, src, ByteCount)
 #define HTOD_PARAMS (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
 #define HTOD_ARGS (dstDevice, srcHost, ByteCount, hStream)
-COPY(cuMemcpyHtoDAsync_v2, false, HTOD_PARAMS, HTOD_ARGS, dstDevice, HOST(srcHost))
-COPY(cuMemcpyHtoDAsync_v2_ptsz, true, HTOD_PARAMS, HTOD_ARGS, dstDevice, HOST(srcHost))
+COPY(cuMemcpyHtoDAsync_v2, false, HTOD_PARAMS, HTOD_ARGS, dstDevice, HOST(srcHost), ByteCount)
+COPY(cuMemcpyHtoDAsync_v2_ptsz, true, HTOD_PARAMS, HTOD_ARGS, dstDevice, HOST(srcHost), ByteCount)
 #define DTOH_PARAMS (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
 #define DTOH_ARGS (dstHost, srcDevice, ByteCount, hStream)
-COPY(cuMemcpyDtoHAsync_v2, false, DTOH_PARAMS, DTOH_ARGS, HOST(dstHost), srcDevice)
-COPY(cuMemcpyDtoHAsync_v2_ptsz, true, DTOH_PARAMS, DTOH_ARGS, HOST(dstHost), srcDevice)
+COPY(cuMemcpyDtoHAsync_v2, false, DTOH_PARAMS, DTOH_ARGS, HOST(dstHost), srcDevice, 0)
+COPY(cuMemcpyDtoHAsync_v2_ptsz, true, DTOH_PARAMS, DTOH_ARGS, HOST(dstHost), srcDevice, 0)
 #define DTOD_PARAMS                                                                                \
   (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
 #define DTOD_ARGS (dstDevice, srcDevice, ByteCount, hStream)
-COPY(cuMemcpyDtoDAsync_v2, false, DTOD_PARAMS, DTOD_ARGS, dstDevice, srcDevice)
-COPY(cuMemcpyDtoDAsync_v2_ptsz, true, DTOD_PARAMS, DTOD_ARGS, dstDevice, srcDevice)
+COPY(cuMemcpyDtoDAsync_v2, false, DTOD_PARAMS, DTOD_ARGS, dstDevice, srcDevice, ByteCount)
+COPY(cuMemcpyDtoDAsync_v2_ptsz, true, DTOD_PARAMS, DTOD_ARGS, dstDevice, srcDevice, ByteCount)
 #define PEER_PARAMS                                                                                \
   (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,       \
    size_t ByteCount, CUstream hStream)
 #define PEER_ARGS (dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream)
-COPY(cuMemcpyPeerAsync, false, PEER_PARAMS, PEER_ARGS, dstDevice, srcDevice)
-COPY(cuMemcpyPeerAsync_ptsz, true, PEER_PARAMS, PEER_ARGS, dstDevice, srcDevice)
+COPY(cuMemcpyPeerAsync, false, PEER_PARAMS, PEER_ARGS, dstDevice, srcDevice, ByteCount)
+COPY(cuMemcpyPeerAsync_ptsz, true, PEER_PARAMS, PEER_ARGS, dstDevice, srcDevice, ByteCount)
 #define HTOA_PARAMS                                                                                \
   (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream)
 #define HTOA_ARGS (dstArray, dstOffset, srcHost, ByteCount, hStream)
-COPY(cuMemcpyHtoAAsync_v2, false, HTOA_PARAMS, HTOA_ARGS, 0, HOST(srcHost))
-COPY(cuMemcpyHtoAAsync_v2_ptsz, true, HTOA_PARAMS, HTOA_ARGS, 0, HOST(srcHost))
+COPY(cuMemcpyHtoAAsync_v2, false, HTOA_PARAMS, HTOA_ARGS, 0, HOST(srcHost), 0)
+COPY(cuMemcpyHtoAAsync_v2_ptsz, true, HTOA_PARAMS, HTOA_ARGS, 0, HOST(srcHost), 0)
 #define ATOH_PARAMS                                                                                \
   (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream)
 #define ATOH_ARGS (dstHost, srcArray, srcOffset, ByteCount, hStream)
-COPY(cuMemcpyAtoHAsync_v2, false, ATOH_PARAMS, ATOH_ARGS, HOST(dstHost), 0)
-COPY(cuMemcpyAtoHAsync_v2_ptsz, true, ATOH_PARAMS, ATOH_ARGS, HOST(dstHost), 0)
+COPY(cuMemcpyAtoHAsync_v2, false, ATOH_PARAMS, ATOH_ARGS, HOST(dstHost), 0, 0)
+COPY(cuMemcpyAtoHAsync_v2_ptsz, true, ATOH_PARAMS, ATOH_ARGS, HOST(dstHost), 0, 0)
 
 COPY(cuMemcpy2DAsync_v2, false, (const CUDA_MEMCPY2D *pCopy, CUstream hStream), (pCopy, hStream),
-     AC_SIDE_2D(pCopy, dst), AC_SIDE_2D(pCopy, src))
+     AC_SIDE_2D(pCopy, dst), AC_SIDE_2D(pCopy, src), 0)
 COPY(cuMemcpy2DAsync_v2_ptsz, true, (const CUDA_MEMCPY2D *pCopy, CUstream hStream),
-     (pCopy, hStream), AC_SIDE_2D(pCopy, dst), AC_SIDE_2D(pCopy, src))
+     (pCopy, hStream), AC_SIDE_2D(pCopy, dst), AC_SIDE_2D(pCopy, src), 0)
 COPY(cuMemcpy3DAsync_v2, false, (const CUDA_MEMCPY3D *pCopy, CUstream hStream), (pCopy, hStream),
-     AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src))
+     AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src), 0)
 COPY(cuMemcpy3DAsync_v2_ptsz, true, (const CUDA_MEMCPY3D *pCopy, CUstream hStream),
-     (pCopy, hStream), AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src))
+     (pCopy, hStream), AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src), 0)
 COPY(cuMemcpy3DPeerAsync, false, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream),
-     (pCopy, hStream), AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src))
+     (pCopy, hStream), AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src), 0)
 COPY(cuMemcpy3DPeerAsync_ptsz, true, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream),
-     (pCopy, hStream), AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src))
+     (pCopy, hStream), AC_SIDE_3D(pCopy, dst), AC_SIDE_3D(pCopy, src), 0)
 
 #define SET_PARAMS(T) (CUdeviceptr dstDevice, T value, size_t N, CUstream hStream)
 #define SET_ARGS (dstDevice, value, N, hStream)
-COPY(cuMemsetD8Async, false, SET_PARAMS(unsigned char), SET_ARGS, dstDevice, 0)
-COPY(cuMemsetD8Async_ptsz, true, SET_PARAMS(unsigned char), SET_ARGS, dstDevice, 0)
-COPY(cuMemsetD16Async, false, SET_PARAMS(unsigned short), SET_ARGS, dstDevice, 0)
-COPY(cuMemsetD16Async_ptsz, true, SET_PARAMS(unsigned short), SET_ARGS, dstDevice, 0)
-COPY(cuMemsetD32Async, false, SET_PARAMS(unsigned int), SET_ARGS, dstDevice, 0)
-COPY(cuMemsetD32Async_ptsz, true, SET_PARAMS(unsigned int), SET_ARGS, dstDevice, 0)
+COPY(cuMemsetD8Async, false, SET_PARAMS(unsigned char), SET_ARGS, dstDevice, 0, N)
+COPY(cuMemsetD8Async_ptsz, true, SET_PARAMS(unsigned char), SET_ARGS, dstDevice, 0, N)
+COPY(cuMemsetD16Async, false, SET_PARAMS(unsigned short), SET_ARGS, dstDevice, 0, N * 2)
+COPY(cuMemsetD16Async_ptsz, true, SET_PARAMS(unsigned short), SET_ARGS, dstDevice, 0, N * 2)
+COPY(cuMemsetD32Async, false, SET_PARAMS(unsigned int), SET_ARGS, dstDevice, 0, N * 4)
+COPY(cuMemsetD32Async_ptsz, true, SET_PARAMS(unsigned int), SET_ARGS, dstDevice, 0, N * 4)
 #define SET2D_PARAMS(T)                                                                            \
   (CUdeviceptr dstDevice, size_t dstPitch, T value, size_t Width, size_t Height, CUstream hStream)
 #define SET2D_ARGS (dstDevice, dstPitch, value, Width, Height, hStream)
-COPY(cuMemsetD2D8Async, false, SET2D_PARAMS(unsigned char), SET2D_ARGS, dstDevice, 0)
-COPY(cuMemsetD2D8Async_ptsz, true, SET2D_PARAMS(unsigned char), SET2D_ARGS, dstDevice, 0)
-COPY(cuMemsetD2D16Async, false, SET2D_PARAMS(unsigned short), SET2D_ARGS, dstDevice, 0)
-COPY(cuMemsetD2D16Async_ptsz, true, SET2D_PARAMS(unsigned short), SET2D_ARGS, dstDevice, 0)
-COPY(cuMemsetD2D32Async, false, SET2D_PARAMS(unsigned int), SET2D_ARGS, dstDevice, 0)
-COPY(cuMemsetD2D32Async_ptsz, true, SET2D_PARAMS(unsigned int), SET2D_ARGS, dstDevice, 0)
+#define SET2D_BYTES(Size) (Height ? (Height - 1) * dstPitch + Width * (Size) : 0)
+COPY(cuMemsetD2D8Async, false, SET2D_PARAMS(unsigned char), SET2D_ARGS, dstDevice, 0,
+     SET2D_BYTES(1))
+COPY(cuMemsetD2D8Async_ptsz, true, SET2D_PARAMS(unsigned char), SET2D_ARGS, dstDevice, 0,
+     SET2D_BYTES(1))
+COPY(cuMemsetD2D16Async, false, SET2D_PARAMS(unsigned short), SET2D_ARGS, dstDevice, 0,
+     SET2D_BYTES(2))
+COPY(cuMemsetD2D16Async_ptsz, true, SET2D_PARAMS(unsigned short), SET2D_ARGS, dstDevice, 0,
+     SET2D_BYTES(2))
+COPY(cuMemsetD2D32Async, false, SET2D_PARAMS(unsigned int), SET2D_ARGS, dstDevice, 0,
+     SET2D_BYTES(4))
+COPY(cuMemsetD2D32Async_ptsz, true, SET2D_PARAMS(unsigned int), SET2D_ARGS, dstDevice, 0,
+     SET2D_BYTES(4))
 
 /* ---- batches: each copy of the batch is judged, in the batch's stream ---- */
 

@@ -21,6 +21,7 @@
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
     AC_REPAIR_BEFORE(ac_repair_launch_order(Func, Stream, PerThread, KernelParams, Extra));        \
+    ac_launch_ahead(Func, Stream, PerThread, KernelParams, Extra);                                 \
     CUresult r = ac_real.Name Args;                                                                \
     struct ac_launch_dims dims = {                                                                 \
         {gridDimX, gridDimY, gridDimZ}, {blockDimX, blockDimY, blockDimZ}, sharedMemBytes};        \
@@ -41,6 +42,7 @@ LAUNCH(cuLaunchCooperativeKernel_ptsz, true, AC_COOP_PARAMS, AC_COOP_ARGS, f, hS
                           void **extra) {                                                          \
     AC_START_OR_FAIL(Name);                                                                        \
     AC_REPAIR_BEFORE(ac_repair_launch_order(f, config->hStream, PerThread, kernelParams, extra));  \
+    ac_launch_ahead(f, config->hStream, PerThread, kernelParams, extra);                           \
     CUresult r = ac_real.Name(config, f, kernelParams, extra);                                     \
     if (r == CUDA_SUCCESS) {                                                                       \
       ac_on_launch_events(config, PerThread);                                                      \

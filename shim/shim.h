@@ -313,6 +313,10 @@ void ac_on_launch(void *const *ret_slot, const char *api, CUfunction f,
                   const struct ac_launch_dims *dims, CUstream stream, bool per_thread,
                   void **params, void **extra);
 void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src);
+/* Before a launch, or a copy or set into [dst, dst + bytes), is forwarded:
+ * closed memory it reaches moves to the GPU first (guard/ahead.c). */
+void ac_launch_ahead(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra);
+void ac_copy_ahead(CUstream stream, bool per_thread, uintptr_t dst, size_t bytes);
 /* Decides once, when CUDA is initialised, whether `--semantics device`
  * holds: every device must have concurrent managed access. */
 void ac_semantics_decide(void);

@@ -146,6 +146,29 @@ void ac_guard_allocated_locked(const struct ac_alloc *a);
 /* Whether pc is in the driver's code (async-signal-safe). */
 bool ac_pc_in_driver(uintptr_t pc);
 
+/* ---- closed memory moved to the GPU ahead of work (ahead.c) ----
+ * Under mprotect, the managed memory a kernel, copy or set is about to reach
+ * that the guard closed is prefetched to the device on the work's stream,
+ * just before the work is forwarded. Collected by address without the lock
+ * (ac_guard_ahead_armed, ac_guard_ahead_maybe), then under the model lock
+ * (ac_guard_ahead_note_locked), then enqueued with no lock held. */
+#define AC_GUARD_AHEAD_MAX 8
+struct ac_guard_ahead {
+  int n;
+  uintptr_t start[AC_GUARD_AHEAD_MAX], end[AC_GUARD_AHEAD_MAX];
+};
+/* Whether work about to be forwarded should look for closed memory (no lock). */
+bool ac_guard_ahead_armed(void);
+/* Whether a page of [start, end) may be closed now: worth the lock (no lock). */
+bool ac_guard_ahead_maybe(uintptr_t start, uintptr_t end);
+/* The work reaches a at [start, end), or all of it (start == end == 0):
+ * added to b when it is to be moved (model lock held). */
+void ac_guard_ahead_note_locked(struct ac_guard_ahead *b, struct ac_alloc *a, uintptr_t start,
+                                uintptr_t end);
+/* Enqueues b's prefetches on stream (a CUstream; per_thread: as the _ptsz
+ * entry points read it), to the current context's device (no lock). */
+void ac_guard_ahead_issue(const struct ac_guard_ahead *b, void *stream, bool per_thread);
+
 /* ---- threads (no lock; threads.c) ---- */
 /* Before pthread_create: a record for the thread about to be made, which
  * starts with its creator's protection keys (NULL: the guard needs none).

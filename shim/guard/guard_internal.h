@@ -16,6 +16,7 @@
  *   reporter.c       the SIGSEGV handler's findings, written by a thread of the guard's
  *   pages.c          closing pages to every thread, and opening them again
  *   program_prot.c   the program's own protection of managed memory, kept
+ *   ahead.c          closed memory moved to the GPU before work reaches it
  *   published.c      what the handler reads without the lock (a latch)
  *   keys.c           which classes get protection keys, and their pages' tags
  *   keys_patch.c     the keys' layout patched between layouts; what they shut
@@ -77,6 +78,9 @@ struct ac_guard_shared {
   uint64_t settles;
   /* Where libcuda's code is: faults there are the driver's own accesses. */
   uintptr_t driver_lo, driver_hi;
+  /* Moves (atomic, any thread) each time pages are opened: memory moved to
+   * the GPU before it may have been touched by the CPU since (ahead.c). */
+  unsigned opened;
   /* protected_now as the handler reads it without the lock (published.h);
    * during a refresh, a cover of what is closed before and after it. */
   struct ac_published closed;
@@ -95,6 +99,8 @@ struct ac_guard_shared {
     unsigned long layouts, patches, stood_aside; /* the keys laid out, patched; stood aside */
     unsigned long parked, remapped; /* pages of freed memory that kept a key; lost it to a remap */
     unsigned long fresh_tagged;     /* fresh mappings of managed allocations tagged whole */
+    unsigned long ahead, ahead_refused; /* prefetches of closed memory ahead of work (ahead.c) */
+    unsigned long long ahead_bytes;
     double seconds, handler_seconds;
   } stats;
 };

@@ -114,6 +114,7 @@ int ac_guard_close_pages(uintptr_t start, uintptr_t end) {
 }
 
 int ac_guard_open_pages(uintptr_t start, uintptr_t end) {
+  __atomic_add_fetch(&ac_guard.opened, 1, __ATOMIC_RELAXED);
   return each_piece(start, end, open_piece, NULL);
 }
 

@@ -314,6 +314,11 @@ void ac_guard_print_stats(void) {
          ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
          ac_guard.stats.handler_seconds * 1e3);
   ac_guard.backend->print_stats();
+  if (ac_guard.stats.ahead || ac_guard.stats.ahead_refused)
+    ac_log("page guard: %lu prefetches of closed memory to the GPU ahead of work (%.1f MiB), %lu "
+           "refused by the driver",
+           ac_guard.stats.ahead, (double)ac_guard.stats.ahead_bytes / (1 << 20),
+           ac_guard.stats.ahead_refused);
   ac_model_leave();
 }
 

@@ -1,0 +1,116 @@
+/* guard_ahead.c - managed memory the page guard closed, moved to the GPU just
+ * before the work that reaches it (shim/guard/ahead.c), as a program can see
+ * it: the driver's LAST_PREFETCH_LOCATION of the memory.
+ *
+ *   guard_ahead CASE
+ *
+ * Exit status: 7 when the memory the case asks about was last prefetched to
+ * device 0, 0 when it was never prefetched, 1 on any other driver answer.
+ * Every case is a correct program: the memory is only reached by the GPU
+ * (kernels are empty; sets and prefetches are the driver's).
+ */
+#include <stdint.h>
+
+#include "scenario.h"
+
+static const char ptx[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                          ".visible .entry touch(.param .u64 p)\n{\n  ret;\n}\n";
+
+static CUfunction kernel;
+static CUstream s, t;
+static CUdeviceptr busy, asked;
+static size_t asked_size;
+
+static CUresult (*range_attribute)(void *, size_t, CUmem_range_attribute, CUdeviceptr, size_t);
+static CUresult (*set8)(CUdeviceptr, unsigned char, size_t, CUstream);
+static CUresult (*advise)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation);
+
+static void launch(CUstream stream, CUdeviceptr p) {
+  void *args[] = {&p};
+  EXPECT_RC(cu.cuLaunchKernel(kernel, 1, 1, 1, 32, 1, 1, 0, stream, args, NULL), CUDA_SUCCESS);
+}
+
+/* s turns busy (with memory of its own), then size fresh bytes are made:
+ * GLOBAL memory while a stream works, closed at birth under mprotect. */
+static CUdeviceptr fresh_while_busy(size_t size) {
+  launch(s, busy);
+  CUdeviceptr p;
+  EXPECT_RC(cu.cuMemAllocManaged(&p, size, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  asked = p, asked_size = size;
+  return p;
+}
+
+/* right: a kernel given fresh closed memory; moved */
+static void fresh_kernel(void) {
+  launch(s, fresh_while_busy(1 << 20));
+}
+/* right: a set of fresh closed memory; moved */
+static void fresh_set(void) {
+  CUdeviceptr p = fresh_while_busy(1 << 20);
+  EXPECT_RC(set8(p, 0, 1 << 20, s), CUDA_SUCCESS);
+}
+/* right: memory open when the kernel is given it (nothing busy); not moved */
+static void open_kernel(void) {
+  EXPECT_RC(cu.cuMemAllocManaged(&asked, 1 << 20, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  asked_size = 1 << 20;
+  launch(s, asked);
+}
+/* right: captured work runs later, if ever; not moved */
+static void captured_kernel(void) {
+  CUdeviceptr p = fresh_while_busy(1 << 20);
+  CUgraph g;
+  EXPECT_RC(cu.cuStreamBeginCapture(t, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  launch(t, p);
+  EXPECT_RC(cu.cuStreamEndCapture(t, &g), CUDA_SUCCESS);
+}
+/* right: memory the program placed itself; not moved */
+static void advised_kernel(void) {
+  CUdeviceptr p = fresh_while_busy(1 << 20);
+  CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST};
+  EXPECT_RC(advise(p, 1 << 20, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, cpu), CUDA_SUCCESS);
+  launch(s, p);
+}
+/* right: a kernel given a large allocation may touch a slice; not moved */
+static void large_kernel(void) {
+  launch(s, fresh_while_busy((size_t)128 << 20));
+}
+/* right: a set of a slice of a large allocation; that slice moved */
+static void large_set(void) {
+  CUdeviceptr p = fresh_while_busy((size_t)128 << 20);
+  EXPECT_RC(set8(p + (1 << 20), 0, 1 << 20, s), CUDA_SUCCESS);
+  asked = p + (1 << 20), asked_size = 1 << 20;
+}
+
+static const struct scenario_case cases[] = {
+    {"fresh_kernel", fresh_kernel},     {"fresh_set", fresh_set},
+    {"open_kernel", open_kernel},       {"captured_kernel", captured_kernel},
+    {"advised_kernel", advised_kernel}, {"large_kernel", large_kernel},
+    {"large_set", large_set},
+};
+
+int main(int argc, char **argv) {
+  CUmodule mod;
+  const struct scenario_case *c = CASE_FROM_ARGS(cases, argc, argv);
+  if (!c) return 2;
+  start_cuda("link");
+  *(void **)&range_attribute = dlsym(RTLD_DEFAULT, "cuMemRangeGetAttribute");
+  *(void **)&set8 = dlsym(RTLD_DEFAULT, "cuMemsetD8Async");
+  *(void **)&advise = dlsym(RTLD_DEFAULT, "cuMemAdvise_v2");
+  if (!range_attribute || !set8 || !advise) return fprintf(stderr, "guard_ahead: no entry\n"), 1;
+  EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuModuleGetFunction(&kernel, mod, "touch"), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamCreate(&t, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&busy, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  c->run();
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  int where = 0;
+  EXPECT_RC(range_attribute(&where, sizeof where, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
+                            asked, asked_size),
+            CUDA_SUCCESS);
+  if (finish()) return 1;
+  if (where == 0) return 7;
+  if (where == CU_DEVICE_INVALID) return 0;
+  fprintf(stderr, "guard_ahead: last prefetch location %d\n", where);
+  return 1;
+}
