@@ -153,9 +153,130 @@ static void store_one(const struct access *a, const struct ac_a64_regs *r, unsig
   memcpy(p, &v, a->size);
 }
 
+/* ---- ordered and atomic accesses: load-acquire, store-release, and the
+ * LSE atomics. Done with the compiler's atomics on the naturally aligned
+ * word, so the access stays single-copy atomic against other threads and
+ * keeps its ordering (a read-modify-write as sequentially consistent, which
+ * every acquire/release form of it allows). Exclusives are left alone: the
+ * exception return that ends the handler clears the exclusive monitor, so
+ * the program's store-exclusive fails and its loop comes back anyway. ---- */
+
+enum atomic_op {
+  A_ADD,
+  A_CLR,
+  A_EOR,
+  A_SET,
+  A_SMAX,
+  A_SMIN,
+  A_UMAX,
+  A_UMIN,
+  A_SWP,
+  A_CAS,
+  A_LOAD,
+  A_STORE
+};
+
+struct atomic_access {
+  unsigned size, rs, rt, rn;
+  enum atomic_op op;
+};
+
+static bool decode_atomic(uint32_t insn, struct atomic_access *a) {
+  a->size = 1u << (insn >> 30);
+  a->rs = (insn >> 16) & 31;
+  a->rn = (insn >> 5) & 31;
+  a->rt = insn & 31;
+  uint32_t fixed = insn & 0x3FFFFC00u;
+  if (fixed == 0x08DFFC00u || fixed == 0x08DF7C00u || fixed == 0x38BFC000u)
+    a->op = A_LOAD; /* LDAR, LDLAR, LDAPR */
+  else if (fixed == 0x089FFC00u || fixed == 0x089F7C00u)
+    a->op = A_STORE; /* STLR, STLLR */
+  else if ((insn & 0x3FA07C00u) == 0x08A07C00u)
+    a->op = A_CAS; /* CAS{A}{L}{B,H} */
+  else if ((insn & 0x3F208C00u) == 0x38200000u)
+    a->op = (enum atomic_op)((insn >> 12) & 7); /* LD<op>{A}{L}{B,H} */
+  else if ((insn & 0x3F20FC00u) == 0x38208000u)
+    a->op = A_SWP; /* SWP{A}{L}{B,H} */
+  else
+    return false;
+  return true;
+}
+
+/* What a min/max stores, given the old value and the operand, bits wide. */
+static uint64_t min_max(enum atomic_op op, uint64_t old, uint64_t v, unsigned bits) {
+  bool old_above =
+      op == A_SMAX || op == A_SMIN ? sign_extend(old, bits) > sign_extend(v, bits) : old > v;
+  bool keep_old = (op == A_SMAX || op == A_UMAX) == old_above;
+  return keep_old ? old : v;
+}
+
+/* op on *p with operand v (CAS: v replaces expected); the old value. */
+#define ATOMIC_ON(T)                                                                               \
+  static uint64_t atomic_##T(enum atomic_op op, T *p, T v, T expected) {                           \
+    switch (op) {                                                                                  \
+    case A_LOAD:                                                                                   \
+      return __atomic_load_n(p, __ATOMIC_ACQUIRE);                                                 \
+    case A_STORE:                                                                                  \
+      __atomic_store_n(p, v, __ATOMIC_RELEASE);                                                    \
+      return 0;                                                                                    \
+    case A_ADD:                                                                                    \
+      return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);                                           \
+    case A_CLR:                                                                                    \
+      return __atomic_fetch_and(p, (T)~v, __ATOMIC_SEQ_CST);                                       \
+    case A_EOR:                                                                                    \
+      return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);                                           \
+    case A_SET:                                                                                    \
+      return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);                                            \
+    case A_SWP:                                                                                    \
+      return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);                                          \
+    case A_CAS:                                                                                    \
+      __atomic_compare_exchange_n(p, &expected, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);     \
+      return expected;                                                                             \
+    default:                                                                                       \
+      break;                                                                                       \
+    }                                                                                              \
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                                  \
+    while (!__atomic_compare_exchange_n(p, &old, (T)min_max(op, old, v, sizeof(T) * 8), true,      \
+                                        __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {                     \
+    }                                                                                              \
+    return old;                                                                                    \
+  }
+ATOMIC_ON(uint8_t)
+ATOMIC_ON(uint16_t)
+ATOMIC_ON(uint32_t)
+ATOMIC_ON(uint64_t)
+
+static bool emulate_atomic(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi) {
+  struct atomic_access a;
+  if (!decode_atomic(insn, &a)) return false;
+  uintptr_t at = (uintptr_t)base_reg(r, a.rn);
+  if (at % a.size || at < lo || at > hi || a.size > hi - at) return false; /* would not run */
+  /* The operand: Rs, or for a store and a compare-and-swap's new value Rt. */
+  uint64_t v = xreg(r, a.op == A_STORE || a.op == A_CAS ? a.rt : a.rs), e = xreg(r, a.rs), old = 0;
+  switch (a.size) {
+  case 1:
+    old = atomic_uint8_t(a.op, (uint8_t *)at, (uint8_t)v, (uint8_t)e);
+    break;
+  case 2:
+    old = atomic_uint16_t(a.op, (uint16_t *)at, (uint16_t)v, (uint16_t)e);
+    break;
+  case 4:
+    old = atomic_uint32_t(a.op, (uint32_t *)at, (uint32_t)v, (uint32_t)e);
+    break;
+  default:
+    old = atomic_uint64_t(a.op, (uint64_t *)at, v, e);
+    break;
+  }
+  /* The old value, zero-extended, goes to Rt (to Rs for a compare-and-swap). */
+  unsigned dest = a.op == A_CAS ? a.rs : a.rt;
+  if (a.op != A_STORE && dest != 31) r->x[dest] = old;
+  r->pc += 4;
+  return true;
+}
+
 bool ac_a64_emulate(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi) {
   struct access a;
-  if (!decode(insn, &a)) return false;
+  if (!decode(insn, &a)) return emulate_atomic(insn, r, lo, hi);
   if (a.simd && !(a.load ? r->v_loadable : r->v_present)) return false;
   /* Writeback onto a transferred register is unpredictable (SP aside). */
   if (a.writeback && a.rn != 31 && !a.simd && (a.rn == a.rt || (a.pair && a.rn == a.rt2)))

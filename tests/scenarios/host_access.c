@@ -657,12 +657,39 @@ static void two_threads(void (*touch)(CUdeviceptr)) {
 /* Three threads, one after another, read m from the same code while it is
  * busy: one finding; on keys each thread's access is judged (count and
  * threads 3), under mprotect the first alone. */
-static void threads_same_site(void) {
+static void three_threads_same_site(void (*touch)(CUdeviceptr)) {
   setup_single();
   launch(s, m);
   for (int i = 0; i < 3; i++)
-    second_thread_run(cpu_read); /* AC201 */
+    second_thread_run(touch); /* AC201 */
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+}
+static void threads_same_site(void) {
+  three_threads_same_site(cpu_read);
+}
+/* The same with ordered and atomic accesses: a load-acquire (LDAR on
+ * aarch64, where the guard carries it out) and an atomic add (LDADDAL there,
+ * a locked add on x86-64). */
+static void cpu_read_acquire(CUdeviceptr p) {
+  sink = __atomic_load_n((int *)p, __ATOMIC_ACQUIRE);
+}
+static void cpu_atomic_add(CUdeviceptr p) {
+#if defined(__aarch64__)
+  int old;
+  __asm__ volatile(".arch_extension lse\n\tldaddal %w1, %w0, [%2]"
+                   : "=&r"(old)
+                   : "r"(1), "r"(p)
+                   : "memory");
+  sink = old;
+#else
+  sink = __atomic_fetch_add((int *)p, 1, __ATOMIC_SEQ_CST);
+#endif
+}
+static void threads_same_site_acquire(void) {
+  three_threads_same_site(cpu_read_acquire);
+}
+static void threads_same_site_atomic(void) {
+  three_threads_same_site(cpu_atomic_add);
 }
 static void two_threads_touch_busy(void) {
   two_threads(cpu_read);
@@ -968,6 +995,8 @@ static const struct scenario_case cases[] = {
     {"host_where_global_was", host_where_global_was},
     {"freed_temp_touched_busy", freed_temp_touched_busy},
     {"threads_same_site", threads_same_site},
+    {"threads_same_site_acquire", threads_same_site_acquire},
+    {"threads_same_site_atomic", threads_same_site_atomic},
     {"other_thread_touch_busy", other_thread_touch_busy},
     {"other_thread_touch_after_sync", other_thread_touch_after_sync},
     {"single_touch_busy", single_touch_busy},

@@ -164,12 +164,114 @@ static void simd(void) {
   CHECK(done(0xfd000441)); /* a store still is */
 }
 
+static uint32_t mem32(size_t off) {
+  uint32_t v;
+  memcpy(&v, mem + off, sizeof v);
+  return v;
+}
+
+static void ordered(void) {
+  reset();
+  r.x[1] = AT(64);
+  CHECK(done(0xc8dffc20) && r.x[0] == mem64(64)); /* ldar x0, [x1] */
+  reset();
+  r.x[3] = AT(64);
+  CHECK(done(0x88dffc62) && r.x[2] == mem32(64)); /* ldar w2, [x3]: upper zero */
+  reset();
+  r.x[5] = AT(9);
+  CHECK(done(0x08dffca4) && r.x[4] == mem[9]); /* ldarb w4, [x5] */
+  reset();
+  r.x[7] = AT(128);
+  CHECK(done(0xc89ffce6) && mem64(128) == r.x[6]); /* stlr x6, [x7] */
+  reset();
+  r.x[7] = AT(136);
+  CHECK(done(0x889ffce6) && mem32(136) == (uint32_t)r.x[6] && mem[140] == (uint8_t)(140 * 7 + 3));
+  reset();
+  r.x[1] = AT(8);
+  CHECK(done(0xc8df7c20) && r.x[0] == mem64(8)); /* ldlar x0, [x1] */
+  reset();
+  r.x[9] = AT(24);
+  CHECK(done(0xf8bfc128) && r.x[8] == mem64(24)); /* ldapr x8, [x9] */
+  reset();
+  r.sp = AT(48);
+  CHECK(done(0xc8dfffe0) && r.x[0] == mem64(48)); /* ldar x0, [sp] */
+}
+
+static void atomics(void) {
+  reset();
+  uint64_t before = mem64(200);
+  r.x[12] = AT(200), r.x[10] = 5;
+  CHECK(done(0xf82a018b) && r.x[11] == before && mem64(200) == before + 5); /* ldadd x10, x11 */
+  reset();
+  r.x[12] = AT(200), r.x[10] = 0x100000001ull;
+  uint32_t w = mem32(200);
+  CHECK(done(0xb8ea018b) && r.x[11] == w && mem32(200) == w + 1 &&
+        mem32(204) == (uint32_t)(mem64(200) >> 32));
+  reset();
+  before = mem64(200);
+  r.x[12] = AT(200), r.x[10] = 3;
+  CHECK(done(0xf82a019f) && mem64(200) == before + 3); /* stadd x10, [x12]: no register */
+  reset();
+  before = mem64(208);
+  r.x[15] = AT(208), r.x[13] = 0xff;
+  CHECK(done(0xf82d11ee) && r.x[14] == before && mem64(208) == (before & ~0xffull)); /* ldclr */
+  reset();
+  before = mem64(208);
+  r.x[15] = AT(208), r.x[13] = 0xf0f0;
+  CHECK(done(0xf82d21ee) && mem64(208) == (before ^ 0xf0f0)); /* ldeor */
+  reset();
+  before = mem64(208);
+  r.x[15] = AT(208), r.x[13] = 1ull << 63;
+  CHECK(done(0xf82d31ee) && mem64(208) == (before | 1ull << 63)); /* ldset */
+  reset();
+  memcpy(mem + 216, "\xfe\xff\xff\xff", 4);                                         /* -2 */
+  r.x[15] = AT(216), r.x[13] = 0xfffffffdull;                                       /* -3 */
+  CHECK(done(0xb82d41ee) && r.x[14] == 0xfffffffeull && mem32(216) == 0xfffffffeu); /* ldsmax */
+  reset();
+  memcpy(mem + 216, "\xfe\xff\xff\xff", 4);
+  r.x[15] = AT(216), r.x[13] = 7;
+  CHECK(done(0xb82d61ee) && mem32(216) == 0xfffffffeu); /* ldumax w: unsigned, the old stays */
+  reset();
+  r.x[15] = AT(216), r.x[13] = 1ull << 63;             /* the most negative */
+  CHECK(done(0xf82d51ee) && mem64(216) == 1ull << 63); /* ldsmin x13, x14 */
+  reset();
+  r.x[15] = AT(216), r.x[13] = 0;
+  CHECK(done(0xf82d71ee) && mem64(216) == 0); /* ldumin */
+  reset();
+  before = mem64(224);
+  r.x[18] = AT(224), r.x[16] = 0x1234;
+  CHECK(done(0xf8308251) && r.x[17] == before && mem64(224) == 0x1234); /* swp x16, x17 */
+  reset();
+  before = mem64(232);
+  r.x[21] = AT(232), r.x[19] = before, r.x[20] = 99;
+  CHECK(done(0xc8b37eb4) && r.x[19] == before && mem64(232) == 99); /* cas x19, x20: equal */
+  reset();
+  before = mem64(232);
+  r.x[21] = AT(232), r.x[19] = before + 1, r.x[20] = 99;
+  CHECK(done(0xc8b37eb4) && r.x[19] == before && mem64(232) == before); /* cas: differs */
+  reset();
+  r.x[21] = AT(240), r.x[19] = mem[240], r.x[20] = 0x1ab;
+  CHECK(done(0x08b37eb4) && mem[240] == 0xab && mem[241] == (uint8_t)(241 * 7 + 3)); /* casb */
+  reset();
+  uint8_t b = mem[250];
+  r.x[12] = AT(250), r.x[10] = 1;
+  CHECK(done(0x382a018b) && r.x[11] == b && mem[250] == (uint8_t)(b + 1)); /* ldaddb */
+}
+
 static void left_alone(void) {
   reset();
   r.x[1] = r.x[2] = AT(0);
-  CHECK(refused(0xc8dffc20)); /* ldar x0, [x1] */
   CHECK(refused(0xc85f7c20)); /* ldxr x0, [x1] */
-  CHECK(refused(0xf8200041)); /* ldadd x0, x1, [x2] */
+  CHECK(refused(0xc8027c20)); /* stxr w2, x0, [x1] */
+  r.x[4] = AT(0);
+  CHECK(refused(0x48207c82)); /* casp x0, x1, x2, x3, [x4] */
+  CHECK(refused(0xd9408020)); /* ldapur x0, [x1, #8] */
+  r.x[1] = AT(4);             /* misaligned: the processor would not run it */
+  CHECK(refused(0xc8dffc20)); /* ldar x0, [x1] */
+  r.x[12] = AT(2);
+  CHECK(refused(0xf82a018b)); /* ldadd x10, x11, [x12] */
+  r.x[1] = AT(4096 - 8) + 8;
+  CHECK(refused(0xc8dffc20)); /* outside [lo, hi) */
   r.x[0] = AT(0);
   CHECK(refused(0xf8408c00)); /* ldr x0, [x0, #8]!: writeback onto the loaded register */
   CHECK(refused(0xa9400441)); /* ldp x1, x1, [x2]: unpredictable */
@@ -188,6 +290,8 @@ int main(void) {
   indexed();
   pairs();
   simd();
+  ordered();
+  atomics();
   left_alone();
   return TEST_SUMMARY("test_emulate_a64");
 }
