@@ -1,8 +1,11 @@
 /* class_log.c - one class of the page guard's (class_log.h): its list as of
  * the last merge and the sorted logs of what moved since. A range that comes
  * back to where it left cancels out; the list is merged with its logs when it
- * is read whole, or once the logs hold about 4 x sqrt(n) of its n ranges
- * (classes.c says why). */
+ * is read whole, or once keeping the logs sorted has moved as many entries in
+ * memory as a merge would (n, the list's length) - about 2 x sqrt(n) logged
+ * moves when they come in random order, where each moves half the log - or
+ * the logs hold n / 2 ranges, when they come in address order and move
+ * nothing (classes.c says why). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,19 +71,22 @@ static size_t log_position(const struct range_list *log, uintptr_t start) {
   return log->r[below].start == start ? below : below + 1;
 }
 
-/* Takes x out of log if it is there exactly. */
-static bool log_take(struct range_list *log, struct range x) {
+/* Takes x out of log if it is there exactly; adds to *shifted the entries
+ * that moved. */
+static bool log_take(struct range_list *log, struct range x, size_t *shifted) {
   size_t i = log_position(log, x.start);
   if (i == log->n || log->r[i].start != x.start || log->r[i].end != x.end) return false;
   memmove(&log->r[i], &log->r[i + 1], (log->n - 1 - i) * sizeof log->r[0]);
+  *shifted += log->n - 1 - i;
   log->n--;
   return true;
 }
 
-static void log_insert(struct range_list *log, struct range x) {
+static void log_insert(struct range_list *log, struct range x, size_t *shifted) {
   size_t i = log_position(log, x.start);
   if (!range_push(log, 0, 1)) return;
   memmove(&log->r[i + 1], &log->r[i], (log->n - 1 - i) * sizeof log->r[0]);
+  *shifted += log->n - 1 - i;
   log->r[i] = x;
 }
 
@@ -98,6 +104,7 @@ static void merge(struct class *c) {
     range_union(&c->ranges, &rest, &c->added);
   }
   c->added.n = c->removed.n = 0;
+  c->shifted = 0;
 }
 
 /* x lies beyond every range c lists or has logged as added: it can go
@@ -115,9 +122,10 @@ void ac_class_log_move(struct class *c, struct range_list *log, const struct ac_
     range_push_in_order(&c->ranges, x.start, x.end);
     return;
   }
-  if (!log_take(log == &c->added ? &c->removed : &c->added, x)) log_insert(log, x);
+  if (!log_take(log == &c->added ? &c->removed : &c->added, x, &c->shifted))
+    log_insert(log, x, &c->shifted);
   size_t logged = c->added.n + c->removed.n;
-  if (logged > 64 && logged * logged > 16 * c->ranges.n) merge(c);
+  if (logged > 64 && (c->shifted > c->ranges.n || 2 * logged > c->ranges.n)) merge(c);
 }
 
 /* All of c's bytes: its logs merged first. */

@@ -13,6 +13,7 @@
  * lies in the list, and what is added lies outside the list less removed. */
 struct class {
   struct range_list ranges, added, removed;
+  size_t shifted; /* log entries moved in memory since the last merge */
 };
 
 /* a's bytes join (log: c's added) or leave (removed) class c. */

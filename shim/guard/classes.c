@@ -11,10 +11,10 @@
  * window of pages are read through them with a few searches: a refresh that
  * looks at the pages of one attach costs the same with 10,000 allocations
  * alive as with ten. A list is merged with its logs when it is read whole -
- * one linear pass, which reading it costs anyway - or once the logs hold
- * about 4 x sqrt(n) of its n ranges: keeping them sorted costs a move of
- * O(sqrt(n)) entries a change, and each merge's O(n) is spread over
- * O(sqrt(n)) changes. (Merging at every refresh, as before, moved the whole
+ * one linear pass, which reading it costs anyway - or once keeping the logs
+ * sorted has moved as many entries as a merge would (class_log.c): O(sqrt(n))
+ * a change in random order, O(1) amortised in address order, the usual one.
+ * (Merging at every refresh, as before, moved the whole
  * list in memory for each range that left its middle: 57% of attaching
  * 10,000 allocations one by one.) Each allocation carries the class it is in
  * (ac_alloc.guard_tag), so leaving one needs no search.
