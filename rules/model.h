@@ -43,6 +43,10 @@ struct ac_alloc_more {
   struct ac_alloc_more *unsettled_prev, *unsettled_next;
   char *name;       /* __managed__ variable name, or NULL */
   uintptr_t module; /* CUmodule / CUlibrary of a __managed__ variable */
+  /* The program's own last prefetch of it: the bytes and where to (a
+   * CUmemLocationType and id); prefetch_end 0: none. */
+  uintptr_t prefetch_start, prefetch_end;
+  int prefetch_type, prefetch_id;
 };
 
 struct ac_alloc {
@@ -67,6 +71,9 @@ struct ac_alloc {
   bool retiring : 1;
   bool attached : 1; /* attached at least once: never plain GLOBAL memory again */
   bool advised : 1;  /* the program gave the driver placement advice for it */
+  /* The last prefetch of some of it was the page guard's, not the program's:
+   * the driver's LAST_PREFETCH_LOCATION is answered as the program's own. */
+  bool ahead_last : 1;
   /* The page guard's own: when it last moved the memory to the GPU ahead of
    * work (shim/guard/ahead.c); 0: never. */
   uint16_t ahead_mark;
@@ -121,6 +128,9 @@ struct ac_stream {
 };
 
 /* Memory the attach rules govern: cuMemAllocManaged and __managed__ variables. */
+/* The program prefetched [start, end) of a to a location (a CUmemLocationType
+ * and id): kept as its own last prefetch. False when memory ran out. */
+bool ac_model_note_prefetch(struct ac_alloc *a, uintptr_t start, uintptr_t end, int type, int id);
 static inline bool ac_alloc_is_managed(const struct ac_alloc *a) {
   return a->kind == AC_MEM_MANAGED || a->kind == AC_MEM_MANAGED_VAR;
 }

@@ -193,6 +193,16 @@ struct ac_alloc_more *ac_model_more(struct ac_alloc *a) {
   return a->more;
 }
 
+bool ac_model_note_prefetch(struct ac_alloc *a, uintptr_t start, uintptr_t end, int type, int id) {
+  struct ac_alloc_more *more = ac_model_more(a);
+  if (!more) return false;
+  more->prefetch_start = start;
+  more->prefetch_end = end;
+  more->prefetch_type = type;
+  more->prefetch_id = id;
+  return true;
+}
+
 /* A record per tracked allocation: its size is the model's memory at scale
  * (docs/gpu-results.md, bytes per tracked allocation). */
 _Static_assert(sizeof(void *) != 8 || sizeof(struct ac_alloc) <= 64,

@@ -71,6 +71,47 @@ void ac_check_advised(const char *api, CUdeviceptr addr, CUmem_advise advice) {
   ac_model_leave();
 }
 
+void ac_check_prefetched(CUdeviceptr addr, size_t count, CUmemLocation where) {
+  ac_model_enter();
+  struct ac_alloc *a = ac_model_find_alloc(ac_model, (uintptr_t)addr);
+  if (a && count)
+    ac_model_note_prefetch(a, (uintptr_t)addr, (uintptr_t)addr + count, (int)where.type, where.id);
+  ac_model_leave_as_is();
+}
+
+/* What the driver would answer for the program's own prefetches of a, over
+ * [start, end): where the last one that covered those bytes went, else none
+ * (a range the program prefetched in parts is answered as none). */
+static void program_prefetch(const struct ac_alloc *a, uintptr_t start, uintptr_t end, int *type,
+                             int *id) {
+  const struct ac_alloc_more *m = a->more;
+  bool covered = m && m->prefetch_end && m->prefetch_start <= start && end <= m->prefetch_end;
+  *type = covered ? m->prefetch_type : CU_MEM_LOCATION_TYPE_INVALID;
+  *id = covered ? m->prefetch_id : 0;
+}
+
+void ac_check_prefetch_answer(void *data, size_t size, CUmem_range_attribute attr, CUdeviceptr addr,
+                              size_t count) {
+  bool device_form = attr == CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION;
+  if (!data || size != sizeof(int) || !count ||
+      (!device_form && attr != CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE))
+    return;
+  uintptr_t start = (uintptr_t)addr, end = start + count;
+  ac_model_enter();
+  const struct ac_alloc *a = ac_model_find_alloc(ac_model, start);
+  if (a && a->ahead_last && end <= a->base + a->size) {
+    int type, id;
+    program_prefetch(a, start, end, &type, &id);
+    int answer = type;
+    if (device_form)
+      answer = type == CU_MEM_LOCATION_TYPE_DEVICE    ? id
+               : type == CU_MEM_LOCATION_TYPE_INVALID ? CU_DEVICE_INVALID
+                                                      : CU_DEVICE_CPU; /* the host, a NUMA node */
+    memcpy(data, &answer, sizeof answer);
+  }
+  ac_model_leave_as_is();
+}
+
 /* The record a free of base ends: the one starting there, else one the model
  * learned that holds it (the driver's range may start before the pointer the
  * program frees; a learned record is learned again when needed). */

@@ -55,6 +55,28 @@ FREE(cuIpcCloseMemHandle, (CUdeviceptr dptr), (dptr), dptr)
 ADVISE(cuMemAdvise_v2, CUmemLocation where)
 ADVISE(cuMemAdvise, CUdevice where)
 
+/* Range attributes: the driver's answers, but for the last prefetch location
+ * of memory the guard prefetched itself (guard/ahead.c), which is the
+ * program's own (check_memory.c). */
+AC_EXPORT CUresult cuMemRangeGetAttribute(void *data, size_t dataSize,
+                                          CUmem_range_attribute attribute, CUdeviceptr devPtr,
+                                          size_t count) {
+  AC_START_OR_FAIL(cuMemRangeGetAttribute);
+  CUresult r = ac_real.cuMemRangeGetAttribute(data, dataSize, attribute, devPtr, count);
+  if (r == CUDA_SUCCESS) ac_check_prefetch_answer(data, dataSize, attribute, devPtr, count);
+  return r;
+}
+AC_EXPORT CUresult cuMemRangeGetAttributes(void **data, size_t *dataSizes,
+                                           CUmem_range_attribute *attributes, size_t numAttributes,
+                                           CUdeviceptr devPtr, size_t count) {
+  AC_START_OR_FAIL(cuMemRangeGetAttributes);
+  CUresult r =
+      ac_real.cuMemRangeGetAttributes(data, dataSizes, attributes, numAttributes, devPtr, count);
+  for (size_t i = 0; r == CUDA_SUCCESS && data && dataSizes && attributes && i < numAttributes; i++)
+    ac_check_prefetch_answer(data[i], dataSizes[i], attributes[i], devPtr, count);
+  return r;
+}
+
 /* A range of virtual memory loses its mapping, or its reservation: whatever
  * the model learned inside it ends. */
 #define RANGE_END(Name)                                                                            \

@@ -105,15 +105,31 @@ AC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   return r;
 }
 
+/* A prefetch: an operation of its stream, and the program's own last
+ * prefetch of the memory (check_memory.c: the guard prefetches too). */
+#define PREFETCH(Name, PerThread, Params, Args, Where)                                             \
+  AC_EXPORT CUresult Name Params {                                                                 \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name Args;                                                                \
+    if (r == CUDA_SUCCESS) {                                                                       \
+      ac_check_prefetched(devPtr, count, Where);                                                   \
+      ac_on_work(#Name, hStream, PerThread);                                                       \
+    }                                                                                              \
+    return r;                                                                                      \
+  }
+static CUmemLocation location_of(CUdevice dev) {
+  return dev == CU_DEVICE_CPU ? (CUmemLocation){.type = CU_MEM_LOCATION_TYPE_HOST}
+                              : (CUmemLocation){.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = dev};
+}
 #define PREFETCH_PARAMS (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream)
 #define PREFETCH_ARGS (devPtr, count, dstDevice, hStream)
-WORK(cuMemPrefetchAsync, false, PREFETCH_PARAMS, PREFETCH_ARGS, hStream)
-WORK(cuMemPrefetchAsync_ptsz, true, PREFETCH_PARAMS, PREFETCH_ARGS, hStream)
+PREFETCH(cuMemPrefetchAsync, false, PREFETCH_PARAMS, PREFETCH_ARGS, location_of(dstDevice))
+PREFETCH(cuMemPrefetchAsync_ptsz, true, PREFETCH_PARAMS, PREFETCH_ARGS, location_of(dstDevice))
 #define PREFETCH2_PARAMS                                                                           \
   (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags, CUstream hStream)
 #define PREFETCH2_ARGS (devPtr, count, location, flags, hStream)
-WORK(cuMemPrefetchAsync_v2, false, PREFETCH2_PARAMS, PREFETCH2_ARGS, hStream)
-WORK(cuMemPrefetchAsync_v2_ptsz, true, PREFETCH2_PARAMS, PREFETCH2_ARGS, hStream)
+PREFETCH(cuMemPrefetchAsync_v2, false, PREFETCH2_PARAMS, PREFETCH2_ARGS, location)
+PREFETCH(cuMemPrefetchAsync_v2_ptsz, true, PREFETCH2_PARAMS, PREFETCH2_ARGS, location)
 
 /* Host functions run through the trampoline of check_order.c. */
 #define HOST_FUNC(Name, PerThread)                                                                 \
@@ -229,14 +245,33 @@ WORK(cuGraphUpload, false, (CUgraphExec hGraphExec, CUstream hStream), (hGraphEx
      hStream)
 WORK(cuGraphUpload_ptsz, true, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
      hStream)
-WORK(cuMemPrefetchBatchAsync, false, AC_PREFETCH_BATCH_PARAMS, AC_PREFETCH_BATCH_ARGS, hStream)
-WORK(cuMemPrefetchBatchAsync_ptsz, true, AC_PREFETCH_BATCH_PARAMS, AC_PREFETCH_BATCH_ARGS, hStream)
+/* A batch of prefetches: range i goes where the last location whose index
+ * is at most i says. */
+static void batch_prefetched(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *locs,
+                             size_t *loc_idxs, size_t num_locs) {
+  size_t j = 0;
+  for (size_t i = 0; dptrs && sizes && locs && loc_idxs && i < count; i++) {
+    while (j + 1 < num_locs && loc_idxs[j + 1] <= i)
+      j++;
+    if (num_locs && loc_idxs[j] <= i) ac_check_prefetched(dptrs[i], sizes[i], locs[j]);
+  }
+}
+#define PREFETCH_BATCH(Name, PerThread)                                                            \
+  AC_EXPORT CUresult Name AC_PREFETCH_BATCH_PARAMS {                                               \
+    AC_START_OR_FAIL(Name);                                                                        \
+    CUresult r = ac_real.Name AC_PREFETCH_BATCH_ARGS;                                              \
+    if (r == CUDA_SUCCESS) {                                                                       \
+      batch_prefetched(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs);       \
+      ac_on_work(#Name, hStream, PerThread);                                                       \
+    }                                                                                              \
+    return r;                                                                                      \
+  }
+PREFETCH_BATCH(cuMemPrefetchBatchAsync, false)
+PREFETCH_BATCH(cuMemPrefetchBatchAsync_ptsz, true)
 WORK(cuMemDiscardBatchAsync, false, AC_DISCARD_BATCH_PARAMS, AC_DISCARD_BATCH_ARGS, hStream)
 WORK(cuMemDiscardBatchAsync_ptsz, true, AC_DISCARD_BATCH_PARAMS, AC_DISCARD_BATCH_ARGS, hStream)
-WORK(cuMemDiscardAndPrefetchBatchAsync, false, AC_PREFETCH_BATCH_PARAMS, AC_PREFETCH_BATCH_ARGS,
-     hStream)
-WORK(cuMemDiscardAndPrefetchBatchAsync_ptsz, true, AC_PREFETCH_BATCH_PARAMS, AC_PREFETCH_BATCH_ARGS,
-     hStream)
+PREFETCH_BATCH(cuMemDiscardAndPrefetchBatchAsync, false)
+PREFETCH_BATCH(cuMemDiscardAndPrefetchBatchAsync_ptsz, true)
 
 /* A stream-ordered allocation, a sparse array's mapping and an external
  * semaphore's signal or wait name no managed memory, but each is an operation

@@ -255,6 +255,12 @@ void ac_check_managed_allocated(void *const *ret_slot, const char *api, CUdevice
 /* The driver took placement advice for the memory at addr: recorded for the
  * timeline of later findings. */
 void ac_check_advised(const char *api, CUdeviceptr addr, CUmem_advise advice);
+/* The program prefetched [addr, addr + count) to where: its own last prefetch. */
+void ac_check_prefetched(CUdeviceptr addr, size_t count, CUmemLocation where);
+/* A successful cuMemRangeGetAttribute of [addr, addr + count): a last prefetch
+ * location the guard's own prefetch changed becomes the program's own. */
+void ac_check_prefetch_answer(void *data, size_t size, CUmem_range_attribute attr,
+                              CUdeviceptr addr, size_t count);
 void ac_check_managed_variable(const char *api, CUdeviceptr base, size_t size, uintptr_t module,
                                const char *name);
 /* Called before cuMemFree (and the other frees of memory the model may have

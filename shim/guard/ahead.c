@@ -27,9 +27,10 @@
  * AHEAD_WHOLE_MAX (a kernel given a large pool may touch a slice of it), work
  * while a stream capture is in progress (the prefetch could become a node of
  * the program's graph, or break its capture), devices whose driver protects
- * managed memory itself, and --guard-prefetch off. The program can see one
- * thing of it: cuMemRangeGetAttribute's LAST_PREFETCH_LOCATION names the
- * device for memory it never prefetched (docs/options.md).
+ * managed memory itself, and --guard-prefetch off. The driver then tells the
+ * guard's prefetch as the memory's last one: cuMemRangeGetAttribute(s) of
+ * LAST_PREFETCH_LOCATION and _TYPE are answered as the program's own prefetches
+ * left them (ac_alloc.ahead_last, check_memory.c).
  */
 #include "guard_internal.h"
 #include "shim.h"
@@ -76,6 +77,7 @@ void ac_guard_ahead_note_locked(struct ac_guard_ahead *b, struct ac_alloc *a, ui
     if (b->start[i] == start && b->end[i] == end) return;
   b->start[b->n] = start;
   b->end[b->n++] = end;
+  a->ahead_last = true;
   if (whole) a->ahead_mark = mark;
 }
 

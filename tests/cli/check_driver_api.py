@@ -24,7 +24,7 @@ OTHER_HEADERS = ("cudaGL.h", "cudaEGL.h", "cudaVDPAU.h", "cudaProfiler.h")
 
 EFFECTS = {"init", "door", "reads_layouts", "attach", "creates_object", "ends_object",
            "updates_object", "capture", "makes_stream_busy", "judged_as_device_access", "orders",
-           "recorded"}
+           "recorded", "answered"}
 REASONS = {"query", "setting", "code_loading", "other_memory", "untracked_object",
            "graph_building", "graphics_interop", "legacy_abi", "undeclared", "not_yet"}
 

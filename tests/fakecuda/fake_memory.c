@@ -450,6 +450,18 @@ FAKE_EXPORT CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t count, CUm
 /* Only LAST_PREFETCH_LOCATION is told: the device, CU_DEVICE_CPU, or
  * CU_DEVICE_INVALID for memory never prefetched. */
 FAKE_EXPORT CUresult cuMemRangeGetAttribute(void *data, size_t size, CUmem_range_attribute attr,
+                                            CUdeviceptr p, size_t count);
+FAKE_EXPORT CUresult cuMemRangeGetAttributes(void **data, size_t *sizes,
+                                             CUmem_range_attribute *attrs, size_t n, CUdeviceptr p,
+                                             size_t count) {
+  if (!data || !sizes || !attrs || !n) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < n; i++) {
+    CUresult r = cuMemRangeGetAttribute(data[i], sizes[i], attrs[i], p, count);
+    if (r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
+}
+FAKE_EXPORT CUresult cuMemRangeGetAttribute(void *data, size_t size, CUmem_range_attribute attr,
                                             CUdeviceptr p, size_t count) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!data || attr != CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION || size != sizeof(int))

@@ -1,13 +1,16 @@
 /* guard_ahead.c - managed memory the page guard closed, moved to the GPU just
- * before the work that reaches it (shim/guard/ahead.c), as a program can see
- * it: the driver's LAST_PREFETCH_LOCATION of the memory.
+ * before the work that reaches it (shim/guard/ahead.c), and what the program
+ * sees of it: the driver's LAST_PREFETCH_LOCATION of the memory must be what
+ * the program's own prefetches made it, as without attachcheck.
  *
  *   guard_ahead CASE
  *
- * Exit status: 7 when the memory the case asks about was last prefetched to
- * device 0, 0 when it was never prefetched, 1 on any other driver answer.
- * Every case is a correct program: the memory is only reached by the GPU
- * (kernels are empty; sets and prefetches are the driver's).
+ * Exit status: 0 when the memory the case asks about was never prefetched
+ * (as the program sees it), 5 when last to the CPU, 7 when to device 0, 1 on
+ * any other driver answer. Every case is a correct program: the memory is only
+ * reached by the GPU (kernels are empty; sets and prefetches are the driver's).
+ * Whether the guard did prefetch is its own count (--verbose 1; tests/cli/
+ * test_ahead.py).
  */
 #include <stdint.h>
 
@@ -24,6 +27,9 @@ static size_t asked_size;
 static CUresult (*range_attribute)(void *, size_t, CUmem_range_attribute, CUdeviceptr, size_t);
 static CUresult (*set8)(CUdeviceptr, unsigned char, size_t, CUstream);
 static CUresult (*advise)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation);
+static CUresult (*prefetch)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
+static CUresult (*range_attributes)(void **, size_t *, CUmem_range_attribute *, size_t, CUdeviceptr,
+                                    size_t);
 
 static void launch(CUstream stream, CUdeviceptr p) {
   void *args[] = {&p};
@@ -40,11 +46,17 @@ static CUdeviceptr fresh_while_busy(size_t size) {
   return p;
 }
 
-/* right: a kernel given fresh closed memory; moved */
+/* right: a kernel given fresh closed memory: moved */
 static void fresh_kernel(void) {
   launch(s, fresh_while_busy(1 << 20));
 }
-/* right: a set of fresh closed memory; moved */
+/* right: two kernels given it: moved once */
+static void fresh_two_kernels(void) {
+  CUdeviceptr p = fresh_while_busy(1 << 20);
+  launch(s, p);
+  launch(s, p);
+}
+/* right: a set of fresh closed memory: moved */
 static void fresh_set(void) {
   CUdeviceptr p = fresh_while_busy(1 << 20);
   EXPECT_RC(set8(p, 0, 1 << 20, s), CUDA_SUCCESS);
@@ -67,6 +79,7 @@ static void captured_kernel(void) {
 static void advised_kernel(void) {
   CUdeviceptr p = fresh_while_busy(1 << 20);
   CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST};
+  if (!advise) exit(1);
   EXPECT_RC(advise(p, 1 << 20, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, cpu), CUDA_SUCCESS);
   launch(s, p);
 }
@@ -74,17 +87,41 @@ static void advised_kernel(void) {
 static void large_kernel(void) {
   launch(s, fresh_while_busy((size_t)128 << 20));
 }
-/* right: a set of a slice of a large allocation; that slice moved */
+/* right: a set of a slice of a large allocation: that slice moved */
 static void large_set(void) {
   CUdeviceptr p = fresh_while_busy((size_t)128 << 20);
   EXPECT_RC(set8(p + (1 << 20), 0, 1 << 20, s), CUDA_SUCCESS);
   asked = p + (1 << 20), asked_size = 1 << 20;
 }
 
+/* right: the program's own prefetch to the CPU, then the guard's to the
+ * device: the program still sees the CPU */
+static void own_cpu_prefetch_kernel(void) {
+  CUdeviceptr p = fresh_while_busy(1 << 20);
+  CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST};
+  if (!prefetch) exit(1);
+  EXPECT_RC(prefetch(p, 1 << 20, cpu, 0, s), CUDA_SUCCESS);
+  launch(s, p);
+}
+/* right: the program's own prefetch to the device */
+static void own_device_prefetch_kernel(void) {
+  CUdeviceptr p = fresh_while_busy(1 << 20);
+  CUmemLocation gpu = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+  if (!prefetch) exit(1);
+  EXPECT_RC(prefetch(p, 1 << 20, gpu, 0, s), CUDA_SUCCESS);
+  launch(s, p);
+}
+
 static const struct scenario_case cases[] = {
-    {"fresh_kernel", fresh_kernel},     {"fresh_set", fresh_set},
-    {"open_kernel", open_kernel},       {"captured_kernel", captured_kernel},
-    {"advised_kernel", advised_kernel}, {"large_kernel", large_kernel},
+    {"fresh_two_kernels", fresh_two_kernels},
+    {"own_cpu_prefetch_kernel", own_cpu_prefetch_kernel},
+    {"own_device_prefetch_kernel", own_device_prefetch_kernel},
+    {"fresh_kernel", fresh_kernel},
+    {"fresh_set", fresh_set},
+    {"open_kernel", open_kernel},
+    {"captured_kernel", captured_kernel},
+    {"advised_kernel", advised_kernel},
+    {"large_kernel", large_kernel},
     {"large_set", large_set},
 };
 
@@ -95,8 +132,12 @@ int main(int argc, char **argv) {
   start_cuda("link");
   *(void **)&range_attribute = dlsym(RTLD_DEFAULT, "cuMemRangeGetAttribute");
   *(void **)&set8 = dlsym(RTLD_DEFAULT, "cuMemsetD8Async");
+  /* Newer than 11.4: each case that needs one looks. */
   *(void **)&advise = dlsym(RTLD_DEFAULT, "cuMemAdvise_v2");
-  if (!range_attribute || !set8 || !advise) return fprintf(stderr, "guard_ahead: no entry\n"), 1;
+  *(void **)&prefetch = dlsym(RTLD_DEFAULT, "cuMemPrefetchAsync_v2");
+  *(void **)&range_attributes = dlsym(RTLD_DEFAULT, "cuMemRangeGetAttributes");
+  if (!range_attribute || !set8 || !range_attributes)
+    return fprintf(stderr, "guard_ahead: no entry\n"), 1;
   EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
   EXPECT_RC(cu.cuModuleGetFunction(&kernel, mod, "touch"), CUDA_SUCCESS);
   EXPECT_RC(cu.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
@@ -104,12 +145,18 @@ int main(int argc, char **argv) {
   EXPECT_RC(cu.cuMemAllocManaged(&busy, 4096, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
   c->run();
   EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
-  int where = 0;
+  /* The one attribute, then the same through the several-attribute form. */
+  int where = 0, again = 0;
   EXPECT_RC(range_attribute(&where, sizeof where, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION,
                             asked, asked_size),
             CUDA_SUCCESS);
-  if (finish()) return 1;
+  void *data[] = {&again};
+  size_t sizes[] = {sizeof again};
+  CUmem_range_attribute attrs[] = {CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION};
+  EXPECT_RC(range_attributes(data, sizes, attrs, 1, asked, asked_size), CUDA_SUCCESS);
+  if (finish() || again != where) return 1;
   if (where == 0) return 7;
+  if (where == CU_DEVICE_CPU) return 5;
   if (where == CU_DEVICE_INVALID) return 0;
   fprintf(stderr, "guard_ahead: last prefetch location %d\n", where);
   return 1;

@@ -1,0 +1,41 @@
+#!/usr/bin/env python3
+"""Closed memory moved to the GPU ahead of its work (shim/guard/ahead.c), counted by the guard
+itself (--verbose 1): under mprotect a kernel's or a set's fresh closed memory is prefetched once,
+and nothing is where the memory is open, captured, advised, too large for a kernel argument, or
+where the option, the guard or protection keys leave it alone. What the program sees of it is
+tests/scenarios/guard_ahead.c's rows. ATTACHCHECK_TEST_REAL_DRIVER=1 runs it over the real
+driver."""
+import os
+import re
+
+from harness import BUILD, CLI, ENV, check, finish, run
+
+PROG = os.path.join(BUILD, "tests", "scenarios", "guard_ahead")
+env = dict(os.environ) if os.environ.get("ATTACHCHECK_TEST_REAL_DRIVER") else ENV
+MPROTECT = ["--guard-pages", "mprotect"]
+
+
+def prefetches(case, options):
+    """How many prefetches the guard made, and the MiB, in a run of case; the program's status."""
+    p = run([CLI, "--verbose", "1"] + options + ["--", PROG, case], env=env)
+    m = re.search(r"page guard: (\d+) prefetches of closed memory to the GPU ahead of work "
+                  r"\(([\d.]+) MiB\), (\d+) refused", p.stderr)
+    return (int(m.group(1)), float(m.group(2)), int(m.group(3))) if m else (0, 0.0, 0), p
+
+
+for case, options, want, status in [
+        ("fresh_kernel", MPROTECT, (1, 1.0, 0), 0),
+        ("fresh_two_kernels", MPROTECT, (1, 1.0, 0), 0),
+        ("fresh_set", MPROTECT, (1, 1.0, 0), 0),
+        ("large_set", MPROTECT, (1, 1.0, 0), 0),
+        ("own_cpu_prefetch_kernel", MPROTECT, (1, 1.0, 0), 5),
+        ("open_kernel", MPROTECT, (0, 0.0, 0), 0),
+        ("captured_kernel", MPROTECT, (0, 0.0, 0), 0),
+        ("advised_kernel", MPROTECT, (0, 0.0, 0), 0),
+        ("large_kernel", MPROTECT, (0, 0.0, 0), 0),
+        ("fresh_kernel", MPROTECT + ["--guard-prefetch", "off"], (0, 0.0, 0), 0),
+        ("fresh_kernel", ["--guard-pages", "off"], (0, 0.0, 0), 0)]:
+    got, p = prefetches(case, options)
+    check(f"{case} {' '.join(options)}: {want[0]} prefetch(es), exit {status}",
+          got == want and p.returncode == status, (got, p.returncode, p.stderr[-600:]))
+finish("test_ahead")
