@@ -22,6 +22,7 @@ struct access {
 };
 
 static int64_t sign_extend(uint64_t v, unsigned bits) {
+  if (bits >= 64) return (int64_t)v;
   uint64_t m = 1ull << (bits - 1);
   v &= (1ull << bits) - 1;
   return (int64_t)((v ^ m) - m);
