@@ -62,6 +62,7 @@ LAUNCH_EX(cuLaunchKernelEx_ptsz, true)
   AC_EXPORT CUresult Name(CUgraphExec hGraphExec, CUstream hStream) {                              \
     AC_START_OR_FAIL(Name);                                                                        \
     AC_REPAIR_BEFORE(ac_repair_graph_order(hGraphExec, hStream, PerThread));                       \
+    ac_graph_launch_ahead(hGraphExec, hStream, PerThread);                                         \
     CUresult r = ac_real.Name(hGraphExec, hStream);                                                \
     if (r == CUDA_SUCCESS) ac_on_graph_launch(#Name, hGraphExec, hStream, PerThread);              \
     AC_REPAIR_AFTER();                                                                             \

@@ -360,6 +360,9 @@ void ac_on_graph_event_node_set(CUgraphExec exec, CUgraphNode node, CUevent even
 void ac_on_graph_node_params_set(CUgraphExec exec, CUgraphNode node, const CUgraphNodeParams *p);
 void ac_on_graph_exec_destroyed(CUgraphExec exec);
 void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool per_thread);
+/* Before a graph launch is forwarded: closed memory its kernels are given and
+ * its copies and sets write moves to the GPU first (guard/ahead.c). */
+void ac_graph_launch_ahead(CUgraphExec exec, CUstream stream, bool per_thread);
 void ac_on_stream_sync(CUstream stream, bool per_thread);
 /* ---- check_context.c: the context each stream belongs to ---- */
 /* What a stream argument refers to; a default stream is the calling

@@ -11,9 +11,11 @@
  * fresh allocation for every tensor while its streams work has each one
  * closed at birth, and paid the slow path at nearly every kernel.
  *
- * So before a launch, an asynchronous copy or a set is forwarded, what it
- * reaches - a kernel's pointer arguments, the destination of a copy or a set
- * - that lies on pages the guard closed is prefetched to the current
+ * So before a launch, a graph launch, an asynchronous copy or a set is
+ * forwarded, what it reaches - a kernel's pointer arguments (a graph's
+ * kernel nodes' too), the destination of a copy or a set (a graph's copy
+ * and set nodes' too) - that lies on pages the guard closed is prefetched
+ * to the current
  * device on the work's own stream: in stream order just before the work,
  * which would have waited for its own faults instead. A kernel argument
  * moves its whole allocation (a kernel may touch any of it); a copy or set

@@ -152,7 +152,7 @@ bool ac_pc_in_driver(uintptr_t pc);
  * just before the work is forwarded. Collected by address without the lock
  * (ac_guard_ahead_armed, ac_guard_ahead_maybe), then under the model lock
  * (ac_guard_ahead_note_locked), then enqueued with no lock held. */
-#define AC_GUARD_AHEAD_MAX 8
+#define AC_GUARD_AHEAD_MAX 16
 struct ac_guard_ahead {
   int n;
   uintptr_t start[AC_GUARD_AHEAD_MAX], end[AC_GUARD_AHEAD_MAX];

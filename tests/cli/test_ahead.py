@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Closed memory moved to the GPU ahead of its work (shim/guard/ahead.c), counted by the guard
-itself (--verbose 1): under mprotect a kernel's or a set's fresh closed memory is prefetched once,
-and nothing is where the memory is open, captured, advised, too large for a kernel argument, or
-where the option, the guard or protection keys leave it alone. What the program sees of it is
-tests/scenarios/guard_ahead.c's rows. ATTACHCHECK_TEST_REAL_DRIVER=1 runs it over the real
-driver."""
+itself (--verbose 1): under mprotect a kernel's (a graph's too) or a set's fresh closed memory
+is prefetched once, and nothing is where the memory is open, captured, advised, too large for a
+kernel argument, or where the option, the guard or protection keys leave it alone. What the
+program sees of it is tests/scenarios/guard_ahead.c's rows. ATTACHCHECK_TEST_REAL_DRIVER=1 runs
+it over the real driver."""
 import os
 import re
 
@@ -26,6 +26,7 @@ def prefetches(case, options):
 for case, options, want, status in [
         ("fresh_kernel", MPROTECT, (1, 1.0, 0), 0),
         ("fresh_two_kernels", MPROTECT, (1, 1.0, 0), 0),
+        ("graph_kernel", MPROTECT, (1, 1.0, 0), 0),
         ("fresh_set", MPROTECT, (1, 1.0, 0), 0),
         ("large_set", MPROTECT, (1, 1.0, 0), 0),
         ("own_cpu_prefetch_kernel", MPROTECT, (1, 1.0, 0), 5),

@@ -28,6 +28,8 @@ static CUresult (*range_attribute)(void *, size_t, CUmem_range_attribute, CUdevi
 static CUresult (*set8)(CUdeviceptr, unsigned char, size_t, CUstream);
 static CUresult (*advise)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation);
 static CUresult (*prefetch)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream);
+static CUresult (*instantiate)(CUgraphExec *, CUgraph, unsigned long long);
+static CUresult (*graph_launch)(CUgraphExec, CUstream);
 static CUresult (*range_attributes)(void **, size_t *, CUmem_range_attribute *, size_t, CUdeviceptr,
                                     size_t);
 
@@ -75,6 +77,17 @@ static void captured_kernel(void) {
   launch(t, p);
   EXPECT_RC(cu.cuStreamEndCapture(t, &g), CUDA_SUCCESS);
 }
+/* right: a graph whose kernel is given fresh closed memory, launched: moved */
+static void graph_kernel(void) {
+  CUdeviceptr p = fresh_while_busy(1 << 20);
+  CUgraph g;
+  CUgraphExec e;
+  EXPECT_RC(cu.cuStreamBeginCapture(t, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  launch(t, p);
+  EXPECT_RC(cu.cuStreamEndCapture(t, &g), CUDA_SUCCESS);
+  EXPECT_RC(instantiate(&e, g, 0), CUDA_SUCCESS);
+  EXPECT_RC(graph_launch(e, t), CUDA_SUCCESS);
+}
 /* right: memory the program placed itself; not moved */
 static void advised_kernel(void) {
   CUdeviceptr p = fresh_while_busy(1 << 20);
@@ -114,6 +127,7 @@ static void own_device_prefetch_kernel(void) {
 
 static const struct scenario_case cases[] = {
     {"fresh_two_kernels", fresh_two_kernels},
+    {"graph_kernel", graph_kernel},
     {"own_cpu_prefetch_kernel", own_cpu_prefetch_kernel},
     {"own_device_prefetch_kernel", own_device_prefetch_kernel},
     {"fresh_kernel", fresh_kernel},
@@ -136,7 +150,9 @@ int main(int argc, char **argv) {
   *(void **)&advise = dlsym(RTLD_DEFAULT, "cuMemAdvise_v2");
   *(void **)&prefetch = dlsym(RTLD_DEFAULT, "cuMemPrefetchAsync_v2");
   *(void **)&range_attributes = dlsym(RTLD_DEFAULT, "cuMemRangeGetAttributes");
-  if (!range_attribute || !set8 || !range_attributes)
+  *(void **)&instantiate = dlsym(RTLD_DEFAULT, "cuGraphInstantiateWithFlags");
+  *(void **)&graph_launch = dlsym(RTLD_DEFAULT, "cuGraphLaunch");
+  if (!range_attribute || !set8 || !range_attributes || !instantiate || !graph_launch)
     return fprintf(stderr, "guard_ahead: no entry\n"), 1;
   EXPECT_RC(cu.cuModuleLoadData(&mod, ptx), CUDA_SUCCESS);
   EXPECT_RC(cu.cuModuleGetFunction(&kernel, mod, "touch"), CUDA_SUCCESS);
