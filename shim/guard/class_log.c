@@ -157,4 +157,5 @@ void ac_class_free(struct class *c) {
   range_free(&c->ranges);
   range_free(&c->added);
   range_free(&c->removed);
+  c->shifted = 0;
 }
