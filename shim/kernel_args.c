@@ -102,18 +102,27 @@ static void learn(struct ac_layout *l) {
   if (name) snprintf(l->name, sizeof l->name, "%s", name);
 }
 
-const struct ac_layout *ac_layout_of(CUfunction f) {
-  /* Layouts live as long as the process: a thread's last one is kept without
-   * the lock (a loop launches the same kernel again and again). */
-  static __thread const struct ac_layout *last;
+/* Layouts live as long as the process: a thread's last one is kept without
+ * the lock (a loop launches the same kernel again and again). */
+static __thread const struct ac_layout *last_layout;
+
+/* f's layout if it was learned already, else NULL. */
+static const struct ac_layout *layout_known(CUfunction f) {
+  const struct ac_layout *last = last_layout;
   uintptr_t h = (uintptr_t)f;
   if (last && __atomic_load_n(&last->handle, __ATOMIC_ACQUIRE) == h) return last;
   struct ac_layout *l;
   ac_lock(AC_LOCK_layout);
   HASH_FIND(hh, layouts, &h, sizeof h, l);
   ac_unlock(AC_LOCK_layout);
-  if (l) return last = l;
-  l = calloc(1, sizeof *l);
+  return l ? last_layout = l : NULL;
+}
+
+const struct ac_layout *ac_layout_of(CUfunction f) {
+  const struct ac_layout *known = layout_known(f);
+  if (known) return known;
+  uintptr_t h = (uintptr_t)f;
+  struct ac_layout *l = calloc(1, sizeof *l);
   if (!l) return NULL;
   l->handle = h;
   learn(l);
@@ -125,7 +134,7 @@ const struct ac_layout *ac_layout_of(CUfunction f) {
   else
     HASH_ADD(hh, layouts, handle, sizeof l->handle, l);
   ac_unlock(AC_LOCK_layout);
-  return last = l;
+  return last_layout = l;
 }
 
 /* Model lock held. */
@@ -266,7 +275,9 @@ static void ahead_move(const struct ahead_words *w, size_t bytes, CUstream strea
 
 void ac_launch_ahead(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra) {
   if (!ac_guard_ahead_armed()) return;
-  const struct ac_layout *lay = f ? ac_layout_of(f) : NULL;
+  /* Only a layout learned at an accepted launch: the driver is asked nothing
+   * of a handle before it took a launch of it (the first launch goes without). */
+  const struct ac_layout *lay = f ? layout_known(f) : NULL;
   if (!lay || !lay->known) return;
   struct ahead_words w = {0};
   size_t buffer_size = 0;
