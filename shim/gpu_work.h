@@ -25,6 +25,8 @@ struct ac_layout {
 
 /* f's layout (learned now if it was not), or NULL; lives as long as the process. */
 const struct ac_layout *ac_layout_of(CUfunction f);
+/* f's layout if it was learned already (at an accepted launch), else NULL. */
+const struct ac_layout *ac_layout_known(CUfunction f);
 
 /* Model lock held: the __managed__ variables of module (their count; *bases
  * valid until the model lock is released). */

@@ -106,8 +106,7 @@ static void learn(struct ac_layout *l) {
  * the lock (a loop launches the same kernel again and again). */
 static __thread const struct ac_layout *last_layout;
 
-/* f's layout if it was learned already, else NULL. */
-static const struct ac_layout *layout_known(CUfunction f) {
+const struct ac_layout *ac_layout_known(CUfunction f) {
   const struct ac_layout *last = last_layout;
   uintptr_t h = (uintptr_t)f;
   if (last && __atomic_load_n(&last->handle, __ATOMIC_ACQUIRE) == h) return last;
@@ -119,7 +118,7 @@ static const struct ac_layout *layout_known(CUfunction f) {
 }
 
 const struct ac_layout *ac_layout_of(CUfunction f) {
-  const struct ac_layout *known = layout_known(f);
+  const struct ac_layout *known = ac_layout_known(f);
   if (known) return known;
   uintptr_t h = (uintptr_t)f;
   struct ac_layout *l = calloc(1, sizeof *l);
@@ -236,64 +235,6 @@ static void scan_module_variables(struct ac_gpu_work *l) {
   size_t n = ac_module_variables(l->layout->module, &base);
   for (size_t i = 0; i < n; i++)
     ac_work_judge_address(l, base[i], l->layout->name, -1, 0, AC_VIA_MANAGED_VARIABLE);
-}
-
-/* ---- closed memory moved to the GPU ahead of the work (guard/ahead.c) ---- */
-
-/* The words that may point at closed memory, found without the lock. */
-struct ahead_words {
-  int n;
-  uintptr_t word[AC_GUARD_AHEAD_MAX * 2];
-};
-
-static void ahead_scan(struct ahead_words *w, const unsigned char *p, size_t size) {
-  for (size_t off = 0; off + sizeof(uintptr_t) <= size; off += sizeof(uintptr_t)) {
-    uintptr_t word;
-    memcpy(&word, p + off, sizeof word);
-    if (word && w->n < (int)(sizeof w->word / sizeof w->word[0]) &&
-        ac_guard_ahead_maybe(word, word + 1))
-      w->word[w->n++] = word;
-  }
-}
-
-/* The words' allocations (whole; bytes 0) or [word[0], + bytes), moved to the
- * GPU on stream when the guard closed them and no capture is in progress. */
-static void ahead_move(const struct ahead_words *w, size_t bytes, CUstream stream,
-                       bool per_thread) {
-  struct ac_guard_ahead b = {0};
-  ac_model_enter();
-  struct ac_stream *s = ac_resolve_stream_locked(stream, per_thread, ac_thread_id()).stream;
-  if (s && !s->capturing && !ac_capture_any(ac_model))
-    for (int i = 0; i < w->n; i++) {
-      struct ac_alloc *a = ac_model_find_alloc(ac_model, w->word[i]);
-      if (a)
-        ac_guard_ahead_note_locked(&b, a, bytes ? w->word[i] : 0, bytes ? w->word[i] + bytes : 0);
-    }
-  ac_model_leave_as_is();
-  ac_guard_ahead_issue(&b, stream, per_thread);
-}
-
-void ac_launch_ahead(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra) {
-  if (!ac_guard_ahead_armed()) return;
-  /* Only a layout learned at an accepted launch: the driver is asked nothing
-   * of a handle before it took a launch of it (the first launch goes without). */
-  const struct ac_layout *lay = f ? layout_known(f) : NULL;
-  if (!lay || !lay->known) return;
-  struct ahead_words w = {0};
-  size_t buffer_size = 0;
-  const unsigned char *buffer = params ? NULL : ac_extra_buffer(extra, &buffer_size);
-  for (int i = 0; i < lay->count; i++)
-    if (params && params[i])
-      ahead_scan(&w, params[i], lay->size[i]);
-    else if (buffer && (size_t)lay->offset[i] + lay->size[i] <= buffer_size)
-      ahead_scan(&w, buffer + lay->offset[i], lay->size[i]);
-  if (w.n) ahead_move(&w, 0, stream, per_thread);
-}
-
-void ac_copy_ahead(CUstream stream, bool per_thread, uintptr_t dst, size_t bytes) {
-  if (!dst || !bytes || !ac_guard_ahead_armed() || !ac_guard_ahead_maybe(dst, dst + bytes)) return;
-  struct ahead_words w = {1, {dst}};
-  ahead_move(&w, bytes, stream, per_thread);
 }
 
 /* `device` semantics hold only where every device has concurrent managed

@@ -17,6 +17,7 @@
  *   check_order.c         the ordering model's events: work, synchronisation, host functions
  *   check_context.c       the context of each stream: a context's events and synchronisation
  *   kernel_args.c         what launches and copies give the GPU: AC301, AC302, reach
+ *   work_ahead.c          what work is about to reach, read for the guard to move it first
  *   graph_args.c          what an executable graph gives the GPU, following its changes
  *   graph_read.c          a graph's nodes read into an executable
  *   graph_args_internal.h  what graph_args.c and graph_read.c share
@@ -259,8 +260,8 @@ void ac_check_advised(const char *api, CUdeviceptr addr, CUmem_advise advice);
 void ac_check_prefetched(CUdeviceptr addr, size_t count, CUmemLocation where);
 /* A successful cuMemRangeGetAttribute of [addr, addr + count): a last prefetch
  * location the guard's own prefetch changed becomes the program's own. */
-void ac_check_prefetch_answer(void *data, size_t size, CUmem_range_attribute attr,
-                              CUdeviceptr addr, size_t count);
+void ac_check_prefetch_answer(void *data, size_t size, CUmem_range_attribute attr, CUdeviceptr addr,
+                              size_t count);
 void ac_check_managed_variable(const char *api, CUdeviceptr base, size_t size, uintptr_t module,
                                const char *name);
 /* Called before cuMemFree (and the other frees of memory the model may have
@@ -320,7 +321,7 @@ void ac_on_launch(void *const *ret_slot, const char *api, CUfunction f,
                   void **params, void **extra);
 void ac_on_copy(const char *api, CUstream stream, bool per_thread, uintptr_t dst, uintptr_t src);
 /* Before a launch, or a copy or set into [dst, dst + bytes), is forwarded:
- * closed memory it reaches moves to the GPU first (guard/ahead.c). */
+ * closed memory it reaches moves to the GPU first (work_ahead.c). */
 void ac_launch_ahead(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra);
 void ac_copy_ahead(CUstream stream, bool per_thread, uintptr_t dst, size_t bytes);
 /* Decides once, when CUDA is initialised, whether `--semantics device`
