@@ -127,10 +127,10 @@ struct ac_stream {
   UT_hash_handle by_serial;
 };
 
-/* Memory the attach rules govern: cuMemAllocManaged and __managed__ variables. */
 /* The program prefetched [start, end) of a to a location (a CUmemLocationType
  * and id): kept as its own last prefetch. False when memory ran out. */
 bool ac_model_note_prefetch(struct ac_alloc *a, uintptr_t start, uintptr_t end, int type, int id);
+/* Memory the attach rules govern: cuMemAllocManaged and __managed__ variables. */
 static inline bool ac_alloc_is_managed(const struct ac_alloc *a) {
   return a->kind == AC_MEM_MANAGED || a->kind == AC_MEM_MANAGED_VAR;
 }

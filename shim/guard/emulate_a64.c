@@ -1,7 +1,7 @@
 /* emulate_a64.c - one aarch64 load or store carried out on a register file
  * (emulate_a64.h). Decoded from the Arm Architecture Reference Manual's
- * "Loads and Stores" encodings; only the plain forms a compiler emits for
- * ordinary memory accesses are done, anything else is left to the caller,
+ * "Loads and Stores" encodings; the forms a compiler emits for ordinary and
+ * atomic memory accesses are done, anything else is left to the caller,
  * which then lets the page go as before. */
 #include "emulate_a64.h"
 

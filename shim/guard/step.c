@@ -33,9 +33,10 @@
  * aarch64 has no user-mode single step: there the access is carried out by
  * the handler instead (emulate_a64.c), on the registers its signal frame
  * holds, with the page open for that alone, and the frame's program counter
- * moved past it. Plain loads and stores are; an instruction the emulator
- * leaves alone (exclusives, atomics, acquire/release, vector structures)
- * lets the page go to every thread until the next transition, as before.
+ * moved past it. Plain loads and stores are, load-acquire and store-release,
+ * and the LSE atomics; an instruction the emulator leaves alone (exclusives,
+ * pair atomics, vector structures) lets the page go to every thread until
+ * the next transition, as before.
  *
  * A stepped page is also listed as lifted (fault.c), so that a step whose
  * trap never comes - the frame holding the flag left by siglongjmp from a
