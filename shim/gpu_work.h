@@ -45,6 +45,30 @@ static inline const unsigned char *ac_extra_buffer(void **extra, size_t *size) {
   return buffer;
 }
 
+/* fn for each pointer-sized, aligned word of each parameter of a launch
+ * whose layout is lay, its arguments given as params or in extra's buffer:
+ * the word (0 too), its parameter's index and its offset there. Inline, so
+ * that each caller's fn is inlined into the walk. */
+static inline void
+ac_for_each_argument_word(const struct ac_layout *lay, void **params, void **extra,
+                          void (*fn)(uintptr_t word, int param, size_t offset, void *ctx),
+                          void *ctx) {
+  size_t buffer_size = 0;
+  const unsigned char *buffer = params ? NULL : ac_extra_buffer(extra, &buffer_size);
+  for (int i = 0; i < lay->count; i++) {
+    const unsigned char *p = NULL;
+    if (params)
+      p = params[i];
+    else if (buffer && (size_t)lay->offset[i] + lay->size[i] <= buffer_size)
+      p = buffer + lay->offset[i];
+    for (size_t off = 0; p && off + sizeof(uintptr_t) <= lay->size[i]; off += sizeof(uintptr_t)) {
+      uintptr_t word;
+      memcpy(&word, p + off, sizeof word);
+      fn(word, i, off, ctx);
+    }
+  }
+}
+
 /* The first byte one side of a 3D copy touches, by its memory type: HOST is
  * the host pointer, DEVICE and UNIFIED the device pointer (UNIFIED: a unified
  * pointer, host or device); arrays are never managed memory. */

@@ -206,28 +206,14 @@ void ac_work_judge_use(struct ac_gpu_work *l, struct ac_alloc *a, uintptr_t addr
   l->n++;
 }
 
-static void scan_bytes(struct ac_gpu_work *l, const unsigned char *p, size_t size, int param) {
-  for (size_t off = 0; off + sizeof(uintptr_t) <= size; off += sizeof(uintptr_t)) {
-    uintptr_t word;
-    memcpy(&word, p + off, sizeof word);
-    stats.words++;
-    if (word) ac_work_judge_address(l, word, l->layout->name, param, off, AC_VIA_ARGUMENT);
-  }
+static void judge_word(uintptr_t word, int param, size_t offset, void *ctx) {
+  struct ac_gpu_work *l = ctx;
+  stats.words++;
+  if (word) ac_work_judge_address(l, word, l->layout->name, param, offset, AC_VIA_ARGUMENT);
 }
 
 static void scan_arguments(struct ac_gpu_work *l, void **params, void **extra) {
-  const struct ac_layout *lay = l->layout;
-  if (params) {
-    for (int i = 0; i < lay->count; i++)
-      if (params[i]) scan_bytes(l, params[i], lay->size[i], i);
-    return;
-  }
-  size_t buffer_size;
-  const unsigned char *buffer = ac_extra_buffer(extra, &buffer_size);
-  if (!buffer) return;
-  for (int i = 0; i < lay->count; i++)
-    if ((size_t)lay->offset[i] + lay->size[i] <= buffer_size)
-      scan_bytes(l, buffer + lay->offset[i], lay->size[i], i);
+  ac_for_each_argument_word(l->layout, params, extra, judge_word, l);
 }
 
 static void scan_module_variables(struct ac_gpu_work *l) {

@@ -15,14 +15,12 @@ struct ahead_words {
   uintptr_t word[AC_GUARD_AHEAD_MAX * 2];
 };
 
-static void ahead_scan(struct ahead_words *w, const unsigned char *p, size_t size) {
-  for (size_t off = 0; off + sizeof(uintptr_t) <= size; off += sizeof(uintptr_t)) {
-    uintptr_t word;
-    memcpy(&word, p + off, sizeof word);
-    if (word && w->n < (int)(sizeof w->word / sizeof w->word[0]) &&
-        ac_guard_ahead_maybe(word, word + 1))
-      w->word[w->n++] = word;
-  }
+static void note_word(uintptr_t word, int param, size_t offset, void *ctx) {
+  struct ahead_words *w = ctx;
+  (void)param, (void)offset;
+  if (word && w->n < (int)(sizeof w->word / sizeof w->word[0]) &&
+      ac_guard_ahead_maybe(word, word + 1))
+    w->word[w->n++] = word;
 }
 
 /* The words' allocations (whole; bytes 0) or [word[0], + bytes), moved to the
@@ -49,13 +47,7 @@ void ac_launch_ahead(CUfunction f, CUstream stream, bool per_thread, void **para
   const struct ac_layout *lay = f ? ac_layout_known(f) : NULL;
   if (!lay || !lay->known) return;
   struct ahead_words w = {0};
-  size_t buffer_size = 0;
-  const unsigned char *buffer = params ? NULL : ac_extra_buffer(extra, &buffer_size);
-  for (int i = 0; i < lay->count; i++)
-    if (params && params[i])
-      ahead_scan(&w, params[i], lay->size[i]);
-    else if (buffer && (size_t)lay->offset[i] + lay->size[i] <= buffer_size)
-      ahead_scan(&w, buffer + lay->offset[i], lay->size[i]);
+  ac_for_each_argument_word(lay, params, extra, note_word, &w);
   if (w.n) ahead_move(&w, 0, stream, per_thread);
 }
 
