@@ -69,6 +69,13 @@ ac_for_each_argument_word(const struct ac_layout *lay, void **params, void **ext
   }
 }
 
+/* Reading ahead of work (work_ahead.c): takes the model lock; whether memory
+ * may be moved ahead of work on stream now - no capture is in progress, whose
+ * graph the prefetch could join or break. ac_ahead_end releases the lock and
+ * enqueues b's prefetches on stream, whatever begin said. */
+bool ac_ahead_begin(CUstream stream, bool per_thread);
+void ac_ahead_end(const struct ac_guard_ahead *b, CUstream stream, bool per_thread);
+
 /* The first byte one side of a 3D copy touches, by its memory type: HOST is
  * the host pointer, DEVICE and UNIFIED the device pointer (UNIFIED: a unified
  * pointer, host or device); arrays are never managed memory. */

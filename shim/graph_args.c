@@ -358,10 +358,9 @@ void ac_on_graph_launch(const char *api, CUgraphExec exec, CUstream stream, bool
 void ac_graph_launch_ahead(CUgraphExec exec, CUstream stream, bool per_thread) {
   if (!ac_guard_ahead_armed()) return;
   struct ac_guard_ahead b = {0};
-  ac_model_enter();
-  const struct graph_exec *g = find_exec((uintptr_t)exec);
-  struct ac_stream *s = ac_resolve_stream_locked(stream, per_thread, ac_thread_id()).stream;
-  for (size_t i = 0; g && s && !s->capturing && !ac_capture_any(ac_model) && i < g->count; i++) {
+  const struct graph_exec *g =
+      ac_ahead_begin(stream, per_thread) ? find_exec((uintptr_t)exec) : NULL;
+  for (size_t i = 0; g && i < g->count; i++) {
     const struct graph_use *u = &g->uses[i];
     bool written = u->operation == AC_WORK_KERNEL || u->addr == u->dst; /* not a copy's source */
     struct ac_alloc *a = written && ac_guard_ahead_maybe(u->addr, u->addr + 1)
@@ -369,8 +368,7 @@ void ac_graph_launch_ahead(CUgraphExec exec, CUstream stream, bool per_thread) {
                              : NULL;
     if (a) ac_guard_ahead_note_locked(&b, a, 0, 0);
   }
-  ac_model_leave_as_is();
-  ac_guard_ahead_issue(&b, stream, per_thread);
+  ac_ahead_end(&b, stream, per_thread);
 }
 
 bool ac_graph_launch_probe(struct ac_gpu_work *l, CUgraphExec exec, CUstream stream,

@@ -23,21 +23,29 @@ static void note_word(uintptr_t word, int param, size_t offset, void *ctx) {
     w->word[w->n++] = word;
 }
 
+bool ac_ahead_begin(CUstream stream, bool per_thread) {
+  ac_model_enter();
+  struct ac_stream *s = ac_resolve_stream_locked(stream, per_thread, ac_thread_id()).stream;
+  return s && !s->capturing && !ac_capture_any(ac_model);
+}
+
+void ac_ahead_end(const struct ac_guard_ahead *b, CUstream stream, bool per_thread) {
+  ac_model_leave_as_is(); /* nothing the guard follows changed */
+  ac_guard_ahead_issue(b, stream, per_thread);
+}
+
 /* The words' allocations (whole; bytes 0) or [word[0], + bytes), moved to the
- * GPU on stream when the guard closed them and no capture is in progress. */
+ * GPU on stream where the guard closed them. */
 static void ahead_move(const struct ahead_words *w, size_t bytes, CUstream stream,
                        bool per_thread) {
   struct ac_guard_ahead b = {0};
-  ac_model_enter();
-  struct ac_stream *s = ac_resolve_stream_locked(stream, per_thread, ac_thread_id()).stream;
-  if (s && !s->capturing && !ac_capture_any(ac_model))
+  if (ac_ahead_begin(stream, per_thread))
     for (int i = 0; i < w->n; i++) {
       struct ac_alloc *a = ac_model_find_alloc(ac_model, w->word[i]);
       if (a)
         ac_guard_ahead_note_locked(&b, a, bytes ? w->word[i] : 0, bytes ? w->word[i] + bytes : 0);
     }
-  ac_model_leave_as_is();
-  ac_guard_ahead_issue(&b, stream, per_thread);
+  ac_ahead_end(&b, stream, per_thread);
 }
 
 void ac_launch_ahead(CUfunction f, CUstream stream, bool per_thread, void **params, void **extra) {
