@@ -381,6 +381,13 @@ FAKE_EXPORT CUresult cuMemHostUnregister(void *p) {
              : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
 
+/* The managed allocation that holds all of [p, p + count), or NULL;
+ * fake_lock held. */
+static struct fake_alloc *managed_range(CUdeviceptr p, size_t count) {
+  struct fake_alloc *a = fake_find_alloc(p);
+  return a && a->kind == FAKE_MANAGED && count <= a->base + a->size - p ? a : NULL;
+}
+
 /* ---- placement advice: taken for managed memory, changes nothing here ---- */
 
 static CUresult advise(CUdeviceptr p, size_t count, CUmem_advise advice) {
@@ -388,8 +395,7 @@ static CUresult advise(CUdeviceptr p, size_t count, CUmem_advise advice) {
   if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY || !count)
     return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&fake_lock);
-  struct fake_alloc *a = fake_find_alloc(p);
-  bool managed = a && a->kind == FAKE_MANAGED && count <= a->base + a->size - p;
+  bool managed = managed_range(p, count) != NULL;
   pthread_mutex_unlock(&fake_lock);
   return managed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
@@ -418,11 +424,10 @@ static CUresult prefetch(CUdeviceptr p, size_t count, CUmemLocation where, CUstr
   else
     return CUDA_ERROR_INVALID_DEVICE;
   pthread_mutex_lock(&fake_lock);
-  struct fake_alloc *a = fake_find_alloc(p);
-  bool managed = a && a->kind == FAKE_MANAGED && count && count <= a->base + a->size - p;
-  if (managed) a->prefetched = to;
+  struct fake_alloc *a = count ? managed_range(p, count) : NULL;
+  if (a) a->prefetched = to;
   pthread_mutex_unlock(&fake_lock);
-  if (!managed) return CUDA_ERROR_INVALID_VALUE;
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
   return fake_enqueue_work(h, pt);
 }
 static CUmemLocation device_location(CUdevice dev) {
@@ -467,11 +472,10 @@ FAKE_EXPORT CUresult cuMemRangeGetAttribute(void *data, size_t size, CUmem_range
   if (!data || attr != CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION || size != sizeof(int))
     return CUDA_ERROR_INVALID_VALUE;
   pthread_mutex_lock(&fake_lock);
-  struct fake_alloc *a = fake_find_alloc(p);
-  bool managed = a && a->kind == FAKE_MANAGED && count && count <= a->base + a->size - p;
-  int to = managed ? a->prefetched : 0;
+  struct fake_alloc *a = count ? managed_range(p, count) : NULL;
+  int to = a ? a->prefetched : 0;
   pthread_mutex_unlock(&fake_lock);
-  if (!managed) return CUDA_ERROR_INVALID_VALUE;
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
   *(int *)data = to == 0 ? CU_DEVICE_INVALID : to == 1 ? CU_DEVICE_CPU : to - 2;
   return CUDA_SUCCESS;
 }
