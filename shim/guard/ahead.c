@@ -23,6 +23,22 @@
  * guard opens some pages (ac_guard.opened moves): until then the CPU has not
  * touched it, so it is still where the prefetch put it.
  *
+ * After that, only what the CPU holds is moved. Pages the GPU holds already
+ * are not slowed, and a prefetch is not free: a CuPy loop over a memory pool
+ * and a Numba pipeline, whose arrays the guard closes at each launch and
+ * opens again at each synchronisation, ran 2x and 3.4x with a prefetch of
+ * each argument every step, at the bare speed with none. The kernel tells
+ * which pages the CPU maps (mincore: a managed page is mapped on the CPU
+ * only while the CPU holds it, closed or not; docs/driver-facts.md), so
+ * memory moved whole once is moved again only where the CPU mapped at least
+ * AHEAD_HELD_MIN of it since, and only from its first such page to its last.
+ * Fewer are left to the GPU's faults: a prefetch that moves anything costs
+ * the stream 70-170 us, the slow path about 70 us per 64 KiB the driver
+ * moves (the Numba pipeline, whose host writes one element an array a step,
+ * still ran 3.3x prefetching those 64 KiB). A fresh allocation, mapped
+ * nowhere yet, is moved whole the first time: its first GPU write is the
+ * slow one.
+ *
  * Left alone: protection keys (a closing key leaves the mapping writable, and
  * the GPU never slows), memory the program gave placement advice for (the
  * prefetch would override it), a kernel argument's allocation over
@@ -34,6 +50,8 @@
  * LAST_PREFETCH_LOCATION and _TYPE are answered as the program's own prefetches
  * left them (ac_alloc.ahead_last, check_memory.c).
  */
+#include <sys/mman.h>
+
 #include "guard_internal.h"
 #include "shim.h"
 
@@ -51,6 +69,38 @@ bool ac_guard_ahead_maybe(uintptr_t start, uintptr_t end) {
   bool overflow;
   return ac_published_find(&ac_guard.closed, start, end, NULL, NULL, &at, &overflow) >= 0 ||
          overflow;
+}
+
+/* The least the CPU must hold of memory moved before for it to be moved
+ * again: below it the GPU's own faults cost less than a prefetch. */
+#define AHEAD_HELD_MIN ((size_t)256 << 10)
+
+/* Pages mincore looks at in one call: its answer is a byte a page. */
+#define AHEAD_PAGES_AT_ONCE 1024
+
+/* [*start, *end) narrowed to the pages of it the CPU maps, first to last;
+ * false when it maps less than AHEAD_HELD_MIN. Where the kernel cannot tell,
+ * all of it. */
+static bool cpu_holds(uintptr_t *start, uintptr_t *end) {
+  uintptr_t page = (uintptr_t)ac_guard.page_size;
+  uintptr_t from = ac_guard_page_floor(*start), to = ac_guard_page_floor(*end - 1) + page;
+  uintptr_t first = 0, last = 0;
+  size_t count = 0;
+  unsigned char held[AHEAD_PAGES_AT_ONCE];
+  for (uintptr_t at = from; at < to; at += AHEAD_PAGES_AT_ONCE * page) {
+    size_t n = (to - at) / page < AHEAD_PAGES_AT_ONCE ? (to - at) / page : AHEAD_PAGES_AT_ONCE;
+    if (mincore((void *)at, n * page, held) != 0) return true;
+    for (size_t i = 0; i < n; i++) {
+      if (!(held[i] & 1)) continue;
+      count++;
+      if (!first) first = at + i * page;
+      last = at + (i + 1) * page;
+    }
+  }
+  if (count * page < AHEAD_HELD_MIN) return false;
+  *start = first > *start ? first : *start;
+  *end = last < *end ? last : *end;
+  return true;
 }
 
 /* The mark of memory moved since pages were last opened; never 0. */
@@ -75,6 +125,12 @@ void ac_guard_ahead_note_locked(struct ac_guard_ahead *b, struct ac_alloc *a, ui
   }
   uint16_t mark = current_mark();
   if (a->ahead_mark == mark || !range_meets(&ac_guard.protected_now, start, end)) return;
+  if (a->ahead_mark != 0 && !cpu_holds(&start, &end)) {
+    /* Moved whole before, and the CPU has mapped too little of it since. */
+    if (whole) a->ahead_mark = mark;
+    if (ac_opts.verbose) __atomic_add_fetch(&ac_guard.stats.ahead_held, 1, __ATOMIC_RELAXED);
+    return;
+  }
   for (int i = 0; i < b->n; i++)
     if (b->start[i] == start && b->end[i] == end) return;
   b->start[b->n] = start;

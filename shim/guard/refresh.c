@@ -314,11 +314,11 @@ void ac_guard_print_stats(void) {
          ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
          ac_guard.stats.handler_seconds * 1e3);
   ac_guard.backend->print_stats();
-  if (ac_guard.stats.ahead || ac_guard.stats.ahead_refused)
+  if (ac_guard.stats.ahead || ac_guard.stats.ahead_refused || ac_guard.stats.ahead_held)
     ac_log("page guard: %lu prefetches of closed memory to the GPU ahead of work (%.1f MiB), %lu "
-           "refused by the driver",
+           "refused by the driver; %lu times memory moved before was left where the GPU held it",
            ac_guard.stats.ahead, (double)ac_guard.stats.ahead_bytes / (1 << 20),
-           ac_guard.stats.ahead_refused);
+           ac_guard.stats.ahead_refused, ac_guard.stats.ahead_held);
   ac_model_leave();
 }
 

@@ -13,6 +13,7 @@
  * test_ahead.py).
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "scenario.h"
 
@@ -57,6 +58,35 @@ static void fresh_two_kernels(void) {
   CUdeviceptr p = fresh_while_busy(1 << 20);
   launch(s, p);
   launch(s, p);
+}
+/* right: kernels given it in two busy periods, the CPU not touching it
+ * between: moved once (the GPU still holds it) */
+static void again_kernel(void) {
+  CUdeviceptr p = fresh_while_busy(1 << 20);
+  launch(s, p);
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  launch(s, busy);
+  launch(s, p);
+}
+/* Kernels given 1 MiB in two busy periods, the CPU writing bytes [from, to)
+ * of it between. */
+static void touched_between(size_t from, size_t to) {
+  CUdeviceptr p = fresh_while_busy(1 << 20);
+  launch(s, p);
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  memset((char *)p + from, 1, to - from);
+  launch(s, busy);
+  launch(s, p);
+}
+/* right: the CPU writing half of it between: moved twice, the second time
+ * only that half */
+static void touched_kernel(void) {
+  touched_between(256 << 10, 768 << 10);
+}
+/* right: the CPU writing one byte of it between: moved once (the GPU's
+ * faults on a few pages cost less than a prefetch) */
+static void touched_byte_kernel(void) {
+  touched_between(5000, 5001);
 }
 /* right: a set of fresh closed memory: moved */
 static void fresh_set(void) {
@@ -127,6 +157,9 @@ static void own_device_prefetch_kernel(void) {
 
 static const struct scenario_case cases[] = {
     {"fresh_two_kernels", fresh_two_kernels},
+    {"again_kernel", again_kernel},
+    {"touched_kernel", touched_kernel},
+    {"touched_byte_kernel", touched_byte_kernel},
     {"graph_kernel", graph_kernel},
     {"own_cpu_prefetch_kernel", own_cpu_prefetch_kernel},
     {"own_device_prefetch_kernel", own_device_prefetch_kernel},
