@@ -25,12 +25,18 @@ def prefetches(case, options):
     return (int(m.group(1)), float(m.group(2)), int(m.group(3))) if m else (0, 0.0, 0), p
 
 
+# Where mincore refuses closed pages (qemu-user does), the guard cannot tell what the CPU holds
+# and moves memory moved before whole again, as it did before it looked.
+HOLDS = run([PROG, "mincore_answers"], env=env).returncode == 0
+AGAIN = (1, 1.0, 0) if HOLDS else (2, 2.0, 0)
+TOUCHED = (2, 1.5, 0) if HOLDS else (2, 2.0, 0)
+
 for case, options, want, status in [
         ("fresh_kernel", MPROTECT, (1, 1.0, 0), 0),
         ("fresh_two_kernels", MPROTECT, (1, 1.0, 0), 0),
-        ("again_kernel", MPROTECT, (1, 1.0, 0), 0),
-        ("touched_kernel", MPROTECT, (2, 1.5, 0), 0),
-        ("touched_byte_kernel", MPROTECT, (1, 1.0, 0), 0),
+        ("again_kernel", MPROTECT, AGAIN, 0),
+        ("touched_kernel", MPROTECT, TOUCHED, 0),
+        ("touched_byte_kernel", MPROTECT, AGAIN, 0),
         ("graph_kernel", MPROTECT, (1, 1.0, 0), 0),
         ("fresh_set", MPROTECT, (1, 1.0, 0), 0),
         ("large_set", MPROTECT, (1, 1.0, 0), 0),

@@ -10,10 +10,13 @@
  * any other driver answer. Every case is a correct program: the memory is only
  * reached by the GPU (kernels are empty; sets and prefetches are the driver's).
  * Whether the guard did prefetch is its own count (--verbose 1; tests/cli/
- * test_ahead.py).
+ * test_ahead.py). guard_ahead mincore_answers tells that test whether the
+ * guard can see which pages the CPU holds here.
  */
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "scenario.h"
 
@@ -172,8 +175,21 @@ static const struct scenario_case cases[] = {
     {"large_set", large_set},
 };
 
+/* Whether mincore answers on closed pages, as the guard asks it (the kernel
+ * does; an emulator may refuse them): exit 0 when it does, 3 when not. */
+static int mincore_answers(void) {
+  long page = sysconf(_SC_PAGESIZE);
+  unsigned char held;
+  void *p = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return 1;
+  int r = mincore(p, (size_t)page, &held);
+  munmap(p, (size_t)page);
+  return r == 0 ? 0 : 3;
+}
+
 int main(int argc, char **argv) {
   CUmodule mod;
+  if (argc == 2 && strcmp(argv[1], "mincore_answers") == 0) return mincore_answers();
   const struct scenario_case *c = CASE_FROM_ARGS(cases, argc, argv);
   if (!c) return 2;
   start_cuda("link");
