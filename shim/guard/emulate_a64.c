@@ -158,7 +158,10 @@ static void store_one(const struct access *a, const struct ac_a64_regs *r, unsig
  * LSE atomics. Done with the compiler's atomics on the naturally aligned
  * word, so the access stays single-copy atomic against other threads and
  * keeps its ordering (a read-modify-write as sequentially consistent, which
- * every acquire/release form of it allows). Exclusives are left alone: the
+ * every acquire/release form of it allows); the RCpc forms with an unscaled
+ * offset too (one that would not be aligned is left alone, as a misaligned
+ * atomic would fault anyway on a processor without LSE2). Exclusives and
+ * pair compare-and-swaps are left alone: the
  * exception return that ends the handler clears the exclusive monitor, so
  * the program's store-exclusive fails and its loop comes back anyway. ---- */
 
@@ -180,13 +183,29 @@ enum atomic_op {
 struct atomic_access {
   unsigned size, rs, rt, rn;
   enum atomic_op op;
+  int64_t offset;  /* the RCpc unscaled forms' immediate */
+  unsigned extend; /* a sign-extending load's width: 64 into X, 32 into W; 0 none */
 };
+
+/* LDAPUR{B,H,SB,SH,SW} and STLUR{B,H} (FEAT_LRCPC2): an acquire load or a
+ * release store at base + a signed 9-bit offset. */
+static bool decode_rcpc_unscaled(uint32_t insn, struct atomic_access *a) {
+  if ((insn & 0x3F200C00u) != 0x19000000u) return false;
+  unsigned opc = (insn >> 22) & 3;
+  if ((opc >= 2 && a->size == 8) || (opc == 3 && a->size == 4)) return false; /* unallocated */
+  a->op = opc == 0 ? A_STORE : A_LOAD;
+  a->extend = opc == 2 ? 64 : opc == 3 ? 32 : 0;
+  a->offset = sign_extend((insn >> 12) & 0x1FF, 9);
+  return true;
+}
 
 static bool decode_atomic(uint32_t insn, struct atomic_access *a) {
   a->size = 1u << (insn >> 30);
   a->rs = (insn >> 16) & 31;
   a->rn = (insn >> 5) & 31;
   a->rt = insn & 31;
+  a->offset = 0, a->extend = 0;
+  if (decode_rcpc_unscaled(insn, a)) return true;
   uint32_t fixed = insn & 0x3FFFFC00u;
   if (fixed == 0x08DFFC00u || fixed == 0x08DF7C00u || fixed == 0x38BFC000u)
     a->op = A_LOAD; /* LDAR, LDLAR, LDAPR */
@@ -250,7 +269,7 @@ ATOMIC_ON(uint64_t)
 static bool emulate_atomic(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi) {
   struct atomic_access a;
   if (!decode_atomic(insn, &a)) return false;
-  uintptr_t at = (uintptr_t)base_reg(r, a.rn);
+  uintptr_t at = (uintptr_t)(base_reg(r, a.rn) + (uint64_t)a.offset);
   if (at % a.size || at < lo || at > hi || a.size > hi - at) return false; /* would not run */
   /* The operand: Rs, or for a store and a compare-and-swap's new value Rt. */
   uint64_t v = xreg(r, a.op == A_STORE || a.op == A_CAS ? a.rt : a.rs), e = xreg(r, a.rs), old = 0;
@@ -269,6 +288,8 @@ static bool emulate_atomic(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, u
     break;
   }
   /* The old value, zero-extended, goes to Rt (to Rs for a compare-and-swap). */
+  if (a.extend) old = (uint64_t)sign_extend(old, a.size * 8);
+  if (a.extend == 32) old = (uint32_t)old;
   unsigned dest = a.op == A_CAS ? a.rs : a.rt;
   if (a.op != A_STORE && dest != 31) r->x[dest] = old;
   r->pc += 4;

@@ -258,6 +258,49 @@ static void atomics(void) {
   CHECK(done(0x382a018b) && r.x[11] == b && mem[250] == (uint8_t)(b + 1)); /* ldaddb */
 }
 
+/* The RCpc forms with an unscaled offset (FEAT_LRCPC2), GNU as's encodings. */
+static void rcpc_unscaled(void) {
+  reset();
+  r.x[1] = AT(0);
+  CHECK(done(0xd9408020) && r.x[0] == mem64(8)); /* ldapur x0, [x1, #8] */
+  reset();
+  r.x[3] = AT(20), r.x[2] = ~0ull;
+  CHECK(done(0x995fc062) && r.x[2] == mem32(16)); /* ldapur w2, [x3, #-4]: upper half zero */
+  reset();
+  r.x[5] = AT(40);
+  CHECK(done(0x194010a4) && r.x[4] == mem[41]); /* ldapurb w4, [x5, #1] */
+  reset();
+  r.x[7] = AT(50);
+  uint16_t h;
+  memcpy(&h, mem + 48, 2);
+  CHECK(done(0x595fe0e6) && r.x[6] == h); /* ldapurh w6, [x7, #-2] */
+  reset();
+  mem[63] = 0x80;
+  r.x[9] = AT(60), r.x[11] = AT(60);
+  CHECK(done(0x19803128) && r.x[8] == 0xffffffffffffff80ull); /* ldapursb x8 */
+  CHECK(done(0x19c0316a) && r.x[10] == 0xffffff80ull);        /* ldapursb w10 */
+  memcpy(mem + 64, "\xfe\xff", 2);
+  r.x[13] = AT(70);
+  CHECK(done(0x599fa1ac) && r.x[12] == 0xfffffffffffffffeull); /* ldapursh x12, [x13, #-6] */
+  memcpy(mem + 72, "\x00\x00\x00\x80", 4);
+  r.x[15] = AT(68);
+  CHECK(done(0x998041ee) && r.x[14] == 0xffffffff80000000ull); /* ldapursw x14, [x15, #4] */
+  reset();
+  r.x[17] = AT(88), r.x[16] = 0x0123456789abcdefull;
+  CHECK(done(0xd91f8230) && mem64(80) == 0x0123456789abcdefull); /* stlur x16, [x17, #-8] */
+  r.x[19] = AT(84), r.x[18] = 0xaabbccdd11223344ull;
+  CHECK(done(0x9900c272) && mem32(96) == 0x11223344u && mem64(80) == 0x0123456789abcdefull);
+  uint8_t after = mem[256];
+  r.x[21] = AT(0), r.x[20] = 0x1ee;
+  CHECK(done(0x190ff2b4) && mem[255] == 0xee && mem[256] == after); /* stlurb w20, [x21, #255] */
+  r.sp = AT(256 + 100), r.x[22] = 0x12345;
+  CHECK(done(0x591003f6) && mem[100] == 0x45 && mem[101] == 0x23); /* stlurh w22, [sp, #-256] */
+  reset();
+  r.x[1] = AT(4);
+  CHECK(refused(0xd9408020)); /* ldapur x0, [x1, #8]: misaligned */
+  CHECK(refused(0xd9808020)); /* size 8, opc 2: unallocated */
+}
+
 static void left_alone(void) {
   reset();
   r.x[1] = r.x[2] = AT(0);
@@ -265,7 +308,6 @@ static void left_alone(void) {
   CHECK(refused(0xc8027c20)); /* stxr w2, x0, [x1] */
   r.x[4] = AT(0);
   CHECK(refused(0x48207c82)); /* casp x0, x1, x2, x3, [x4] */
-  CHECK(refused(0xd9408020)); /* ldapur x0, [x1, #8] */
   r.x[1] = AT(4);             /* misaligned: the processor would not run it */
   CHECK(refused(0xc8dffc20)); /* ldar x0, [x1] */
   r.x[12] = AT(2);
@@ -292,6 +334,7 @@ int main(void) {
   simd();
   ordered();
   atomics();
+  rcpc_unscaled();
   left_alone();
   return TEST_SUMMARY("test_emulate_a64");
 }
