@@ -3,9 +3,9 @@
 itself (--verbose 1): under mprotect a kernel's (a graph's too) or a set's fresh closed memory
 is prefetched once, and nothing is where the memory is open, captured, advised, too large for a
 kernel argument, or where the option, the guard or protection keys leave it alone; memory moved
-before is moved again only where the CPU took 256 KiB or more of it since, and only those pages. What the
-program sees of it is tests/scenarios/guard_ahead.c's rows. ATTACHCHECK_TEST_REAL_DRIVER=1 runs
-it over the real driver."""
+before is moved again only where the CPU took 256 KiB or more of it since, and only those pages.
+What the program sees of it is tests/scenarios/guard_ahead.c's rows.
+ATTACHCHECK_TEST_REAL_DRIVER=1 runs it over the real driver."""
 import os
 import re
 
