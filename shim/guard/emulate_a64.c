@@ -287,7 +287,8 @@ static bool emulate_atomic(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, u
     old = atomic_uint64_t(a.op, (uint64_t *)at, v, e);
     break;
   }
-  /* The old value, zero-extended, goes to Rt (to Rs for a compare-and-swap). */
+  /* The old value goes to Rt (to Rs for a compare-and-swap), zero-extended,
+   * or for LDAPURS* sign-extended to the register's width. */
   if (a.extend) old = (uint64_t)sign_extend(old, a.size * 8);
   if (a.extend == 32) old = (uint32_t)old;
   unsigned dest = a.op == A_CAS ? a.rs : a.rt;
