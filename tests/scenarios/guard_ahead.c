@@ -14,6 +14,7 @@
  * guard can see which pages the CPU holds here.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -62,6 +63,26 @@ static void fresh_two_kernels(void) {
   launch(s, p);
   launch(s, p);
 }
+/* Prints the bytes from the first page of [p, p + size) the CPU holds to its
+ * last (0 when none), as the kernel tells it: how much of the memory the
+ * driver moved to the CPU for a write is the driver's choice (a real one may
+ * move more than was written), and the guard asks the kernel the same way. */
+static void print_held(CUdeviceptr p, size_t size) {
+  size_t page = (size_t)sysconf(_SC_PAGESIZE), first = size, last = 0;
+  unsigned char held[(1 << 20) / 4096];
+  if (size / page > sizeof held || mincore((void *)p, size, held) != 0) {
+    printf("guard_ahead: mincore did not answer\n");
+    return;
+  }
+  for (size_t i = 0; i < size / page; i++)
+    if (held[i] & 1) {
+      if (first == size) first = i * page;
+      last = (i + 1) * page;
+    }
+  printf("guard_ahead: the CPU holds %zu bytes from its first page held to its last\n",
+         first == size ? 0 : last - first);
+}
+
 /* Kernels given 1 MiB in two busy periods, the CPU writing bytes [from, to)
  * of it between. */
 static void touched_between(size_t from, size_t to) {
@@ -69,6 +90,7 @@ static void touched_between(size_t from, size_t to) {
   launch(s, p);
   EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
   memset((char *)p + from, 1, to - from);
+  print_held(p, 1 << 20);
   launch(s, busy);
   launch(s, p);
 }
