@@ -74,8 +74,10 @@ void ac_check_advised(const char *api, CUdeviceptr addr, CUmem_advise advice) {
 void ac_check_prefetched(CUdeviceptr addr, size_t count, CUmemLocation where) {
   ac_model_enter();
   struct ac_alloc *a = ac_model_find_alloc(ac_model, (uintptr_t)addr);
-  if (a && count)
+  if (a && count) {
     ac_model_note_prefetch(a, (uintptr_t)addr, (uintptr_t)addr + count, (int)where.type, where.id);
+    if (where.type != CU_MEM_LOCATION_TYPE_DEVICE) ac_guard_ahead_placed_locked(a);
+  }
   ac_model_leave_as_is();
 }
 

@@ -165,6 +165,9 @@ bool ac_guard_ahead_maybe(uintptr_t start, uintptr_t end);
  * added to b when it is to be moved (model lock held). */
 void ac_guard_ahead_note_locked(struct ac_guard_ahead *b, struct ac_alloc *a, uintptr_t start,
                                 uintptr_t end);
+/* The program placed a on the CPU itself (a prefetch): moved whole again
+ * before work reaches it (model lock held). */
+void ac_guard_ahead_placed_locked(struct ac_alloc *a);
 /* Enqueues b's prefetches on stream (a CUstream; per_thread: as the _ptsz
  * entry points read it), to the current context's device (no lock). */
 void ac_guard_ahead_issue(const struct ac_guard_ahead *b, void *stream, bool per_thread);

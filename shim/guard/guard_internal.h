@@ -101,6 +101,7 @@ struct ac_guard_shared {
     unsigned long fresh_tagged;     /* fresh mappings of managed allocations tagged whole */
     unsigned long ahead, ahead_refused; /* prefetches of closed memory ahead of work (ahead.c) */
     unsigned long ahead_held;           /* memory left where the GPU held it (ahead.c) */
+    unsigned long ahead_unasked;        /* of those, left without asking the kernel */
     unsigned long long ahead_bytes;
     double seconds, handler_seconds;
   } stats;

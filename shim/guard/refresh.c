@@ -316,9 +316,10 @@ void ac_guard_print_stats(void) {
   ac_guard.backend->print_stats();
   if (ac_guard.stats.ahead || ac_guard.stats.ahead_refused || ac_guard.stats.ahead_held)
     ac_log("page guard: %lu prefetches of closed memory to the GPU ahead of work (%.1f MiB), %lu "
-           "refused by the driver; %lu times memory moved before was left where the GPU held it",
+           "refused by the driver; %lu times memory moved before was left where the GPU held it "
+           "(%lu without asking the kernel: no page fault since)",
            ac_guard.stats.ahead, (double)ac_guard.stats.ahead_bytes / (1 << 20),
-           ac_guard.stats.ahead_refused, ac_guard.stats.ahead_held);
+           ac_guard.stats.ahead_refused, ac_guard.stats.ahead_held, ac_guard.stats.ahead_unasked);
   ac_model_leave();
 }
 

@@ -109,6 +109,30 @@ static void touched_kernel(void) {
 static void touched_byte_kernel(void) {
   touched_between(5000, 5001);
 }
+/* right: a kernel given it in eight busy periods, the CPU touching nothing:
+ * moved once; after the first periods the process takes no page fault, and
+ * the guard does not even ask the kernel what the CPU holds */
+static void again_many_kernel(void) {
+  CUdeviceptr p = fresh_while_busy(1 << 20);
+  for (int i = 0; i < 8; i++) {
+    launch(s, p);
+    EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+    launch(s, busy);
+  }
+}
+/* right: moved, then the program prefetches it to the CPU itself (no CPU
+ * fault maps it there): moved whole again for the next kernel */
+static void placed_kernel(void) {
+  CUdeviceptr p = fresh_while_busy(1 << 20);
+  CUmemLocation cpu = {.type = CU_MEM_LOCATION_TYPE_HOST};
+  if (!prefetch) exit(1);
+  launch(s, p);
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  EXPECT_RC(prefetch(p, 1 << 20, cpu, 0, t), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuCtxSynchronize(), CUDA_SUCCESS);
+  launch(s, busy);
+  launch(s, p);
+}
 /* right: a set of fresh closed memory: moved */
 static void fresh_set(void) {
   CUdeviceptr p = fresh_while_busy(1 << 20);
@@ -181,6 +205,8 @@ static const struct scenario_case cases[] = {
     {"again_kernel", again_kernel},
     {"touched_kernel", touched_kernel},
     {"touched_byte_kernel", touched_byte_kernel},
+    {"again_many_kernel", again_many_kernel},
+    {"placed_kernel", placed_kernel},
     {"graph_kernel", graph_kernel},
     {"own_cpu_prefetch_kernel", own_cpu_prefetch_kernel},
     {"own_device_prefetch_kernel", own_device_prefetch_kernel},
