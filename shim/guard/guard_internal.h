@@ -87,10 +87,12 @@ struct ac_guard_shared {
   /* What the guard cost, for --verbose. */
   struct {
     unsigned long refreshes, rebuilds, mprotects, faults, driver_faults, unjudged, largest;
-    unsigned long from_scratch, window_ranges; /* wanted.c's two ways */
-    unsigned long resumed;                     /* windows over the pages kept while idle */
-    unsigned long skipped;                     /* attaches that could change no page */
-    unsigned long steps;                       /* accesses stepped (step.c) */
+    unsigned long from_scratch, window_ranges;   /* wanted.c's two ways */
+    unsigned long resumed;                       /* windows over the pages kept while idle */
+    unsigned long skipped;                       /* attaches that could change no page */
+    unsigned long steps;                         /* accesses stepped (step.c) */
+    unsigned long steps_timed;                   /* of those, with their pages' open time */
+    double step_open_seconds, step_open_longest; /* ... in all, the longest */
     unsigned long key_faults, disagreements;
     unsigned long judged_late;         /* accesses of handlers inside the shim (deferred.h) */
     unsigned long let_go_again;        /* faults on pages the guard had already let go */

@@ -313,6 +313,11 @@ void ac_guard_print_stats(void) {
          ac_guard.stats.let_go_again, ac_guard.stats.steps, ac_guard.stats.left_open_for_calls,
          ac_guard.stats.largest, ac_guard.stats.seconds * 1e3,
          ac_guard.stats.handler_seconds * 1e3);
+  if (ac_guard.stats.steps_timed)
+    ac_log("page guard: a stepped access's page was open to every thread %.1f us on average, "
+           "%.1f us at most (%lu steps)",
+           ac_guard.stats.step_open_seconds * 1e6 / (double)ac_guard.stats.steps_timed,
+           ac_guard.stats.step_open_longest * 1e6, ac_guard.stats.steps_timed);
   ac_guard.backend->print_stats();
   if (ac_guard.stats.ahead || ac_guard.stats.ahead_refused || ac_guard.stats.ahead_held)
     ac_log("page guard: %lu prefetches of closed memory to the GPU ahead of work (%.1f MiB), %lu "

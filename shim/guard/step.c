@@ -38,6 +38,12 @@
  * pair atomics, vector structures) lets the page go to every thread until
  * the next transition, as before.
  *
+ * While a page is open for a step, another thread's access to it goes
+ * unseen: the window lasts from the fault handler's return through the
+ * instruction and the trap's delivery to its handler's close. --verbose
+ * tells how long it was open at most and on average (measured on the
+ * mprotect backend's pages; the lift key's step opens nothing to others).
+ *
  * A stepped page is also listed as lifted (fault.c), so that a step whose
  * trap never comes - the frame holding the flag left by siglongjmp from a
  * handler that ran before the instruction - leaves the guard's book right:
@@ -51,6 +57,7 @@
 
 #include "emulate_a64.h"
 #include "fault_esr.h"
+#include "sys.h"
 #include "guard_internal.h"
 #include "shim.h"
 
@@ -63,6 +70,7 @@ struct step {
   uintptr_t page[STEP_PAGES_MAX];
   unsigned n;
   uint64_t settles;
+  double opened_at;      /* --verbose: when the first of its pages was opened */
   bool lift;             /* the keys' lift key granted for this one instruction */
   bool trap_was_blocked; /* in the program's mask: put back after the step */
 };
@@ -133,6 +141,7 @@ bool ac_guard_step_arm(uintptr_t page, void *ucontext) {
   if (!ucontext || i < 0 || judged.steps[i] >= AC_GUARD_STEPS_PER_PAGE) return false;
   if (step.n == STEP_PAGES_MAX && step.settles == ac_guard.settles) return false;
   if (!arm_frame(i, ucontext)) return false;
+  if (!step.n && ac_opts.verbose) step.opened_at = ac_sys_now_seconds();
   step.page[step.n++] = page;
   return true;
 }
@@ -167,6 +176,13 @@ void ac_guard_step_end(void *ucontext) {
   /* After a transition the refresh settled these pages itself. */
   for (unsigned i = 0; i < step.n && step.settles == ac_guard.settles; i++)
     ac_guard_unlift_page(step.page[i]);
+  if (ac_opts.verbose && step.settles == ac_guard.settles) {
+    /* How long every thread could reach the pages unseen (step.c's head). */
+    double open = ac_sys_now_seconds() - step.opened_at;
+    ac_guard.stats.step_open_seconds += open;
+    if (open > ac_guard.stats.step_open_longest) ac_guard.stats.step_open_longest = open;
+    ac_guard.stats.steps_timed++;
+  }
   step.n = 0;
   ac_model_leave_as_is();
 }

@@ -4,6 +4,7 @@ plain LD_PRELOAD (malformed ATTACHCHECK_* values, the standalone JSON report).""
 import importlib.util
 import json
 import os
+import platform
 import re
 import subprocess
 import sys
@@ -226,6 +227,20 @@ check("--verbose 3: each protection change traced with its time",
 p = run([CLI, "--guard-pages", "mprotect", "--verbose", "1", HOST_ACCESS, "global_touch_busy"])
 check("--verbose 1: no protection trace", p.returncode == 0 and "guard: mprotect [" not in p.stderr,
       p.stderr[-600:])
+
+# --verbose 1 says how long a stepped access's page was open to every thread
+# (x86-64 steps; aarch64 carries the access out with the page open to the
+# handler alone, and says nothing).
+p = run([CLI, "--guard-pages", "mprotect", "--verbose", "1", HOST_ACCESS, "two_threads_touch_busy"])
+stepped = re.search(r"(\d+) accesses stepped", p.stderr)
+window = re.search(r"page guard: a stepped access's page was open to every thread ([0-9.]+) us on "
+                   r"average, ([0-9.]+) us at most \((\d+) steps\)", p.stderr)
+if platform.machine() == "x86_64":
+    check("--verbose 1: how long a stepped access's page was open",
+          p.returncode == 0 and stepped and window and window.group(3) == stepped.group(1)
+          and 0 < float(window.group(1)) <= float(window.group(2)), p.stderr[-900:])
+else:
+    check("--verbose 1: no step, no window", p.returncode == 0 and not window, p.stderr[-600:])
 
 # A page under a protection key of the program's own takes no key of the
 # guard's: after the judged fault it is opened, not tagged with the lift key
