@@ -317,7 +317,8 @@ def guard_backend_said(d):
     for backend in ["auto", "pkeys", "mprotect"]:
         p = run([CLI, "--json", f"{d}/{backend}.json", "--verbose", "1", "--guard-pages", backend,
                  DEMO])
-        lines = [l for l in shim_lines(p.stderr) if "page guard:" in l and "refreshes" not in l]
+        lines = [l for l in shim_lines(p.stderr)
+                 if re.search(r"page guard: (mprotect|protection keys)", l)]
         counts[backend] = sorted(f["rule"] for f in load(f"{d}/{backend}.json").get("findings", []))
         if backend == "mprotect" or not has_keys:
             said = len(lines) == 1 and "page guard: mprotect" in lines[0]
