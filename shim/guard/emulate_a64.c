@@ -160,8 +160,8 @@ static void store_one(const struct access *a, const struct ac_a64_regs *r, unsig
  * keeps its ordering (a read-modify-write as sequentially consistent, which
  * every acquire/release form of it allows); the RCpc forms with an unscaled
  * offset too (one that would not be aligned is left alone, as a misaligned
- * atomic would fault anyway on a processor without LSE2). Exclusives and
- * pair compare-and-swaps are left alone: the
+ * atomic would fault anyway on a processor without LSE2); the pair
+ * compare-and-swaps too (CASP, below). Exclusives are left alone: the
  * exception return that ends the handler clears the exclusive monitor, so
  * the program's store-exclusive fails and its loop comes back anyway. ---- */
 
@@ -297,9 +297,63 @@ static bool emulate_atomic(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, u
   return true;
 }
 
+/* A compare-and-swap of 16 aligned bytes, sequentially consistent: the old
+ * pair in *old0 (the lower-addressed word) and *old1. */
+static void cas_pair64(uintptr_t at, uint64_t s0, uint64_t s1, uint64_t t0, uint64_t t1,
+                       uint64_t *old0, uint64_t *old1) {
+#if defined(__aarch64__)
+  /* The program's own CASP faulted rather than trapped as undefined, so
+   * this processor has LSE. */
+  register uint64_t x0 __asm__("x0") = s0, x1 __asm__("x1") = s1;
+  register uint64_t x2 __asm__("x2") = t0, x3 __asm__("x3") = t1;
+  __asm__ volatile(".arch_extension lse\n\tcaspal x0, x1, x2, x3, [%[p]]"
+                   : "+r"(x0), "+r"(x1)
+                   : "r"(x2), "r"(x3), [p] "r"(at)
+                   : "memory");
+  *old0 = x0, *old1 = x1;
+#elif defined(__x86_64__)
+  /* Where the emulator's unit test runs off aarch64. */
+  uint64_t lo = s0, hi = s1;
+  __asm__ volatile("lock cmpxchg16b %[m]"
+                   : [m] "+m"(*(volatile uint64_t(*)[2])at), "+a"(lo), "+d"(hi)
+                   : "b"(t0), "c"(t1)
+                   : "memory", "cc");
+  *old0 = lo, *old1 = hi;
+#else
+#error "a compare-and-swap of 16 bytes is written for aarch64 and x86-64"
+#endif
+}
+
+/* CASP{A}{L} of a W or an X register pair (FEAT_LSE): compares the 8 or 16
+ * aligned bytes at [Xn|SP] with Rs, Rs+1 (the first register the
+ * lower-addressed word), stores Rt, Rt+1 there when equal, and loads the old
+ * pair into Rs, Rs+1 either way. */
+static bool emulate_casp(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi) {
+  if ((insn & 0xBFA07C00u) != 0x08207C00u) return false;
+  unsigned rs = (insn >> 16) & 31, rn = (insn >> 5) & 31, rt = insn & 31;
+  if (rs % 2 || rt % 2) return false; /* an odd first register is unallocated */
+  bool x_pair = (insn >> 30) & 1;
+  uintptr_t bytes = x_pair ? 16 : 8, at = base_reg(r, rn);
+  if (at % bytes || at < lo || at > hi || bytes > hi - at) return false; /* would not run */
+  uint64_t s0 = xreg(r, rs), s1 = xreg(r, rs + 1), t0 = xreg(r, rt), t1 = xreg(r, rt + 1);
+  uint64_t old0, old1;
+  if (x_pair) {
+    cas_pair64(at, s0, s1, t0, t1, &old0, &old1);
+  } else { /* little-endian: the first register is the low word */
+    uint64_t old = (uint32_t)s0 | (uint64_t)(uint32_t)s1 << 32;
+    __atomic_compare_exchange_n((uint64_t *)at, &old, (uint32_t)t0 | (uint64_t)(uint32_t)t1 << 32,
+                                false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    old0 = (uint32_t)old, old1 = old >> 32;
+  }
+  r->x[rs] = old0;
+  if (rs + 1 != 31) r->x[rs + 1] = old1;
+  r->pc += 4;
+  return true;
+}
+
 bool ac_a64_emulate(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi) {
   struct access a;
-  if (!decode(insn, &a)) return emulate_atomic(insn, r, lo, hi);
+  if (!decode(insn, &a)) return emulate_casp(insn, r, lo, hi) || emulate_atomic(insn, r, lo, hi);
   if (a.simd && !(a.load ? r->v_loadable : r->v_present)) return false;
   /* Writeback onto a transferred register is unpredictable (SP aside). */
   if (a.writeback && a.rn != 31 && !a.simd && (a.rn == a.rt || (a.pair && a.rn == a.rt2)))

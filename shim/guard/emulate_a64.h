@@ -24,10 +24,10 @@ struct ac_a64_regs {
  * store of general or SIMD&FP registers, single or pair, by immediate
  * offset (scaled or not), pre- or post-index, or register offset; a
  * load-acquire or store-release (LDAR, LDAPR, STLR, their LO forms, LDAPUR
- * and STLUR); an LSE atomic (LD<op>, ST<op>, SWP, CAS), single-copy atomic
- * as the processor does it. True when done (r->pc moved past it); false,
- * with r and memory untouched, for any other instruction (exclusives, pair
- * atomics, literal loads, vector structures), a form the architecture leaves
+ * and STLUR); an LSE atomic (LD<op>, ST<op>, SWP, CAS, CASP), single-copy
+ * atomic as the processor does it. True when done (r->pc moved past it);
+ * false, with r and memory untouched, for any other instruction
+ * (exclusives, literal loads, vector structures), a form the architecture leaves
  * unpredictable, a misaligned atomic, or an access outside [lo, hi). */
 bool ac_a64_emulate(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi);
 

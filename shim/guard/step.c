@@ -34,8 +34,8 @@
  * the handler instead (emulate_a64.c), on the registers its signal frame
  * holds, with the page open for that alone, and the frame's program counter
  * moved past it. Plain loads and stores are, load-acquire and store-release,
- * and the LSE atomics; an instruction the emulator leaves alone (exclusives,
- * pair atomics, vector structures) lets the page go to every thread until
+ * and the LSE atomics (CASP too); an instruction the emulator leaves alone
+ * (exclusives, vector structures) lets the page go to every thread until
  * the next transition, as before.
  *
  * While a page is open for a step, another thread's access to it goes

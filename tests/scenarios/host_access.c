@@ -972,6 +972,32 @@ static void shared_word_read_blocked(void) {
   close(word_pipe[0]), close(word_pipe[1]);
 }
 
+/* Three threads, one after another, compare and swap 16 bytes of m from the
+ * same code while it is busy (CASPAL on aarch64, where the guard carries it
+ * out; a locked cmpxchg16b on x86-64): one finding, each thread's access
+ * judged on keys. */
+static void cpu_pair_cas(CUdeviceptr p) {
+  uint64_t lo = 0, hi = 0;
+#if defined(__aarch64__)
+  register uint64_t x0 __asm__("x0") = lo, x1 __asm__("x1") = hi;
+  register uint64_t x2 __asm__("x2") = 1, x3 __asm__("x3") = 2;
+  __asm__ volatile(".arch_extension lse\n\tcaspal x0, x1, x2, x3, [%[p]]"
+                   : "+r"(x0), "+r"(x1)
+                   : "r"(x2), "r"(x3), [p] "r"(p)
+                   : "memory");
+  lo = x0, hi = x1;
+#else
+  __asm__ volatile("lock cmpxchg16b %[m]"
+                   : [m] "+m"(*(volatile uint64_t(*)[2])p), "+a"(lo), "+d"(hi)
+                   : "b"((uint64_t)1), "c"((uint64_t)2)
+                   : "memory", "cc");
+#endif
+  sink = (int)(lo + hi);
+}
+static void threads_same_site_pair(void) {
+  three_threads_same_site(cpu_pair_cas);
+}
+
 static const struct scenario_case cases[] = {
     {"global_touch_busy", global_touch_busy},
     {"two_threads_touch_busy", two_threads_touch_busy},
@@ -1042,6 +1068,7 @@ static const struct scenario_case cases[] = {
     {"temp_each_step_after_sync", temp_each_step_after_sync},
     {"stale_key_report_busy", stale_key_report_busy},
     {"stale_key_report_idle", stale_key_report_idle},
+    {"threads_same_site_pair", threads_same_site_pair},
 };
 
 int main(int argc, char **argv) {

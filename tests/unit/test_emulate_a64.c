@@ -301,13 +301,51 @@ static void rcpc_unscaled(void) {
   CHECK(refused(0xd9808020)); /* size 8, opc 2: unallocated */
 }
 
+/* The pair compare-and-swaps (CASP, FEAT_LSE), GNU as's encodings: the first
+ * register of each pair is the lower-addressed word. */
+static void pair_cas(void) {
+  reset();
+  uint64_t lo = mem64(256), hi = mem64(264);
+  r.x[4] = AT(256), r.x[0] = lo, r.x[1] = hi, r.x[2] = 0x1234, r.x[3] = 0x5678;
+  CHECK(done(0x48207c82) && r.x[0] == lo && r.x[1] == hi && mem64(256) == 0x1234 &&
+        mem64(264) == 0x5678); /* casp x0, x1, x2, x3, [x4]: equal */
+  reset();
+  lo = mem64(256), hi = mem64(264);
+  r.x[4] = AT(256), r.x[0] = lo, r.x[1] = hi + 1;
+  CHECK(done(0x48207c82) && r.x[0] == lo && r.x[1] == hi && mem64(256) == lo &&
+        mem64(264) == hi); /* casp: the high word differs, nothing stored */
+  reset();
+  uint32_t w0 = mem32(272), w1 = mem32(276);
+  r.x[4] = AT(272), r.x[0] = w0 | 0xffffffff00000000ull, r.x[1] = w1, r.x[2] = 0xaabbccdd,
+  r.x[3] = 0x11223344;
+  CHECK(done(0x08207c82) && r.x[0] == w0 && r.x[1] == w1 && mem32(272) == 0xaabbccddu &&
+        mem32(276) == 0x11223344u); /* casp w0, w1, w2, w3, [x4]: compares W, zero-extends */
+  reset();
+  lo = mem64(288), hi = mem64(296);
+  r.sp = AT(288), r.x[6] = lo, r.x[7] = hi, r.x[8] = 1, r.x[9] = 2;
+  CHECK(done(0x4866ffe8) && mem64(288) == 1 && mem64(296) == 2); /* caspal x6, x7, x8, x9, [sp] */
+  reset();
+  w0 = mem32(304);
+  r.x[14] = AT(304), r.x[10] = w0 + 1, r.x[11] = mem32(308);
+  CHECK(done(0x086a7dcc) && r.x[10] == w0 && mem32(304) == w0); /* caspa w10..: differs */
+  reset();
+  memset(mem + 320, 0, 16);
+  r.x[4] = AT(320), r.x[30] = 0, r.x[2] = 7, r.x[3] = 8;
+  CHECK(done(0x483efc82) && r.x[30] == 0 && mem64(320) == 7 && mem64(328) == 8); /* x30, xzr */
+  reset();
+  r.x[4] = AT(264);
+  CHECK(refused(0x48207c82)); /* casp x0..: 8-byte aligned, not 16 */
+  r.x[4] = AT(4096 - 8);
+  CHECK(refused(0x48207c82)); /* straddles the end */
+  r.x[4] = AT(256);
+  CHECK(refused(0x48217c82)); /* Rs odd: unallocated */
+}
+
 static void left_alone(void) {
   reset();
   r.x[1] = r.x[2] = AT(0);
   CHECK(refused(0xc85f7c20)); /* ldxr x0, [x1] */
   CHECK(refused(0xc8027c20)); /* stxr w2, x0, [x1] */
-  r.x[4] = AT(0);
-  CHECK(refused(0x48207c82)); /* casp x0, x1, x2, x3, [x4] */
   r.x[1] = AT(4);             /* misaligned: the processor would not run it */
   CHECK(refused(0xc8dffc20)); /* ldar x0, [x1] */
   r.x[12] = AT(2);
@@ -335,6 +373,7 @@ int main(void) {
   ordered();
   atomics();
   rcpc_unscaled();
+  pair_cas();
   left_alone();
   return TEST_SUMMARY("test_emulate_a64");
 }
