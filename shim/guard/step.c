@@ -35,7 +35,7 @@
  * holds, with the page open for that alone, and the frame's program counter
  * moved past it. Plain loads and stores are, load-acquire and store-release,
  * and the LSE atomics (CASP too); an instruction the emulator leaves alone
- * (exclusives, vector structures) lets the page go to every thread until
+ * (exclusives, a single structure's lane) lets the page go to every thread until
  * the next transition, as before.
  *
  * While a page is open for a step, another thread's access to it goes
@@ -187,27 +187,6 @@ void ac_guard_step_end(void *ucontext) {
   ac_model_leave_as_is();
 }
 #elif defined(__aarch64__)
-#ifndef FPSIMD_MAGIC /* asm/sigcontext.h, where the C library brings it */
-#define FPSIMD_MAGIC 0x46508001u
-#endif
-#ifndef SVE_MAGIC
-#define SVE_MAGIC 0x53564501u
-#endif
-#define SVE_RECORD_EMPTY 16 /* an sve_context without register payload */
-
-/* The frame's SIMD&FP registers (its fpsimd_context: magic, size, fpsr,
- * fpcr, then v0-v31), or NULL; *sve_live when an sve_context carries the
- * registers too, which the kernel then restores from instead. */
-static unsigned char *frame_vregs(ucontext_t *uc, bool *sve_live) {
-  unsigned char *records = (unsigned char *)uc->uc_mcontext.__reserved;
-  size_t size = sizeof uc->uc_mcontext.__reserved;
-  uint32_t length;
-  const unsigned char *sve = ac_frame_record(records, size, SVE_MAGIC, &length);
-  *sve_live = sve && length > SVE_RECORD_EMPTY;
-  const unsigned char *fpsimd = ac_frame_record(records, size, FPSIMD_MAGIC, &length);
-  return fpsimd && length >= 16 + 32 * 16 ? (unsigned char *)fpsimd + 16 : NULL;
-}
-
 bool ac_guard_step_emulate(uintptr_t page, void *ucontext) {
   AC_ASSERT_MODEL_HELD();
   ucontext_t *uc = ucontext;
@@ -222,21 +201,23 @@ bool ac_guard_step_emulate(uintptr_t page, void *ucontext) {
   int prot = ac_guard_program_prot_at(page);
   if (!(prot & PROT_READ) || !(prot & PROT_WRITE)) return false;
   struct ac_a64_regs r;
-  bool sve_live;
-  unsigned char *v = frame_vregs(uc, &sve_live);
+  struct ac_frame_vregs frame;
+  ac_frame_vregs((unsigned char *)uc->uc_mcontext.__reserved, sizeof uc->uc_mcontext.__reserved,
+                 &frame);
   memcpy(r.x, uc->uc_mcontext.regs, sizeof r.x);
   r.sp = uc->uc_mcontext.sp;
   r.pc = uc->uc_mcontext.pc;
-  r.v_present = v != NULL;
-  r.v_loadable = v && !sve_live;
-  if (v) memcpy(r.v, v, sizeof r.v);
+  r.v_present = frame.v != NULL;
+  r.v_loadable = frame.loadable;
+  r.v_written = 0;
+  if (frame.v) memcpy(r.v, frame.v, sizeof r.v);
   uint32_t insn;
   memcpy(&insn, (const void *)(uintptr_t)r.pc, sizeof insn);
   if (!ac_a64_emulate(insn, &r, page, page + (uintptr_t)ac_guard.page_size)) return false;
   memcpy(uc->uc_mcontext.regs, r.x, sizeof r.x);
   uc->uc_mcontext.sp = r.sp;
   uc->uc_mcontext.pc = r.pc;
-  if (r.v_loadable) memcpy(v, r.v, sizeof r.v);
+  ac_frame_write_vregs(&frame, r.v, r.v_written);
   judged.steps[i]++;
   ac_guard.stats.steps++;
   return true;

@@ -301,6 +301,49 @@ static void rcpc_unscaled(void) {
   CHECK(refused(0xd9808020)); /* size 8, opc 2: unallocated */
 }
 
+/* Vector structures, GNU as's encodings: LD1-LD4 and ST1-ST4 of multiple
+ * structures, element by element (LD2-LD4 de-interleave). */
+static void structures(void) {
+  reset();
+  r.x[1] = AT(64);
+  CHECK(done(0x4c407020) && !memcmp(r.v[0], mem + 64, 16)); /* ld1 {v0.16b}, [x1] */
+  CHECK(done(0x4c40a820) && !memcmp(r.v[0], mem + 64, 16) &&
+        !memcmp(r.v[1], mem + 80, 16)); /* ld1 {v0.4s, v1.4s}, [x1] */
+  CHECK(done(0x4c408822) && !memcmp(r.v[2], mem + 64, 4) && !memcmp(r.v[3], mem + 68, 4) &&
+        !memcmp(r.v[2] + 4, mem + 72, 4) && !memcmp(r.v[3] + 12, mem + 92, 4)); /* ld2 .4s */
+  memset(r.v[4], 0xee, 16);
+  CHECK(done(0x0c400024) && r.v[4][0] == mem[64] && r.v[5][0] == mem[65] &&
+        r.v[7][7] == mem[64 + 31] && r.v[4][8] == 0 && r.v[7][15] == 0); /* ld4 .8b: upper 0 */
+  CHECK(done(0x4c40a03f) && !memcmp(r.v[31], mem + 64, 16) &&
+        !memcmp(r.v[0], mem + 80, 16)); /* ld1 {v31.16b, v0.16b}: wraps to v0 */
+  r.sp = AT(128);
+  CHECK(done(0x0c4047e8) && !memcmp(r.v[8], mem + 128, 2) && !memcmp(r.v[9], mem + 130, 2) &&
+        !memcmp(r.v[10] + 6, mem + 128 + 22, 2)); /* ld3 {v8.4h-v10.4h}, [sp] */
+  reset();
+  memset(r.v[2], 0x22, 16), memset(r.v[3], 0x33, 16);
+  r.x[1] = AT(256);
+  CHECK(done(0x4c9fac22) && mem[256] == 0x22 && mem[271] == 0x22 && mem[272] == 0x33 &&
+        r.x[1] == AT(288)); /* st1 {v2.2d, v3.2d}, [x1], #32 */
+  for (int i = 0; i < 16; i++)
+    r.v[4][i] = (uint8_t)i, r.v[5][i] = (uint8_t)(0x80 + i);
+  r.x[1] = AT(300), r.x[2] = 5;
+  CHECK(done(0x4c828424) && mem[300] == 0 && mem[301] == 1 && mem[302] == 0x80 &&
+        mem[303] == 0x81 && mem[304] == 2 && mem[331] == 0x8f &&
+        r.x[1] == AT(305)); /* st2 {v4.8h, v5.8h}, [x1], x2: interleaved */
+  r.x[5] = AT(400);
+  CHECK(done(0x0c9f6ca1) && !memcmp(mem + 400, r.v[1], 8) && !memcmp(mem + 408, r.v[2], 8) &&
+        !memcmp(mem + 416, r.v[3], 8) && r.x[5] == AT(424)); /* st1 {v1.1d-v3.1d}, #24 */
+  reset();
+  r.x[1] = AT(4096 - 16);
+  CHECK(refused(0x4c40a820)); /* ld1 of 32 bytes straddling the end */
+  r.x[1] = AT(0);
+  CHECK(refused(0x0c408c20)); /* ld2 {v0.1d, v1.1d}: reserved */
+  r.v_loadable = false;
+  CHECK(refused(0x4c407020)); /* a load while SVE state is live */
+  r.v_present = false;
+  CHECK(refused(0x4c9fac22)); /* a store of registers the frame does not hold */
+}
+
 /* The pair compare-and-swaps (CASP, FEAT_LSE), GNU as's encodings: the first
  * register of each pair is the lower-addressed word. */
 static void pair_cas(void) {
@@ -374,6 +417,7 @@ int main(void) {
   atomics();
   rcpc_unscaled();
   pair_cas();
+  structures();
   left_alone();
   return TEST_SUMMARY("test_emulate_a64");
 }
