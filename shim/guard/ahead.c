@@ -45,7 +45,7 @@
  * arrays. The CPU maps a managed page only by faulting on it (the driver
  * maps on demand; a fault on a closed page is first the guard's, then,
  * opened, the driver's), and the kernel counts every fault of the process
- * (getrusage: 0.3 us). So the guard notes the count when it looks, and a
+ * (getrusage, one system call). So the guard notes the count when it looks, and a
  * busy period in which it went up is "faulty"; memory moved or found not
  * held in busy period m is asked about again only when a busy period after
  * m was faulty. A framework's steady loop takes almost no faults (CuPy,

@@ -57,9 +57,9 @@
 
 #include "emulate_a64.h"
 #include "fault_esr.h"
-#include "sys.h"
 #include "guard_internal.h"
 #include "shim.h"
+#include "sys.h"
 
 #define STEP_PAGES_MAX 4 /* pages one instruction opened (a copy across pages) */
 #define JUDGED_MAX 16    /* pages this thread was judged on, this busy period */
