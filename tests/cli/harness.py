@@ -59,6 +59,14 @@ def sarif_results(log):
             for r in log["runs"][0]["results"]}
 
 
+def x86_64(program):
+    """Whether the program is an x86-64 one (its ELF header says; an aarch64 one runs here
+    under qemu, with this Python an x86-64 one)."""
+    with open(program, "rb") as f:
+        header = f.read(20)
+    return len(header) == 20 and int.from_bytes(header[18:20], "little") == 62  # EM_X86_64
+
+
 def finish(suite):
     print(f"{suite}: {_counts['passed']} passed, {_counts['failed']} failed")
     sys.exit(1 if _counts["failed"] or not _counts["passed"] else 0)

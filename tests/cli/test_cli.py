@@ -4,12 +4,13 @@ plain LD_PRELOAD (malformed ATTACHCHECK_* values, the standalone JSON report).""
 import importlib.util
 import json
 import os
-import platform
 import re
 import subprocess
 import sys
 import resource
 import tempfile
+
+from harness import x86_64
 
 BUILD = os.path.abspath(sys.argv[1])
 CLI = os.path.join(BUILD, "bin", "attachcheck")
@@ -235,7 +236,7 @@ p = run([CLI, "--guard-pages", "mprotect", "--verbose", "1", HOST_ACCESS, "two_t
 stepped = re.search(r"(\d+) accesses stepped", p.stderr)
 window = re.search(r"page guard: a stepped access's page was open to every thread ([0-9.]+) us on "
                    r"average, ([0-9.]+) us at most \((\d+) steps\)", p.stderr)
-if platform.machine() == "x86_64":
+if x86_64(HOST_ACCESS):
     check("--verbose 1: how long a stepped access's page was open",
           p.returncode == 0 and stepped and window and window.group(3) == stepped.group(1)
           and 0 < float(window.group(1)) <= float(window.group(2)), p.stderr[-900:])

@@ -9,7 +9,7 @@ import os
 import re
 import tempfile
 
-from harness import BUILD, CLI, check, finish, run
+from harness import BUILD, CLI, check, finish, run, x86_64
 
 PROG = os.path.join(BUILD, "tests", "cli", "stack_sites")
 OWN = {"attach_one", "from_left", "from_right", "with_array", "last_word", "launch_one",
@@ -19,14 +19,6 @@ OWN = {"attach_one", "from_left", "from_right", "with_array", "last_word", "laun
 def functions(stack):
     """The program's own frames (the C library's may be unnamed where it has no symbols)."""
     return [f.get("function") for f in stack if f.get("function") in OWN]
-
-
-def x86_64(program):
-    """Whether the program is an x86-64 one (its ELF header says; an aarch64 one runs here
-    under qemu)."""
-    with open(program, "rb") as f:
-        header = f.read(20)
-    return len(header) == 20 and int.from_bytes(header[18:20], "little") == 62  # EM_X86_64
 
 
 with tempfile.TemporaryDirectory() as d:
