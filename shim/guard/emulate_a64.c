@@ -38,6 +38,19 @@ static uint64_t base_reg(const struct ac_a64_regs *r, unsigned n) {
   return n == 31 ? r->sp : r->x[n];
 }
 
+/* A writeback of base register n (31: SP). */
+static void set_base_reg(struct ac_a64_regs *r, unsigned n, uint64_t value) {
+  if (n == 31)
+    r->sp = value;
+  else
+    r->x[n] = value;
+}
+
+/* Whether bytes at at lie within [lo, hi). */
+static bool within(uintptr_t at, uintptr_t bytes, uintptr_t lo, uintptr_t hi) {
+  return at >= lo && at <= hi && bytes <= hi - at;
+}
+
 /* Size and kind of a single general-register transfer; false if
  * unallocated or a prefetch. */
 static bool single_gpr(unsigned size, unsigned opc, struct access *a) {
@@ -181,7 +194,7 @@ static bool emulate_structures(uint32_t insn, struct ac_a64_regs *r, uintptr_t l
   if (load ? !r->v_loadable : !r->v_present) return false;
   unsigned ebytes = 1u << size, elements = (q ? 16u : 8u) / ebytes;
   uintptr_t at = (uintptr_t)base_reg(r, rn), bytes = (uintptr_t)rpt * selem * elements * ebytes;
-  if (at < lo || at > hi || bytes > hi - at) return false;
+  if (!within(at, bytes, lo, hi)) return false;
   if (load) /* a 64-bit register's upper half is cleared */
     for (unsigned i = 0; i < rpt * selem; i++) {
       if (!q) memset(r->v[(rt + i) % 32] + 8, 0, 8);
@@ -197,13 +210,7 @@ static bool emulate_structures(uint32_t insn, struct ac_a64_regs *r, uintptr_t l
         else
           memcpy((void *)p, reg, ebytes);
       }
-  if (post) {
-    uint64_t next = base_reg(r, rn) + (rm == 31 ? bytes : r->x[rm]);
-    if (rn == 31)
-      r->sp = next;
-    else
-      r->x[rn] = next;
-  }
+  if (post) set_base_reg(r, rn, base_reg(r, rn) + (rm == 31 ? bytes : r->x[rm]));
   r->pc += 4;
   return true;
 }
@@ -324,7 +331,7 @@ static bool emulate_atomic(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, u
   struct atomic_access a;
   if (!decode_atomic(insn, &a)) return false;
   uintptr_t at = (uintptr_t)(base_reg(r, a.rn) + (uint64_t)a.offset);
-  if (at % a.size || at < lo || at > hi || a.size > hi - at) return false; /* would not run */
+  if (at % a.size || !within(at, a.size, lo, hi)) return false; /* would not run */
   /* The operand: Rs, or for a store and a compare-and-swap's new value Rt. */
   uint64_t v = xreg(r, a.op == A_STORE || a.op == A_CAS ? a.rt : a.rs), e = xreg(r, a.rs), old = 0;
   switch (a.size) {
@@ -388,7 +395,7 @@ static bool emulate_casp(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uin
   if (rs % 2 || rt % 2) return false; /* an odd first register is unallocated */
   bool x_pair = (insn >> 30) & 1;
   uintptr_t bytes = x_pair ? 16 : 8, at = base_reg(r, rn);
-  if (at % bytes || at < lo || at > hi || bytes > hi - at) return false; /* would not run */
+  if (at % bytes || !within(at, bytes, lo, hi)) return false; /* would not run */
   uint64_t s0 = xreg(r, rs), s1 = xreg(r, rs + 1), t0 = xreg(r, rt), t1 = xreg(r, rt + 1);
   uint64_t old0, old1;
   if (x_pair) {
@@ -416,7 +423,7 @@ bool ac_a64_emulate(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_
     return false;
   uint64_t base = base_reg(r, a.rn), next = base + offset_of(&a, r);
   uintptr_t at = (uintptr_t)(a.post ? base : next), bytes = a.size * (a.pair ? 2u : 1u);
-  if (at < lo || at > hi || bytes > hi - at) return false;
+  if (!within(at, bytes, lo, hi)) return false;
   if (a.load) {
     load_one(&a, r, a.rt, (const void *)at);
     if (a.pair) load_one(&a, r, a.rt2, (const void *)(at + a.size));
@@ -424,12 +431,7 @@ bool ac_a64_emulate(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_
     store_one(&a, r, a.rt, (void *)at);
     if (a.pair) store_one(&a, r, a.rt2, (void *)(at + a.size));
   }
-  if (a.writeback) {
-    if (a.rn == 31)
-      r->sp = next;
-    else
-      r->x[a.rn] = next;
-  }
+  if (a.writeback) set_base_reg(r, a.rn, next);
   r->pc += 4;
   return true;
 }
