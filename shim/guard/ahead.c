@@ -45,10 +45,10 @@
  * arrays. The CPU maps a managed page only by faulting on it (the driver
  * maps on demand; a fault on a closed page is first the guard's, then,
  * opened, the driver's), and the kernel counts every fault of the process
- * (getrusage, one system call). So the guard notes the count when it looks, and a
- * busy period in which it went up is "faulty"; memory moved or found not
- * held in busy period m is asked about again only when a busy period after
- * m was faulty. A framework's steady loop takes almost no faults (CuPy,
+ * (getrusage, one system call). So the guard notes the count when it
+ * looks, and a busy period in which it went up is "faulty"; memory moved
+ * or found not held in busy period m is asked about again only when a busy
+ * period after m was faulty. A framework's steady loop takes almost no faults (CuPy,
  * Numba, PyTorch: under one a step, perf stat on the H200). The program's
  * own prefetch of memory to the CPU maps without a fault the guard could
  * count: that memory is moved whole again (ac_guard_ahead_placed_locked).
@@ -143,9 +143,8 @@ static uint16_t faulty_mark;
  * before mark, the current one): a period after it was faulty. */
 static bool may_be_held(uint16_t since, uint16_t mark) {
   long faults = process_faults();
-  if (faults < 0 || faults != faults_seen) faulty_mark = mark;
+  if (faults < 0 || faults != faults_seen) faulty_mark = mark; /* always, the first time */
   faults_seen = faults;
-  if (!faulty_mark) return true;
   /* Periods back from mark, modulo the marks' 65535. */
   unsigned back_since = (mark + 65535u - since) % 65535u;
   unsigned back_faulty = (mark + 65535u - faulty_mark) % 65535u;
