@@ -29,8 +29,9 @@ struct ac_a64_regs {
  * and STLUR); an LSE atomic (LD<op>, ST<op>, SWP, CAS, CASP), single-copy
  * atomic as the processor does it. True when done (r->pc moved past it);
  * false, with r and memory untouched, for any other instruction
- * (exclusives, literal loads, a single structure's lane), a form the architecture leaves
- * unpredictable, a misaligned atomic, or an access outside [lo, hi). */
+ * (exclusives, literal loads, a single structure's lane), a form the
+ * architecture leaves unpredictable, a misaligned atomic, or an access
+ * outside [lo, hi). */
 bool ac_a64_emulate(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi);
 
 #endif
