@@ -1,9 +1,11 @@
 /* emulate_a64.c - one aarch64 load or store carried out on a register file
  * (emulate_a64.h). Decoded from the Arm Architecture Reference Manual's
  * "Loads and Stores" encodings; the forms a compiler emits for ordinary and
- * atomic memory accesses are done, anything else is left to the caller,
- * which then lets the page go as before. */
+ * atomic memory accesses are done (the vector structures in
+ * emulate_a64_vector.c), anything else is left to the caller, which then
+ * lets the page go as before. */
 #include "emulate_a64.h"
+#include "emulate_a64_internal.h"
 
 #include <string.h>
 
@@ -31,24 +33,6 @@ static int64_t sign_extend(uint64_t v, unsigned bits) {
 /* General register n as data or offset (31: XZR). */
 static uint64_t xreg(const struct ac_a64_regs *r, unsigned n) {
   return n == 31 ? 0 : r->x[n];
-}
-
-/* Register n as a base (31: SP). */
-static uint64_t base_reg(const struct ac_a64_regs *r, unsigned n) {
-  return n == 31 ? r->sp : r->x[n];
-}
-
-/* A writeback of base register n (31: SP). */
-static void set_base_reg(struct ac_a64_regs *r, unsigned n, uint64_t value) {
-  if (n == 31)
-    r->sp = value;
-  else
-    r->x[n] = value;
-}
-
-/* Whether bytes at at lie within [lo, hi). */
-static bool within(uintptr_t at, uintptr_t bytes, uintptr_t lo, uintptr_t hi) {
-  return at >= lo && at <= hi && bytes <= hi - at;
 }
 
 /* Size and kind of a single general-register transfer; false if
@@ -166,53 +150,6 @@ static void store_one(const struct access *a, const struct ac_a64_regs *r, unsig
   }
   uint64_t v = xreg(r, n);
   memcpy(p, &v, a->size);
-}
-
-/* ---- vector structures: LD1-LD4 and ST1-ST4 of multiple structures, what
- * a compiler emits for a vectorised loop over interleaved data (complex
- * numbers, pixels). Element by element, as the architecture orders them;
- * like any vector load, no more than each element single-copy atomic. ---- */
-
-/* The structures' shape for opcode: elements per structure (selem) and
- * registers per structure element (rpt); false when unallocated. */
-static bool structure_shape(unsigned opcode, unsigned *selem, unsigned *rpt) {
-  static const unsigned char shape[16][2] = {
-      [0] = {4, 1}, [2] = {1, 4}, [4] = {3, 1},  [6] = {1, 3},
-      [7] = {1, 1}, [8] = {2, 1}, [10] = {1, 2},
-  };
-  *selem = shape[opcode][0], *rpt = shape[opcode][1];
-  return *selem != 0;
-}
-
-static bool emulate_structures(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi) {
-  bool post = (insn & 0xBFA00000u) == 0x0C800000u;
-  if (!post && (insn & 0xBFBF0000u) != 0x0C000000u) return false;
-  unsigned q = (insn >> 30) & 1, load = (insn >> 22) & 1, rm = (insn >> 16) & 31;
-  unsigned size = (insn >> 10) & 3, rn = (insn >> 5) & 31, rt = insn & 31, selem, rpt;
-  if (!structure_shape((insn >> 12) & 15, &selem, &rpt)) return false;
-  if (size == 3 && !q && selem != 1) return false; /* .1d of LD2-LD4: reserved */
-  if (load ? !r->v_loadable : !r->v_present) return false;
-  unsigned ebytes = 1u << size, elements = (q ? 16u : 8u) / ebytes;
-  uintptr_t at = (uintptr_t)base_reg(r, rn), bytes = (uintptr_t)rpt * selem * elements * ebytes;
-  if (!within(at, bytes, lo, hi)) return false;
-  if (load) /* a 64-bit register's upper half is cleared */
-    for (unsigned i = 0; i < rpt * selem; i++) {
-      if (!q) memset(r->v[(rt + i) % 32] + 8, 0, 8);
-      r->v_written |= 1u << ((rt + i) % 32);
-    }
-  uintptr_t p = at;
-  for (unsigned k = 0; k < rpt; k++)
-    for (unsigned e = 0; e < elements; e++)
-      for (unsigned s = 0; s < selem; s++, p += ebytes) {
-        uint8_t *reg = r->v[(rt + k + s) % 32] + e * ebytes;
-        if (load)
-          memcpy(reg, (const void *)p, ebytes);
-        else
-          memcpy((void *)p, reg, ebytes);
-      }
-  if (post) set_base_reg(r, rn, base_reg(r, rn) + (rm == 31 ? bytes : r->x[rm]));
-  r->pc += 4;
-  return true;
 }
 
 /* ---- ordered and atomic accesses: load-acquire, store-release, and the
@@ -415,8 +352,8 @@ static bool emulate_casp(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uin
 bool ac_a64_emulate(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi) {
   struct access a;
   if (!decode(insn, &a))
-    return emulate_structures(insn, r, lo, hi) || emulate_casp(insn, r, lo, hi) ||
-           emulate_atomic(insn, r, lo, hi);
+    return ac_a64_emulate_structures(insn, r, lo, hi) || ac_a64_emulate_lane(insn, r, lo, hi) ||
+           emulate_casp(insn, r, lo, hi) || emulate_atomic(insn, r, lo, hi);
   if (a.simd && !(a.load ? r->v_loadable : r->v_present)) return false;
   /* Writeback onto a transferred register is unpredictable (SP aside). */
   if (a.writeback && a.rn != 31 && !a.simd && (a.rn == a.rt || (a.pair && a.rn == a.rt2)))

@@ -24,14 +24,15 @@ struct ac_a64_regs {
 /* Carries out insn, the instruction at r->pc, on r and memory: a load or
  * store of general or SIMD&FP registers, single or pair, by immediate
  * offset (scaled or not), pre- or post-index, or register offset; LD1-LD4
- * and ST1-ST4 of multiple structures, post-index or not; a
+ * and ST1-ST4 of multiple structures or of one structure (a lane, or
+ * LD1R-LD4R), post-index or not; a
  * load-acquire or store-release (LDAR, LDAPR, STLR, their LO forms, LDAPUR
  * and STLUR); an LSE atomic (LD<op>, ST<op>, SWP, CAS, CASP), single-copy
  * atomic as the processor does it. True when done (r->pc moved past it);
  * false, with r and memory untouched, for any other instruction
- * (exclusives, literal loads, a single structure's lane), a form the
- * architecture leaves unpredictable, a misaligned atomic, or an access
- * outside [lo, hi). */
+ * (exclusives, literal loads), a form the architecture leaves
+ * unpredictable or unallocated, a misaligned atomic, or an access outside
+ * [lo, hi). */
 bool ac_a64_emulate(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_t hi);
 
 #endif

@@ -11,6 +11,8 @@
  *   fault.c          a fault or a system call's buffer judged and let through
  *   step.c           a judged access stepped through, its page closed again after
  *   emulate_a64.c    an aarch64 load or store carried out instead of stepped
+ *   emulate_a64_vector.c  ... a vector load or store of structures
+ *   emulate_a64_internal.h  what the emulator's two files share
  *   pins.c           the buffers of system calls in flight, which no refresh closes
  *   deferred.c       a handler's access inside the shim, queued to be judged late
  *   reporter.c       the SIGSEGV handler's findings, written by a thread of the guard's

@@ -34,9 +34,9 @@
  * the handler instead (emulate_a64.c), on the registers its signal frame
  * holds, with the page open for that alone, and the frame's program counter
  * moved past it. Plain loads and stores are, load-acquire and store-release,
- * and the LSE atomics (CASP too), and vector structures; an instruction the
- * emulator leaves alone (exclusives, a single structure's lane) lets the
- * page go to every thread until the next transition, as before.
+ * and the LSE atomics (CASP too), and vector structures (multiple, or one
+ * structure's lanes); an instruction the emulator leaves alone (exclusives)
+ * lets the page go to every thread until the next transition, as before.
  *
  * While a page is open for a step, another thread's access to it goes
  * unseen: the window lasts from the fault handler's return through the

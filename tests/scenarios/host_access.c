@@ -1022,6 +1022,31 @@ static void threads_same_site_structures(void) {
   three_threads_same_site(cpu_read_structures);
 }
 
+/* The same with loads of one structure: a lane (LD1 {v0.s}[1]) and a
+ * replicating load (LD1R), which the guard carries out on aarch64. */
+static void cpu_read_lanes(CUdeviceptr p) {
+#if defined(__aarch64__)
+  uint32_t out[8];
+  __asm__ volatile("movi v0.16b, #0\n\tld1 {v0.s}[1], [%[p]]\n\tld1r {v1.4s}, [%[p]]\n\t"
+                   "st1 {v0.4s, v1.4s}, [%[o]]"
+                   :
+                   : [p] "r"(p), [o] "r"(out)
+                   : "v0", "v1", "memory");
+  const volatile uint32_t *words = (const volatile uint32_t *)p;
+  if (out[0] != 0 || out[1] != words[0] || out[2] != 0 || out[4] != words[0] ||
+      out[7] != words[0]) {
+    fprintf(stderr, "host_access: ld1 (one structure) loaded other words than the memory holds\n");
+    exit(9);
+  }
+  sink = (int)out[1];
+#else
+  sink = *(volatile int *)p;
+#endif
+}
+static void threads_same_site_lanes(void) {
+  three_threads_same_site(cpu_read_lanes);
+}
+
 static const struct scenario_case cases[] = {
     {"global_touch_busy", global_touch_busy},
     {"two_threads_touch_busy", two_threads_touch_busy},
@@ -1094,6 +1119,7 @@ static const struct scenario_case cases[] = {
     {"stale_key_report_idle", stale_key_report_idle},
     {"threads_same_site_pair", threads_same_site_pair},
     {"threads_same_site_structures", threads_same_site_structures},
+    {"threads_same_site_lanes", threads_same_site_lanes},
 };
 
 int main(int argc, char **argv) {

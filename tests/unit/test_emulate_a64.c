@@ -384,6 +384,57 @@ static void pair_cas(void) {
   CHECK(refused(0x48217c82)); /* Rs odd: unallocated */
 }
 
+/* One structure, GNU as's encodings: a lane of each register loaded (the
+ * rest of the register kept, all 128 bits) or stored, and LD1R-LD4R. */
+static void lanes(void) {
+  uint8_t before[16];
+  reset();
+  memset(r.v[0], 0xaa, 16);
+  r.x[1] = AT(64);
+  CHECK(done(0x0d401420) && r.v[0][5] == mem[64] && r.v[0][4] == 0xaa && r.v[0][6] == 0xaa &&
+        r.v[0][15] == 0xaa && r.x[1] == AT(64)); /* ld1 {v0.b}[5], [x1]: upper half kept */
+  CHECK(done(0x4d409023) && !memcmp(r.v[3] + 12, mem + 64, 4) &&
+        r.v_written & (1u << 3)); /* ld1 {v3.s}[3], [x1] */
+  memcpy(before, r.v[4], 16);
+  CHECK(done(0x4ddf8424) && !memcmp(r.v[4] + 8, mem + 64, 8) && !memcmp(r.v[4], before, 8) &&
+        r.x[1] == AT(72)); /* ld1 {v4.d}[1], [x1], #8 */
+  r.x[1] = AT(64);
+  CHECK(done(0x0d605026) && !memcmp(r.v[6] + 4, mem + 64, 2) &&
+        !memcmp(r.v[7] + 4, mem + 66, 2)); /* ld2 {v6.h, v7.h}[2], [x1] */
+  r.x[2] = 100;
+  CHECK(done(0x0dc2b028) && !memcmp(r.v[8] + 4, mem + 64, 4) && !memcmp(r.v[10] + 4, mem + 72, 4) &&
+        r.x[1] == AT(164)); /* ld3 {v8.s-v10.s}[1], [x1], x2 */
+  r.x[1] = AT(64);
+  CHECK(done(0x4d603c3e) && r.v[30][15] == mem[64] && r.v[31][15] == mem[65] &&
+        r.v[0][15] == mem[66] && r.v[1][15] == mem[67]); /* ld4 {v30.b-v1.b}[15]: wraps */
+  CHECK(done(0x4d40c82c) && !memcmp(r.v[12], mem + 64, 4) && !memcmp(r.v[12] + 12, mem + 64, 4));
+  /* ld1r {v12.4s} above; ld2r {v14.8b, v15.8b}, [x1], #2: the upper halves cleared */
+  memset(r.v[14], 0xee, 16);
+  CHECK(done(0x0dffc02e) && r.v[14][0] == mem[64] && r.v[14][7] == mem[64] && r.v[14][8] == 0 &&
+        r.v[15][7] == mem[65] && r.v[15][15] == 0 && r.x[1] == AT(66));
+  r.sp = AT(128);
+  CHECK(done(0x4d60eff0) && !memcmp(r.v[16] + 8, mem + 128, 8) &&
+        !memcmp(r.v[19], mem + 152, 8)); /* ld4r {v16.2d-v19.2d}, [sp] */
+  reset();
+  for (int i = 0; i < 16; i++)
+    r.v[2][i] = (uint8_t)(0x40 + i), r.v[4][i] = (uint8_t)(0x60 + i), r.v[5][i] = (uint8_t)i;
+  r.x[1] = AT(200);
+  CHECK(done(0x4d005822) && mem[200] == 0x4e && mem[201] == 0x4f &&
+        mem[202] == (uint8_t)(202 * 7 + 3)); /* st1 {v2.h}[7], [x1]: two bytes alone */
+  CHECK(done(0x0dbf8424) && !memcmp(mem + 200, r.v[4], 8) && !memcmp(mem + 208, r.v[5], 8) &&
+        r.x[1] == AT(216)); /* st2 {v4.d, v5.d}[0], [x1], #16 */
+  reset();
+  r.x[1] = AT(4096 - 16);
+  CHECK(refused(0x4d60ec30)); /* ld4r {v16.2d-v19.2d}, [x1]: 32 bytes straddling the end */
+  r.x[1] = AT(0);
+  CHECK(refused(0x4d005c22)); /* st1 of a halfword lane with size<0> set: unallocated */
+  CHECK(refused(0x4d00c82c)); /* a replicating store: unallocated */
+  r.v_loadable = false;
+  CHECK(refused(0x0d401420)); /* a lane load while SVE state is live */
+  r.v_present = false;
+  CHECK(refused(0x4d005822)); /* a lane store of registers the frame does not hold */
+}
+
 static void left_alone(void) {
   reset();
   r.x[1] = r.x[2] = AT(0);
@@ -418,6 +469,7 @@ int main(void) {
   rcpc_unscaled();
   pair_cas();
   structures();
+  lanes();
   left_alone();
   return TEST_SUMMARY("test_emulate_a64");
 }
