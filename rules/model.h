@@ -101,8 +101,11 @@ struct ac_stream {
   /* Its context's legacy NULL stream, which it synchronises with when
    * blocking (itself for a legacy stream): each context has its own. */
   struct ac_stream *legacy;
-  uint64_t capture;       /* the capture sequence it takes part in; 0: none */
-  uint64_t seq;           /* operations enqueued so far */
+  uint64_t capture; /* the capture sequence it takes part in; 0: none */
+  uint64_t seq;     /* operations enqueued so far */
+  /* Its last operation that keeps the host out (not a prefetch): the stream
+   * is busy for the host while the host has not observed that one. */
+  uint64_t host_seq;
   struct ac_clock waited; /* what its next operation waits for (other streams) */
   /* What its work waits for since it last turned busy for the host: its first
    * outstanding operation's clock, or an earlier one (which waits for less). */
@@ -273,6 +276,12 @@ void ac_order_prepare(struct ac_model *m, struct ac_stream *s);
 /* Enqueues one operation on s and returns its sequence number; *turned_busy
  * says s was idle for the host before (the caller then sets busy_origin). */
 uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_busy);
+/* Enqueues an operation that keeps the host out of nothing - a prefetch,
+ * which moves memory without changing it, and which the driver takes only on
+ * a device where the CPU may touch managed memory while the GPU works
+ * (docs/driver-facts.md) -: ordered like any other (what waits for s waits
+ * for it), but s does not turn busy for the host on its account. */
+uint64_t ac_order_enqueue_quiet(struct ac_model *m, struct ac_stream *s);
 void ac_order_host_syncs_stream(struct ac_model *m, struct ac_stream *s);
 void ac_order_host_syncs_all(struct ac_model *m);
 void ac_order_host_observes(struct ac_model *m, const struct ac_clock *c);
@@ -307,7 +316,9 @@ void ac_order_event_destroyed(struct ac_model *m, uintptr_t event);
 bool ac_order_snapshot_before(struct ac_model *m, struct ac_stream *s, uint64_t seq,
                               struct ac_clock *out);
 bool ac_order_stream_busy(const struct ac_model *m, const struct ac_stream *s);
-/* Operations of s the host has not observed complete. */
+/* Operations of s the host has not observed complete, from the first that
+ * kept the host out (quiet ones before it are not counted: the host may have
+ * observed them without the model knowing). */
 uint64_t ac_order_outstanding(const struct ac_model *m, const struct ac_stream *s);
 /* Whether s is idle for code inside a host function of stream inside (NULL:
  * none): s is that stream, or all s's outstanding work waits for the function

@@ -4,8 +4,9 @@
  * A stream's clock holds what its next operation waits for; its own position
  * is its seq. The host's clock holds what it has observed complete. An event
  * snapshots a stream's clock at record time. A stream is busy for the host
- * while seq > host[stream]. Clock entries are keyed by stream serial, so a
- * destroyed stream's outstanding work stays visible until observed.
+ * while host_seq > host[stream]: host_seq is seq at its last operation that
+ * keeps the host out (a prefetch does not: ac_order_enqueue_quiet). Clock entries are keyed by
+ * stream serial, so a destroyed stream's outstanding work stays visible until observed.
  *
  * No operation walks every stream. Three lists name the few each needs: the
  * busy streams (in the order they turned busy), the blocking streams with
@@ -63,12 +64,14 @@ void ac_order_prepare(struct ac_model *m, struct ac_stream *s) {
 /* ---- busy and idle ---- */
 
 bool ac_order_stream_busy(const struct ac_model *m, const struct ac_stream *s) {
-  return s->seq > ac_clock_get(&m->host_observed, s->serial);
+  return s->host_seq > ac_clock_get(&m->host_observed, s->serial);
 }
 
 uint64_t ac_order_outstanding(const struct ac_model *m, const struct ac_stream *s) {
   uint64_t seen = ac_clock_get(&m->host_observed, s->serial);
-  return s->seq > seen ? s->seq - seen : 0;
+  if (!ac_order_stream_busy(m, s)) return 0;
+  if (s->busy_origin.api && s->busy_origin.seq > seen + 1) seen = s->busy_origin.seq - 1;
+  return s->seq - seen;
 }
 
 size_t ac_order_busy_count(const struct ac_model *m) {
@@ -98,7 +101,7 @@ uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_
   apply_legacy_semantics(m, s);
   bool was_busy = ac_order_stream_busy(m, s);
   if (!was_busy) ac_clock_copy(&s->busy_from, &s->waited); /* out of memory: the last one, less */
-  s->seq++;
+  s->host_seq = ++s->seq;
   if (s != s->legacy && s->blocking) AC_LIST_ADD(s->legacy->unjoined, s, join_prev, join_next);
   if (!was_busy) {
     m->generation++;
@@ -109,6 +112,13 @@ uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_
     }
   }
   if (turned_busy) *turned_busy = !was_busy;
+  return s->seq;
+}
+
+uint64_t ac_order_enqueue_quiet(struct ac_model *m, struct ac_stream *s) {
+  apply_legacy_semantics(m, s);
+  s->seq++;
+  if (s != s->legacy && s->blocking) AC_LIST_ADD(s->legacy->unjoined, s, join_prev, join_next);
   return s->seq;
 }
 
@@ -128,6 +138,7 @@ void ac_order_set_busy_stack(struct ac_model *m, struct ac_stream *s, uint64_t s
 bool ac_order_retract(struct ac_model *m, struct ac_stream *s, uint64_t seq) {
   if (s->seq != seq || seq == 0) return false;
   s->seq--;
+  if (s->host_seq > s->seq) s->host_seq = s->seq; /* an earlier quiet one counts: the safe side */
   if (!ac_order_stream_busy(m, s)) {
     turn_idle(m, s);
     m->generation++;

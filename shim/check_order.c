@@ -74,6 +74,16 @@ void ac_on_work(const char *api, CUstream stream, bool per_thread) {
   if (slot.turned_busy) record_busy_stack(slot.serial, slot.seq);
 }
 
+void ac_on_quiet_work(const char *api, CUstream stream, bool per_thread) {
+  ac_model_enter();
+  struct ac_stream *s = stream_of(stream, per_thread);
+  if (s && !s->capturing) {
+    ac_order_enqueue_quiet(ac_model, s);
+    ac_history_push(ac_model, s, AC_OP_WORK, api, ac_thread_id());
+  }
+  ac_model_leave();
+}
+
 void ac_on_stream_sync(CUstream stream, bool per_thread) {
   ac_model_enter();
   struct ac_stream *s = stream_of(stream, per_thread);

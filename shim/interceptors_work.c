@@ -106,15 +106,16 @@ AC_EXPORT CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   return r;
 }
 
-/* A prefetch: an operation of its stream, and the program's own last
- * prefetch of the memory (check_memory.c: the guard prefetches too). */
+/* A prefetch: an operation of its stream that keeps the host out of nothing
+ * (ac_order_enqueue_quiet), and the program's own last prefetch of the
+ * memory (check_memory.c: the guard prefetches too). */
 #define PREFETCH(Name, PerThread, Params, Args, Where)                                             \
   AC_EXPORT CUresult Name Params {                                                                 \
     AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name Args;                                                                \
     if (r == CUDA_SUCCESS) {                                                                       \
       ac_check_prefetched(devPtr, count, Where);                                                   \
-      ac_on_work(#Name, hStream, PerThread);                                                       \
+      ac_on_quiet_work(#Name, hStream, PerThread);                                                 \
     }                                                                                              \
     return r;                                                                                      \
   }
@@ -257,22 +258,25 @@ static void batch_prefetched(CUdeviceptr *dptrs, size_t *sizes, size_t count, CU
     if (num_locs && loc_idxs[j] <= i) ac_check_prefetched(dptrs[i], sizes[i], locs[j]);
   }
 }
-#define PREFETCH_BATCH(Name, PerThread)                                                            \
+/* A batch of prefetches keeps the host out of nothing, as one does; one that
+ * discards first makes the memory's contents undefined while it runs, and so
+ * is work the host waits for like any other. */
+#define PREFETCH_BATCH(Name, PerThread, OnWork)                                                    \
   AC_EXPORT CUresult Name AC_PREFETCH_BATCH_PARAMS {                                               \
     AC_START_OR_FAIL(Name);                                                                        \
     CUresult r = ac_real.Name AC_PREFETCH_BATCH_ARGS;                                              \
     if (r == CUDA_SUCCESS) {                                                                       \
       batch_prefetched(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs);       \
-      ac_on_work(#Name, hStream, PerThread);                                                       \
+      OnWork(#Name, hStream, PerThread);                                                           \
     }                                                                                              \
     return r;                                                                                      \
   }
-PREFETCH_BATCH(cuMemPrefetchBatchAsync, false)
-PREFETCH_BATCH(cuMemPrefetchBatchAsync_ptsz, true)
+PREFETCH_BATCH(cuMemPrefetchBatchAsync, false, ac_on_quiet_work)
+PREFETCH_BATCH(cuMemPrefetchBatchAsync_ptsz, true, ac_on_quiet_work)
 WORK(cuMemDiscardBatchAsync, false, AC_DISCARD_BATCH_PARAMS, AC_DISCARD_BATCH_ARGS, hStream)
 WORK(cuMemDiscardBatchAsync_ptsz, true, AC_DISCARD_BATCH_PARAMS, AC_DISCARD_BATCH_ARGS, hStream)
-PREFETCH_BATCH(cuMemDiscardAndPrefetchBatchAsync, false)
-PREFETCH_BATCH(cuMemDiscardAndPrefetchBatchAsync_ptsz, true)
+PREFETCH_BATCH(cuMemDiscardAndPrefetchBatchAsync, false, ac_on_work)
+PREFETCH_BATCH(cuMemDiscardAndPrefetchBatchAsync_ptsz, true, ac_on_work)
 
 /* A stream-ordered allocation, a sparse array's mapping and an external
  * semaphore's signal or wait name no managed memory, but each is an operation

@@ -310,6 +310,9 @@ struct ac_op_origin_slot {
   uint64_t serial; /* the stream's: outside the lock it is found again by it */
 };
 void ac_on_work(const char *api, CUstream stream, bool per_thread);
+/* An operation of the stream that keeps the host out of nothing (a
+ * prefetch): ordered, but the stream is not busy for the host on its account. */
+void ac_on_quiet_work(const char *api, CUstream stream, bool per_thread);
 struct ac_stream *ac_on_work_locked(const char *api, CUstream stream, bool per_thread,
                                     struct ac_op_origin_slot *slot);
 void ac_on_work_busy_stack(const struct ac_op_origin_slot *slot, const struct ac_stack *stack);

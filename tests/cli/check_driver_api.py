@@ -23,8 +23,8 @@ driver = sys.argv[6] if len(sys.argv) > 6 else None
 OTHER_HEADERS = ("cudaGL.h", "cudaEGL.h", "cudaVDPAU.h", "cudaProfiler.h")
 
 EFFECTS = {"init", "door", "reads_layouts", "attach", "creates_object", "ends_object",
-           "updates_object", "capture", "makes_stream_busy", "judged_as_device_access", "orders",
-           "recorded", "answered"}
+           "updates_object", "capture", "makes_stream_busy", "quiet_work", "judged_as_device_access",
+           "orders", "recorded", "answered"}
 REASONS = {"query", "setting", "code_loading", "other_memory", "untracked_object",
            "graph_building", "graphics_interop", "legacy_abi", "undeclared", "not_yet"}
 

@@ -40,6 +40,9 @@ int fake_device_attribute(CUdevice_attribute attr, CUdevice dev);
 CUcontext fake_current_context(void);
 /* The device of the current context (device 0 without one). */
 CUdevice fake_current_device(void);
+/* Whether a prefetch may be enqueued: the stream's device has concurrent
+ * managed access. */
+bool fake_prefetch_allowed(void);
 /* The primary context of a green context's device. */
 CUcontext fake_green_primary(CUgreenCtx green);
 

@@ -412,10 +412,19 @@ FAKE_EXPORT CUresult cuMemAdvise(CUdeviceptr p, size_t count, CUmem_advise advic
 /* ---- prefetches of managed memory: an operation of the stream (nothing
  * migrates here), whose location the range remembers ---- */
 
+/* The reference: the stream's device must have concurrent managed access,
+ * whatever the destination (docs/driver-facts.md). */
+bool fake_prefetch_allowed(void) {
+  return fake_device_attribute(CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+                               fake_current_device());
+}
+
 static CUresult prefetch(CUdeviceptr p, size_t count, CUmemLocation where, CUstream h, bool pt) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   int to;
-  if (where.type == CU_MEM_LOCATION_TYPE_HOST)
+  if (!fake_prefetch_allowed())
+    return CUDA_ERROR_INVALID_DEVICE;
+  else if (where.type == CU_MEM_LOCATION_TYPE_HOST)
     to = 1;
   else if (where.type == CU_MEM_LOCATION_TYPE_DEVICE && where.id >= 0 &&
            where.id < fake_device_count() &&

@@ -922,6 +922,7 @@ static CUresult prefetch_batch(CUdeviceptr *dptrs, size_t *sizes, size_t count, 
                                bool pt) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (!dptrs || !sizes || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (!fake_prefetch_allowed()) return CUDA_ERROR_INVALID_DEVICE;
   return fake_enqueue_work(h, pt);
 }
 FAKE_EXPORT CUresult cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,

@@ -122,15 +122,65 @@ static void prefetch_batch_on_s(void) {
   CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
   EXPECT_RC(cuMemPrefetchBatchAsync(&m, &size, 1, &loc, &loc_index, 1, 0, s), CUDA_SUCCESS);
 }
-/* wrong: a prefetch batch is work of its stream (AC202) */
-static void prefetch_batch_busy_touch(void) {
+/* right: a prefetch batch keeps the host out of nothing (a prefetch moves
+ * memory without changing it, and the driver takes one only where the CPU may
+ * touch managed memory while the GPU works) */
+static void prefetch_batch_touch(void) {
   prefetch_batch_on_s();
   sink = *(volatile int *)g;
 }
-/* right: ... after the host waited for it */
+/* right: ... nor after the host waited for it */
 static void prefetch_batch_sync(void) {
   prefetch_batch_on_s();
   EXPECT_RC(cu.cuStreamSynchronize(s), CUDA_SUCCESS);
+  sink = *(volatile int *)g;
+}
+static void prefetch_on(CUstream stream, CUdeviceptr p, CUmemLocationType where) {
+  CUmemLocation loc = {where, 0};
+  EXPECT_RC(cuMemPrefetchAsync(p, 1 << 20, loc, 0, stream), CUDA_SUCCESS);
+}
+/* right: prefetched to the host on the legacy stream, then written at once,
+ * as NVIDIA's UnifiedMemoryPerf sample does where the device has concurrent
+ * managed access (without it, the driver refuses the prefetch) */
+static void prefetch_host_then_write(void) {
+  prefetch_on(NULL, m, CU_MEM_LOCATION_TYPE_HOST);
+  *(volatile int *)m = 1;
+}
+/* the stand-in's Jetson (no concurrent managed access) refuses a prefetch,
+ * to the host too, as the reference says the driver does */
+static void prefetch_refused(void) {
+  CUmemLocation loc = {CU_MEM_LOCATION_TYPE_HOST, 0};
+  EXPECT_RC(cuMemPrefetchAsync(m, 1 << 20, loc, 0, NULL), CUDA_ERROR_INVALID_DEVICE);
+  *(volatile int *)m = 1;
+}
+/* wrong: work on s, then a prefetch behind it: the work keeps s busy (AC202) */
+static void work_then_prefetch_touch(void) {
+  launch_use(s, m);
+  prefetch_on(s, m, CU_MEM_LOCATION_TYPE_DEVICE);
+  sink = *(volatile int *)g;
+}
+/* right: ... the host waited for an event recorded after the work; only the
+ * prefetch may still be running */
+static void work_synced_prefetch_pending(void) {
+  CUevent e;
+  EXPECT_RC(cu.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), CUDA_SUCCESS);
+  launch_use(s, m);
+  EXPECT_RC(cu.cuEventRecord(e, s), CUDA_SUCCESS);
+  prefetch_on(s, m, CU_MEM_LOCATION_TYPE_DEVICE);
+  EXPECT_RC(cu.cuEventSynchronize(e), CUDA_SUCCESS);
+  sink = *(volatile int *)g;
+}
+/* right: a prefetch on the legacy stream still orders: it waits for the
+ * blocking stream's kernel, and work of another blocking stream waits for it,
+ * so the host waiting for that work has seen the kernel complete */
+static void prefetch_orders_legacy(void) {
+  CUstream a, b;
+  EXPECT_RC(cu.cuStreamCreate(&a, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuStreamCreate(&b, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  launch_use(a, m);
+  prefetch_on(NULL, m, CU_MEM_LOCATION_TYPE_DEVICE);
+  launch_use(b, m);
+  EXPECT_RC(cu.cuStreamSynchronize(b), CUDA_SUCCESS);
   sink = *(volatile int *)g;
 }
 
@@ -669,8 +719,13 @@ static const struct scenario_case cases[] = {
     {"write_value_same_stream", write_value_same_stream},
     {"graph_upload_busy_touch", graph_upload_busy_touch},
     {"graph_upload_sync", graph_upload_sync},
-    {"prefetch_batch_busy_touch", prefetch_batch_busy_touch},
+    {"prefetch_batch_touch", prefetch_batch_touch},
     {"prefetch_batch_sync", prefetch_batch_sync},
+    {"prefetch_host_then_write", prefetch_host_then_write},
+    {"prefetch_refused", prefetch_refused},
+    {"work_then_prefetch_touch", work_then_prefetch_touch},
+    {"work_synced_prefetch_pending", work_synced_prefetch_pending},
+    {"prefetch_orders_legacy", prefetch_orders_legacy},
     {"alloc_async_busy_touch", alloc_async_busy_touch},
     {"alloc_async_sync", alloc_async_sync},
     {"free_async_busy_touch", free_async_busy_touch},

@@ -64,6 +64,41 @@ static void test_legacy_stream(void) {
   ac_model_destroy(m);
 }
 
+/* A quiet operation (a prefetch) turns no stream busy for the host, but is
+ * ordered like any other: the legacy stream's prefetch still waits for a
+ * blocking stream, and a later operation waiting for it waits for that too.
+ * Behind work, it is outstanding with it. */
+static void test_quiet_operation(void) {
+  m = ac_model_create();
+  struct ac_stream *legacy = ac_model_legacy_stream(m);
+  struct ac_stream *a = stream(0x100, 0), *b = stream(0x200, 0), *c = stream(0x300, NON_BLOCKING);
+  uint64_t g0 = ac_order_generation(m), changes = ac_order_busy_changes(m);
+  ac_order_enqueue_quiet(m, c);
+  CHECK(!ac_order_stream_busy(m, c) && ac_order_generation(m) == g0);
+  CHECK(ac_order_busy_changes(m) == changes && ac_order_outstanding(m, c) == 0);
+  op(a);
+  ac_order_enqueue_quiet(m, legacy); /* waits for a's work */
+  CHECK(!ac_order_stream_busy(m, legacy) && ac_order_stream_busy(m, a));
+  op(b); /* waits for the legacy stream's prefetch, so for a */
+  ac_order_host_syncs_stream(m, b);
+  CHECK(!ac_order_stream_busy(m, a) && !ac_order_stream_busy(m, b));
+  /* Work, then a prefetch: busy until the work is observed; both outstanding. */
+  bool turned;
+  uint64_t seq = ac_order_enqueue(m, c, &turned);
+  c->busy_origin = (struct ac_origin){"cuLaunchKernel", 1, seq, 0};
+  ac_order_enqueue_quiet(m, c);
+  CHECK(turned && ac_order_stream_busy(m, c) && ac_order_outstanding(m, c) == 2);
+  ac_order_event_recorded(m, 0xe1, c);
+  ac_order_host_syncs_event(m, 0xe1);
+  CHECK(!ac_order_stream_busy(m, c) && ac_order_outstanding(m, c) == 0);
+  /* Work behind an unobserved prefetch: only the work is counted. */
+  ac_order_enqueue_quiet(m, c);
+  seq = ac_order_enqueue(m, c, &turned);
+  c->busy_origin = (struct ac_origin){"cuLaunchKernel", 1, seq, 0};
+  CHECK(turned && ac_order_outstanding(m, c) == 1);
+  ac_model_destroy(m);
+}
+
 /* Each context has its own legacy stream and per-thread streams: a blocking
  * stream orders with its own context's legacy stream only, and the host's
  * synchronisation with one context's legacy stream says nothing of another's. */
@@ -402,6 +437,7 @@ static void test_history_allocations(void) {
 }
 
 int main(void) {
+  test_quiet_operation();
   test_history_ring();
   test_history_kernel_and_lookup();
   test_history_allocations();
