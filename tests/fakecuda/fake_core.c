@@ -96,6 +96,16 @@ FAKE_EXPORT CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+/* A device's memory: 80 GiB, an H100's order (driver-API programs such as
+ * NVIDIA's matrixMulDrv ask before they start; nothing is allocated from it). */
+FAKE_EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+  if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  if (!valid_device(dev)) return CUDA_ERROR_INVALID_DEVICE;
+  *bytes = (size_t)80 << 30;
+  return CUDA_SUCCESS;
+}
+
 /* The profile's value (the H100's: docs/driver-facts.md), overridable by
  * FAKECUDA_<NAME> for every device or FAKECUDA_<NAME>_<DEVICE> for one. */
 static int attribute_or_env(const char *env, int profile_value, CUdevice dev) {
