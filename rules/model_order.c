@@ -5,8 +5,9 @@
  * is its seq. The host's clock holds what it has observed complete. An event
  * snapshots a stream's clock at record time. A stream is busy for the host
  * while host_seq > host[stream]: host_seq is seq at its last operation that
- * keeps the host out (a prefetch does not: ac_order_enqueue_quiet). Clock entries are keyed by
- * stream serial, so a destroyed stream's outstanding work stays visible until observed.
+ * keeps the host out (a prefetch does not: ac_order_enqueue_quiet). Clock
+ * entries are keyed by stream serial, so a destroyed stream's outstanding
+ * work stays visible until observed.
  *
  * No operation walks every stream. Three lists name the few each needs: the
  * busy streams (in the order they turned busy), the blocking streams with
