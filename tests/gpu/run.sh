@@ -3,6 +3,8 @@
 # (and their long runs - a million-operation soak... - unless SKIP_LONG=1) and
 # the examples under attachcheck over the real driver (the two-device
 # scenarios of multi_gpu.txt where there are two GPUs), then the benchmarks.
+# With PROGRAMS naming a folder tests/programs/run.py build filled, NVIDIA's
+# CUDA samples are run and checked under each backend too.
 # Writes its logs to $OUT (or ./gpu-results). Build here with tools/build.sh;
 # the build folder carries the libunwind copy the shim needs.
 set -uo pipefail
@@ -69,6 +71,11 @@ status=0
       --expectations "$here/tests/gpu/examples.txt" || status=1
     echo "== Python clients: cuda.bindings and CuPy (real driver, $backend)"
     python3 "$here/tests/python/run.py" "$build" --driver real --cupy || status=1
+    if [ -n "${PROGRAMS:-}" ]; then
+      echo "== third-party programs: NVIDIA's CUDA samples (real driver, $backend)"
+      python3 "$here/tests/programs/run.py" run "$PROGRAMS" "$build" --backends "$backend" \
+        --results "$out/programs" || status=1
+    fi
   done
   unset ATTACHCHECK_GUARD_PAGES ATTACHCHECK_GUARD_VERIFY
   echo "== demo output"
