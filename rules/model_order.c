@@ -98,13 +98,19 @@ static bool turn_idle(struct ac_model *m, struct ac_stream *s) {
   return marked;
 }
 
-uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_busy) {
+uint64_t ac_order_enqueue_quiet(struct ac_model *m, struct ac_stream *s) {
   apply_legacy_semantics(m, s);
-  bool was_busy = ac_order_stream_busy(m, s);
-  if (!was_busy) ac_clock_copy(&s->busy_from, &s->waited); /* out of memory: the last one, less */
-  s->host_seq = ++s->seq;
+  s->seq++;
   if (s != s->legacy && s->blocking) AC_LIST_ADD(s->legacy->unjoined, s, join_prev, join_next);
+  return s->seq;
+}
+
+/* Ordered as a quiet operation is, and it keeps the host out. */
+uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_busy) {
+  bool was_busy = ac_order_stream_busy(m, s);
+  s->host_seq = ac_order_enqueue_quiet(m, s);
   if (!was_busy) {
+    ac_clock_copy(&s->busy_from, &s->waited); /* out of memory: the last one, less */
     m->generation++;
     if (!AC_LIST_IN(s, busy_prev)) {
       AC_LIST_ADD(m->busy, s, busy_prev, busy_next);
@@ -113,13 +119,6 @@ uint64_t ac_order_enqueue(struct ac_model *m, struct ac_stream *s, bool *turned_
     }
   }
   if (turned_busy) *turned_busy = !was_busy;
-  return s->seq;
-}
-
-uint64_t ac_order_enqueue_quiet(struct ac_model *m, struct ac_stream *s) {
-  apply_legacy_semantics(m, s);
-  s->seq++;
-  if (s != s->legacy && s->blocking) AC_LIST_ADD(s->legacy->unjoined, s, join_prev, join_next);
   return s->seq;
 }
 
