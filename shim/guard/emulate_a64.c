@@ -354,7 +354,7 @@ bool ac_a64_emulate(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uintptr_
   if (!decode(insn, &a))
     return ac_a64_emulate_structures(insn, r, lo, hi) || ac_a64_emulate_lane(insn, r, lo, hi) ||
            emulate_casp(insn, r, lo, hi) || emulate_atomic(insn, r, lo, hi);
-  if (a.simd && !(a.load ? r->v_loadable : r->v_present)) return false;
+  if (a.simd && !vregs_usable(r, a.load)) return false;
   /* Writeback onto a transferred register is unpredictable (SP aside). */
   if (a.writeback && a.rn != 31 && !a.simd && (a.rn == a.rt || (a.pair && a.rn == a.rt2)))
     return false;

@@ -29,7 +29,7 @@ bool ac_a64_emulate_structures(uint32_t insn, struct ac_a64_regs *r, uintptr_t l
   unsigned size = (insn >> 10) & 3, rn = (insn >> 5) & 31, rt = insn & 31, selem, rpt;
   if (!structure_shape((insn >> 12) & 15, &selem, &rpt)) return false;
   if (size == 3 && !q && selem != 1) return false; /* .1d of LD2-LD4: reserved */
-  if (load ? !r->v_loadable : !r->v_present) return false;
+  if (!vregs_usable(r, load)) return false;
   unsigned ebytes = 1u << size, elements = (q ? 16u : 8u) / ebytes;
   uintptr_t at = (uintptr_t)base_reg(r, rn), bytes = (uintptr_t)rpt * selem * elements * ebytes;
   if (!within(at, bytes, lo, hi)) return false;
@@ -48,7 +48,7 @@ bool ac_a64_emulate_structures(uint32_t insn, struct ac_a64_regs *r, uintptr_t l
         else
           memcpy((void *)p, reg, ebytes);
       }
-  if (post) set_base_reg(r, rn, base_reg(r, rn) + (rm == 31 ? bytes : r->x[rm]));
+  if (post) post_index(r, rn, rm, bytes);
   r->pc += 4;
   return true;
 }
@@ -93,15 +93,15 @@ bool ac_a64_emulate_lane(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uin
   unsigned rn = (insn >> 5) & 31, rt = insn & 31, scale, index;
   bool replicate;
   if (!lane_shape(insn, &scale, &index, &replicate)) return false;
-  if (load ? !r->v_loadable : !r->v_present) return false;
+  if (!vregs_usable(r, load)) return false;
   unsigned ebytes = 1u << scale;
   uintptr_t at = (uintptr_t)base_reg(r, rn), bytes = (uintptr_t)selem * ebytes;
   if (!within(at, bytes, lo, hi)) return false;
   for (unsigned s = 0; s < selem; s++) {
     uint8_t *reg = r->v[(rt + s) % 32];
-    const void *p = (const void *)(at + s * ebytes);
+    void *p = (void *)(at + s * ebytes);
     if (!load) {
-      memcpy((void *)(at + s * ebytes), reg + index * ebytes, ebytes);
+      memcpy(p, reg + index * ebytes, ebytes);
       continue;
     }
     r->v_written |= 1u << ((rt + s) % 32);
@@ -114,7 +114,7 @@ bool ac_a64_emulate_lane(uint32_t insn, struct ac_a64_regs *r, uintptr_t lo, uin
       memcpy(reg + e, p, ebytes);
     if (!q) memset(reg + 8, 0, 8);
   }
-  if (post) set_base_reg(r, rn, base_reg(r, rn) + (rm == 31 ? bytes : r->x[rm]));
+  if (post) post_index(r, rn, rm, bytes);
   r->pc += 4;
   return true;
 }
