@@ -7,7 +7,8 @@
 # one, GLOBAL ones and (A1-host) HOST ones; the -mprotect rows force that page-guard backend where
 # the default would take protection keys) with and without the shim,
 # alternating (so drift in the machine hits both alike), and prints the median
-# time of each and their ratio. B3-floor-fault and B3-floor-oracle are B3's loop
+# time of each and their ratio, the best of each, and the median of each
+# alternating pair's ratio. B3-floor-fault and B3-floor-oracle are B3's loop
 # without the shim, protecting pages by hand (bench/guard_floor.cu): the least
 # any page guard can cost there. F1-F3 are real frameworks (bench/frameworks):
 # F1 PyTorch training with every tensor in managed memory (a pluggable
@@ -41,8 +42,14 @@ compare() {
   b=$(printf '%s\n' "${with[@]}" | median)
   amin=$(printf '%s\n' "${without[@]}" | sort -n | head -1)
   bmin=$(printf '%s\n' "${with[@]}" | sort -n | head -1)
+  # Each run with the shim against the run without it just before: the machine's
+  # state drifts between invocations (a B6 bare run is 21 or 27 us a step, in
+  # turns), and a ratio of neighbours cancels what the two share.
+  local pairs=()
+  for ((i = 0; i < rounds; i++)); do pairs+=("$(ratio "${without[i]}" "${with[i]}")"); done
   echo "$id: median without ${a} ns, with ${b} ns per unit: ratio $(ratio "$a" "$b");" \
-       "best without ${amin} ns, with ${bmin} ns: ratio $(ratio "$amin" "$bmin") ($rounds alternating runs)"
+       "best without ${amin} ns, with ${bmin} ns: ratio $(ratio "$amin" "$bmin");" \
+       "median of the pairs' ratios $(printf '%s\n' "${pairs[@]}" | median) ($rounds alternating runs)"
   echo "  without: ${without[*]}"
   echo "  with:    ${with[*]}"
 }
