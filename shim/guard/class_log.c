@@ -66,6 +66,9 @@ static void put_one(struct range_list *l, struct range x) {
 
 /* The index of the first range of log starting at or above start. */
 static size_t log_position(const struct range_list *log, uintptr_t start) {
+  /* Moves mostly come in address order (a loop over allocations made in
+   * turn): past the last entry, with no search. */
+  if (!log->n || log->r[log->n - 1].start < start) return log->n;
   size_t below = range_at_or_below(log, start);
   if (below == log->n) return 0;
   return log->r[below].start == start ? below : below + 1;
