@@ -8,7 +8,8 @@
 # the default would take protection keys) with and without the shim,
 # alternating (so drift in the machine hits both alike), and prints the median
 # time of each and their ratio, the best of each, and the median of each
-# alternating pair's ratio. B3-floor-fault and B3-floor-oracle are B3's loop
+# alternating pair's ratio, and at the end each row's pairs' median against its
+# target. B3-floor-fault and B3-floor-oracle are B3's loop
 # without the shim, protecting pages by hand (bench/guard_floor.cu): the least
 # any page guard can cost there. F1-F3 are real frameworks (bench/frameworks):
 # F1 PyTorch training with every tensor in managed memory (a pluggable
@@ -30,6 +31,13 @@ shim="$build/lib/libattachcheck.so"
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.3f", b/a}'; }
 
+# Each row's target ratio; rows without one have none (B5: a finding at every touch; B3- and
+# B6-mprotect: below what protecting pages costs there at all, the B3-floor rows).
+declare -A target=([B1]=1.05 [B2]=1.05 [B2-mprotect]=1.05 [B3]=1.05 [B3-device]=1.05 [B4]=1.05
+  [B6]=1.10 [A1]=1.2 [A1-host]=1.2 [A1-mprotect]=1.2)
+for f in F1 F2 F3 F4; do target[$f]=1.25 target[$f-mprotect]=1.25; done
+summary=()
+
 # compare ID "BASELINE COMMAND" "MEASURED COMMAND": alternates the two, prints medians and ratios.
 compare() {
   local id=$1 baseline=$2 measured=$3 without=() with=() i
@@ -47,9 +55,15 @@ compare() {
   # turns), and a ratio of neighbours cancels what the two share.
   local pairs=()
   for ((i = 0; i < rounds; i++)); do pairs+=("$(ratio "${without[i]}" "${with[i]}")"); done
+  local paired row=${id%% *}
+  paired=$(printf '%s\n' "${pairs[@]}" | median)
   echo "$id: median without ${a} ns, with ${b} ns per unit: ratio $(ratio "$a" "$b");" \
        "best without ${amin} ns, with ${bmin} ns: ratio $(ratio "$amin" "$bmin");" \
-       "median of the pairs' ratios $(printf '%s\n' "${pairs[@]}" | median) ($rounds alternating runs)"
+       "median of the pairs' ratios $paired ($rounds alternating runs)"
+  if [ -n "${target[$row]:-}" ]; then
+    summary+=("$(awk -v r="$row" -v p="$paired" -v t="${target[$row]}" \
+      'BEGIN{printf "%-14s %s  target %s  %s", r, p, t, p <= t ? "within" : "OVER"}')")
+  fi
   echo "  without: ${without[*]}"
   echo "  with:    ${with[*]}"
 }
@@ -113,3 +127,7 @@ for mode in fault oracle; do
   exe="$build/bench/bench_guard_floor"
   compare "B3-floor-$mode guard_floor (no shim)" "${pin[*]} $exe plain" "${pin[*]} $exe $mode"
 done
+if [ ${#summary[@]} -gt 0 ]; then
+  echo "== each row's median of pairs' ratios against its target"
+  printf '%s\n' "${summary[@]}"
+fi
