@@ -14,6 +14,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <uthash.h>
 
 #include "fake.h"
@@ -706,6 +707,20 @@ static bool memory_accepts_attach(CUdeviceptr dptr, size_t length) {
 }
 
 /* The checks in the order that reproduces docs/driver-facts.md row by row. */
+/* FAKECUDA_ATTACH_US=N: an attach that took effect returns N microseconds
+ * later, as one does that waits behind the driver's own work; the program's
+ * other threads run meanwhile (a test's window for a race). */
+static void attach_returns_late(void) {
+  static long us = -1;
+  long v = __atomic_load_n(&us, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *e = getenv("FAKECUDA_ATTACH_US");
+    v = e ? atol(e) : 0;
+    __atomic_store_n(&us, v, __ATOMIC_RELAXED);
+  }
+  if (v > 0) usleep((useconds_t)v);
+}
+
 static CUresult attach(CUstream h, CUdeviceptr dptr, size_t length, unsigned flags, bool pt) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (flags == 0) fake_crash_like_the_driver();
@@ -729,6 +744,7 @@ static CUresult attach(CUstream h, CUdeviceptr dptr, size_t length, unsigned fla
     fake_tegra_changed();
   }
   pthread_mutex_unlock(&fake_lock);
+  if (r == CUDA_SUCCESS) attach_returns_late();
   return r;
 }
 

@@ -16,6 +16,7 @@
  *
  *   ordering CASE
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <unistd.h>
@@ -548,6 +549,34 @@ static void value_wait_alone(void) {
   value_wait(false);
 }
 
+/* Another thread frees the memory while its attach is in the driver
+ * (FAKECUDA_ATTACH_US holds it there), then makes a host-attached allocation
+ * the model may keep in the freed one's record: the attach, recorded when the
+ * driver returns, must not land on that one, which the CPU may touch while
+ * the stream works. */
+static CUcontext raced_ctx;
+static CUdeviceptr raced, raced_after;
+static void *free_while_attaching(void *arg) {
+  (void)arg;
+  EXPECT_RC(cu.cuCtxSetCurrent(raced_ctx), CUDA_SUCCESS);
+  usleep(100000); /* the attach is in the driver */
+  EXPECT_RC(cu.cuMemFree(raced), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&raced_after, 4096, CU_MEM_ATTACH_HOST), CUDA_SUCCESS);
+  return NULL;
+}
+static void attach_raced_by_free(void) {
+  pthread_t other;
+  EXPECT_RC(cu.cuCtxGetCurrent(&raced_ctx), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemAllocManaged(&raced, 256, CU_MEM_ATTACH_GLOBAL), CUDA_SUCCESS);
+  pthread_create(&other, NULL, free_while_attaching, NULL);
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s1, raced, 0, CU_MEM_ATTACH_SINGLE), CUDA_SUCCESS);
+  pthread_join(other, NULL);
+  launch0(s1);
+  *(volatile int *)raced_after = 1;
+  EXPECT_RC(cu.cuStreamSynchronize(s1), CUDA_SUCCESS);
+  EXPECT_RC(cu.cuMemFree(raced_after), CUDA_SUCCESS);
+}
+
 static const struct scenario_case cases[] = {
     {"sample_direct", sample_direct},
     {"sample_captured", sample_captured},
@@ -579,6 +608,7 @@ static const struct scenario_case cases[] = {
     {"host_fn_start_partial", host_fn_start_partial},
     {"value_wait_and_event", value_wait_and_event},
     {"value_wait_alone", value_wait_alone},
+    {"attach_raced_by_free", attach_raced_by_free},
 };
 
 int main(int argc, char **argv) {
