@@ -86,21 +86,25 @@ CUresult ac_check_attach(void *const *ret_slot, const char *api, bool per_thread
   ac_model_enter();
   /* The memory, classified under the lock when the model knows it (every
    * allocation the program made); else the driver is asked, without it. */
-  c.alloc = dptr ? ac_model_find_alloc(ac_model, dptr) : NULL;
-  c.mem_kind = c.alloc ? (enum ac_mem_kind)c.alloc->kind : AC_MEM_NULL;
-  if (dptr && !c.alloc) {
+  struct ac_attach_found found = {0};
+  found.alloc = dptr ? ac_model_find_alloc(ac_model, dptr) : NULL;
+  c.mem_kind = found.alloc ? (enum ac_mem_kind)found.alloc->kind : AC_MEM_NULL;
+  if (dptr && !found.alloc) {
     ac_model_leave();
     c.mem_kind = ac_check_classify(dptr);
     if (c.mem_kind == AC_MEM_PAGEABLE) c.pageable_memory_access = pageable_memory_access();
     ac_model_enter();
-    c.alloc = ac_model_find_alloc(ac_model, dptr);
+    found.alloc = ac_model_find_alloc(ac_model, dptr);
   }
+  c.alloc = found.alloc;
   c.stream = ac_resolve_stream_locked(stream, per_thread, c.thread);
+  found.stream = c.stream.stream;
   if (c.stream.kind == AC_STREAM_UNTRACKED && !address_is_mapped((uintptr_t)stream))
     c.stream.kind = AC_STREAM_NEVER_CREATED;
   int n = ac_judge_attach(&c, findings);
   if (n == 0) n = judge_order(&c, findings);
   enum ac_guard_verdict verdict = ac_attach_guard(&c);
+  found.entries = ac_model_entries;
   ac_model_leave();
   /* --on-error repair: the attach waits for the old stream's work (AC401). */
   if (n == 1 && verdict == AC_GUARD_FORWARD && ac_repair_attach_wanted(&findings[0]))
@@ -114,7 +118,8 @@ CUresult ac_check_attach(void *const *ret_slot, const char *api, bool per_thread
   CUresult r =
       outcome == AC_DRIVER_GUARDED ? guard_result(verdict) : forward(stream, dptr, length, flags);
 
-  if (r == CUDA_SUCCESS) ac_on_attached(api, stream, per_thread, dptr, flags, &stack, stack_id);
+  if (r == CUDA_SUCCESS)
+    ac_on_attached(api, stream, per_thread, dptr, flags, &stack, stack_id, &found);
   if (outcome != AC_DRIVER_CRASHES) emit_all(findings, n, &stack, outcome, r);
   return r;
 }

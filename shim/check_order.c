@@ -318,17 +318,22 @@ void ac_host_function_not_enqueued(struct host_call *c) {
 }
 
 /* A successful attach: an operation of its stream, after which the allocation
- * has its new association (until then both bind). */
+ * has its new association (until then both bind). The stream and the
+ * allocation are those found before the call when nothing changed since:
+ * looking them up again after the driver's call, which leaves little of the
+ * model in the caches, is most of what a lookup costs. */
 void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdeviceptr dptr,
-                    unsigned flags, const struct ac_stack *stack, ac_stack_id stack_id) {
+                    unsigned flags, const struct ac_stack *stack, ac_stack_id stack_id,
+                    const struct ac_attach_found *found) {
   bool turned_busy;
   struct ac_guard_before before;
   ac_model_enter();
+  bool same = found && ac_model_untouched_since(found->entries);
   ac_guard_before_locked(&before);
-  struct ac_stream *s = stream_of(stream, per_thread);
+  struct ac_stream *s = same ? found->stream : stream_of(stream, per_thread);
   uint64_t seq = enqueue_locked(s, api, AC_OP_ATTACH, &turned_busy);
   if (turned_busy) ac_order_set_busy_stack(ac_model, s, seq, stack);
-  struct ac_alloc *a = ac_model_find_alloc(ac_model, (uintptr_t)dptr);
+  struct ac_alloc *a = same ? found->alloc : ac_model_find_alloc(ac_model, (uintptr_t)dptr);
   if (seq) {
     struct ac_op_record *r = ac_history_last(s);
     r->addr = (uintptr_t)dptr;

@@ -165,12 +165,23 @@ void *ac_real_dlsym(void *handle, const char *name);
  * handler that touches guarded memory while the interrupted code is inside
  * the shim), and checked builds assert it where a function needs it held. */
 extern struct ac_model *ac_model;
+/* How many times the model lock has been taken (read and written under it). */
+extern uint64_t ac_model_entries;
 
 static inline bool ac_model_held(void) {
   return ac_lock_held(AC_LOCK_model);
 }
 static inline void ac_model_enter(void) {
   ac_lock(AC_LOCK_model);
+  ac_model_entries++;
+}
+/* Held again: whether no one - no other thread, no signal handler of this
+ * one - has held the lock since this thread left it with ac_model_entries at
+ * left. Then every record it found then is still there and unchanged, and a
+ * call's second section (after the driver's answer) need not look them up
+ * again. */
+static inline bool ac_model_untouched_since(uint64_t left) {
+  return ac_model_entries == left + 1;
 }
 /* Leaving the model brings the page guard up to date with what changed
  * while it was held: no transition can forget it. Then what this thread's
@@ -402,9 +413,18 @@ struct host_call *ac_on_host_function(const char *api, CUstream stream, bool per
 CUhostFn ac_host_call_trampoline(void);
 CUstreamCallback ac_stream_callback_trampoline(void);
 void ac_host_function_not_enqueued(struct host_call *c);
+/* What an attach's first section found, for its second: the model's entry
+ * count when it left, the allocation and the stream (valid while
+ * ac_model_untouched_since(entries)). */
+struct ac_attach_found {
+  uint64_t entries;
+  struct ac_alloc *alloc;
+  struct ac_stream *stream;
+};
 /* stack_id: the stack's depot id if known, else 0. */
 void ac_on_attached(const char *api, CUstream stream, bool per_thread, CUdeviceptr dptr,
-                    unsigned flags, const struct ac_stack *stack, ac_stack_id stack_id);
+                    unsigned flags, const struct ac_stack *stack, ac_stack_id stack_id,
+                    const struct ac_attach_found *found);
 /* The stream whose host function this thread is running, or NULL. */
 const struct ac_stream *ac_current_host_function_stream(void);
 
