@@ -17,7 +17,8 @@
 # managed allocation per array, F3 CuPy over a managed memory pool, F4 a Numba
 # pipeline on managed arrays with host logic between steps; each with
 # the default page guard and with mprotect. They need python3 with torch and
-# cupy (numba), and are left out (with a line) where it cannot import them. Run it on the GPU
+# cupy (numba), and are left out (with a line) where it cannot import them. BASELINE, another
+# build's libattachcheck.so, runs in each round too (compare, below). Run it on the GPU
 # machine; timings from a machine without one mean nothing.
 set -euo pipefail
 build=$(cd "${1:?usage: bench/run.sh BUILD [ROUNDS [IDS]]}" && pwd)
@@ -38,11 +39,20 @@ declare -A target=([B1]=1.05 [B2]=1.05 [B2-mprotect]=1.05 [B3]=1.05 [B3-device]=
 for f in F1 F2 F3 F4; do target[$f]=1.25 target[$f-mprotect]=1.25; done
 summary=()
 
-# compare ID "BASELINE COMMAND" "MEASURED COMMAND": alternates the two, prints medians and ratios.
+# compare ID "BARE COMMAND" "MEASURED COMMAND": alternates the two, prints medians and ratios.
+# With BASELINE (another build's libattachcheck.so) a third command - the measured one with that
+# library preloaded instead - runs between the two in each round: the row then also prints the
+# baseline's ratio and the median of each round's ratio of this build to it, a change measured
+# against the shim before it on the same machine at the same moment.
 compare() {
-  local id=$1 baseline=$2 measured=$3 without=() with=() i
+  local id=$1 bare=$2 measured=$3 without=() with=() before=() i previous=""
+  if [ -n "${BASELINE:-}" ]; then
+    previous=${measured//LD_PRELOAD=$shim/LD_PRELOAD=$BASELINE}
+    [ "$previous" = "$measured" ] && previous="" # a row without the shim
+  fi
   for ((i = 0; i < rounds; i++)); do
-    without+=("$(eval "$baseline")")
+    without+=("$(eval "$bare")")
+    [ -n "$previous" ] && before+=("$(eval "$previous")")
     with+=("$(eval "$measured")")
   done
   local a b amin bmin
@@ -66,6 +76,17 @@ compare() {
   fi
   echo "  without: ${without[*]}"
   echo "  with:    ${with[*]}"
+  [ -n "$previous" ] || return 0
+  local c against=() theirs=()
+  c=$(printf '%s\n' "${before[@]}" | median)
+  for ((i = 0; i < rounds; i++)); do
+    theirs+=("$(ratio "${without[i]}" "${before[i]}")")
+    against+=("$(ratio "${before[i]}" "${with[i]}")")
+  done
+  echo "  baseline: median ${c} ns: ratio $(ratio "$a" "$c"), pairs' median" \
+       "$(printf '%s\n' "${theirs[@]}" | median); this build against it: median of the rounds'" \
+       "ratios $(printf '%s\n' "${against[@]}" | median)"
+  echo "  baseline: ${before[*]}"
 }
 
 selected() { [ -z "$only" ] || [[ $1 =~ ^($only)$ ]]; }
