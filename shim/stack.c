@@ -144,11 +144,13 @@ void ac_stack_start(void) {
 #endif
   locate((const void *)unwind_step, &unwinder_code);
   /* libunwind checks that memory is readable by writing it to a pipe, which
-   * valgrind reports as a write of uninitialised bytes: a clean program run
-   * with --error-exitcode would fail. Under valgrind, stacks in normal
-   * context come from glibc's unwinder instead. */
+   * valgrind's memcheck reports as a write of uninitialised bytes: a clean
+   * program run with --error-exitcode would fail. Under memcheck, stacks in
+   * normal context come from glibc's unwinder instead. Its other tools
+   * (cachegrind, callgrind) check nothing of the kind and keep libunwind, so
+   * that they profile the capture a program gets. */
   const char *preload = getenv("LD_PRELOAD");
-  if (preload && strstr(preload, "vgpreload")) {
+  if (preload && strstr(preload, "vgpreload_memcheck")) {
     unwind_backtrace = backtrace;
     unwind_getcontext = NULL; /* and no stacks kept per call site, which libunwind unwinds */
   }
