@@ -706,7 +706,6 @@ static bool memory_accepts_attach(CUdeviceptr dptr, size_t length) {
          length != 0;
 }
 
-/* The checks in the order that reproduces docs/driver-facts.md row by row. */
 /* FAKECUDA_ATTACH_US=N: an attach that took effect returns N microseconds
  * later, as one does that waits behind the driver's own work; the program's
  * other threads run meanwhile (a test's window for a race). */
@@ -721,6 +720,7 @@ static void attach_returns_late(void) {
   if (v > 0) usleep((useconds_t)v);
 }
 
+/* The checks in the order that reproduces docs/driver-facts.md row by row. */
 static CUresult attach(CUstream h, CUdeviceptr dptr, size_t length, unsigned flags, bool pt) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
   if (flags == 0) fake_crash_like_the_driver();
