@@ -8,8 +8,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-pthread_mutex_t ac_locks[AC_LOCK_COUNT] = {
-#define AC_LOCK(Name, Fork, What) PTHREAD_MUTEX_INITIALIZER,
+struct ac_lock_slot ac_locks[AC_LOCK_COUNT] = {
+#define AC_LOCK(Name, Fork, What) {PTHREAD_MUTEX_INITIALIZER, 0},
 #include "locks.inc"
 #undef AC_LOCK
 };
@@ -62,14 +62,14 @@ void ac_locks_fork_prepare(void) {
     if (at_fork[id] != TAKE || (mine >> id) & 1u) continue;
     /* Not the checked ac_lock: a fork from a signal handler that interrupted
      * attachcheck holds locks in the middle of the table. */
-    pthread_mutex_lock(&ac_locks[id]);
+    pthread_mutex_lock(&ac_locks[id].mutex);
     taken_for_fork |= 1u << id;
   }
 }
 
 void ac_locks_fork_parent(void) {
   for (int id = AC_LOCK_COUNT - 1; id >= 0; id--)
-    if ((taken_for_fork >> id) & 1u) pthread_mutex_unlock(&ac_locks[id]);
+    if ((taken_for_fork >> id) & 1u) pthread_mutex_unlock(&ac_locks[id].mutex);
   taken_for_fork = 0;
   __atomic_sub_fetch(&forks_pending, 1, __ATOMIC_ACQ_REL);
 }
@@ -79,8 +79,8 @@ void ac_locks_fork_parent(void) {
  * signal handler interrupted goes on when it returns - are taken again. */
 void ac_locks_fork_child(void) {
   for (int id = 0; id < AC_LOCK_COUNT; id++) {
-    pthread_mutex_init(&ac_locks[id], NULL);
-    if ((held_at_fork >> id) & 1u) pthread_mutex_lock(&ac_locks[id]);
+    pthread_mutex_init(&ac_locks[id].mutex, NULL);
+    if ((held_at_fork >> id) & 1u) pthread_mutex_lock(&ac_locks[id].mutex);
   }
   ac_locks_held = held_at_fork;
   taken_for_fork = 0;

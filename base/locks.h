@@ -24,7 +24,14 @@ enum ac_lock_id {
   AC_LOCK_COUNT
 };
 
-extern pthread_mutex_t ac_locks[AC_LOCK_COUNT];
+/* Each lock, and how many times it has been taken (read and written under
+ * it): beside the mutex, on the line a taker writes anyway, rather than
+ * beside data every thread reads. */
+struct ac_lock_slot {
+  pthread_mutex_t mutex;
+  uint64_t takings;
+};
+extern struct ac_lock_slot ac_locks[AC_LOCK_COUNT];
 extern __thread uint32_t ac_locks_held; /* bit n: this thread holds (or is taking) lock n */
 
 /* Stops the process with a line naming the broken lock rule. */
@@ -46,14 +53,20 @@ static inline void ac_lock(enum ac_lock_id id) {
 #endif
   __atomic_store_n(&ac_locks_held, ac_locks_held | (1u << id), __ATOMIC_RELAXED);
   __atomic_signal_fence(__ATOMIC_SEQ_CST); /* marked before the wait, as a handler sees it */
-  pthread_mutex_lock(&ac_locks[id]);
+  pthread_mutex_lock(&ac_locks[id].mutex);
+  ac_locks[id].takings++;
+}
+
+/* How many times lock id has been taken; the caller holds it. */
+static inline uint64_t ac_lock_takings(enum ac_lock_id id) {
+  return ac_locks[id].takings;
 }
 
 static inline void ac_unlock(enum ac_lock_id id) {
 #ifdef AC_CHECK_LOCKS
   if (!ac_lock_held(id)) ac_lock_violation("released by a thread that does not hold it", id);
 #endif
-  pthread_mutex_unlock(&ac_locks[id]);
+  pthread_mutex_unlock(&ac_locks[id].mutex);
   __atomic_signal_fence(__ATOMIC_SEQ_CST); /* unmarked only once released */
   __atomic_store_n(&ac_locks_held, ac_locks_held & ~(1u << id), __ATOMIC_RELAXED);
 }

@@ -104,7 +104,7 @@ CUresult ac_check_attach(void *const *ret_slot, const char *api, bool per_thread
   int n = ac_judge_attach(&c, findings);
   if (n == 0) n = judge_order(&c, findings);
   enum ac_guard_verdict verdict = ac_attach_guard(&c);
-  found.entries = ac_model_entries;
+  found.entries = ac_model_entries();
   ac_model_leave();
   /* --on-error repair: the attach waits for the old stream's work (AC401). */
   if (n == 1 && verdict == AC_GUARD_FORWARD && ac_repair_attach_wanted(&findings[0]))

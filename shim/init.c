@@ -27,7 +27,6 @@ void *ac_driver_entry[AC_ENTRY_COUNT];
 struct ac_options ac_opts;
 int ac_ready;
 struct ac_model *ac_model;
-uint64_t ac_model_entries;
 
 static __thread bool starting;
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;

@@ -165,23 +165,24 @@ void *ac_real_dlsym(void *handle, const char *name);
  * handler that touches guarded memory while the interrupted code is inside
  * the shim), and checked builds assert it where a function needs it held. */
 extern struct ac_model *ac_model;
-/* How many times the model lock has been taken (read and written under it). */
-extern uint64_t ac_model_entries;
 
 static inline bool ac_model_held(void) {
   return ac_lock_held(AC_LOCK_model);
 }
 static inline void ac_model_enter(void) {
   ac_lock(AC_LOCK_model);
-  ac_model_entries++;
+}
+/* Held: how many times the model lock has been taken, this time included. */
+static inline uint64_t ac_model_entries(void) {
+  return ac_lock_takings(AC_LOCK_model);
 }
 /* Held again: whether no one - no other thread, no signal handler of this
- * one - has held the lock since this thread left it with ac_model_entries at
- * left. Then every record it found then is still there and unchanged, and a
- * call's second section (after the driver's answer) need not look them up
+ * one - has held the lock since this thread left it with ac_model_entries()
+ * at left. Then every record it found then is still there and unchanged, and
+ * a call's second section (after the driver's answer) need not look them up
  * again. */
 static inline bool ac_model_untouched_since(uint64_t left) {
-  return ac_model_entries == left + 1;
+  return ac_model_entries() == left + 1;
 }
 /* Leaving the model brings the page guard up to date with what changed
  * while it was held: no transition can forget it. Then what this thread's

@@ -19,7 +19,6 @@
 
 /* What the shim defines and the classes use. */
 struct ac_model *ac_model;
-uint64_t ac_model_entries;
 struct ac_guard_shared ac_guard;
 struct ac_options ac_opts;
 /* No protection keys: mprotect covers every class. */

@@ -14,7 +14,6 @@
 /* What the shim defines and the pins read. */
 struct ac_guard_shared ac_guard;
 struct ac_options ac_opts;
-uint64_t ac_model_entries;
 
 #define PAGE 4096u
 
