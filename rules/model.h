@@ -106,6 +106,11 @@ struct ac_stream {
   /* Its last operation that keeps the host out (not a prefetch): the stream
    * is busy for the host while the host has not observed that one. */
   uint64_t host_seq;
+  /* The host's clock at this stream (ac_model's host_observed[serial]): how
+   * many of its operations the host knows complete. Kept with the stream so
+   * that asking whether it is busy, or whether an attach on it settled - at
+   * every launch and attach - reads a field rather than searching a clock. */
+  uint64_t observed;
   struct ac_clock waited; /* what its next operation waits for (other streams) */
   /* What its work waits for since it last turned busy for the host: its first
    * outstanding operation's clock, or an earlier one (which waits for less). */

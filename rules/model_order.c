@@ -65,11 +65,12 @@ void ac_order_prepare(struct ac_model *m, struct ac_stream *s) {
 /* ---- busy and idle ---- */
 
 bool ac_order_stream_busy(const struct ac_model *m, const struct ac_stream *s) {
-  return s->host_seq > ac_clock_get(&m->host_observed, s->serial);
+  (void)m;
+  return s->host_seq > s->observed;
 }
 
 uint64_t ac_order_outstanding(const struct ac_model *m, const struct ac_stream *s) {
-  uint64_t seen = ac_clock_get(&m->host_observed, s->serial);
+  uint64_t seen = s->observed;
   if (!ac_order_stream_busy(m, s)) return 0;
   if (s->busy_origin.api && s->busy_origin.seq > seen + 1) seen = s->busy_origin.seq - 1;
   return s->seq - seen;
@@ -184,7 +185,7 @@ static void settle(struct ac_model *m, struct ac_alloc_more *x) {
 static void settle_observed(struct ac_model *m) {
   struct ac_stream *s, *tmp;
   DL_FOREACH_SAFE2(m->settling, s, tmp, settle_next) {
-    uint64_t seen = ac_clock_get(&m->host_observed, s->serial);
+    uint64_t seen = s->observed;
     while (s->unsettled && s->unsettled->attach_seq <= seen)
       settle(m, s->unsettled);
   }
@@ -194,6 +195,12 @@ static void settle_observed(struct ac_model *m) {
  * it completes. */
 void ac_order_host_observes(struct ac_model *m, const struct ac_clock *c) {
   ac_clock_join(&m->host_observed, c);
+  /* Each stream c names keeps the host's entry for it (what the join made of
+   * it, which may be less than c's when memory ran out). */
+  for (size_t i = 0; i < c->n; i++) {
+    struct ac_stream *named = ac_model_stream_by_serial(m, c->e[i].stream);
+    if (named) named->observed = ac_clock_get(&m->host_observed, named->serial);
+  }
   bool any_turned_idle = false;
   struct ac_stream *s, *tmp;
   DL_FOREACH_SAFE2(m->busy, s, tmp, busy_next) {
@@ -354,8 +361,7 @@ bool ac_order_attach(struct ac_model *m, struct ac_alloc *a, enum ac_assoc assoc
   m->generation++;
   m->layout++;
   ac_model_note_judged(m, a); /* attached once: never plain GLOBAL memory again */
-  if (!s || ac_clock_get(&m->host_observed, s->serial) >= seq)
-    leave_unsettled(m, x); /* the host has seen it complete already */
+  if (!s || s->observed >= seq) leave_unsettled(m, x); /* the host has seen it complete already */
   ac_model_notify(m, a, false);
   ac_model_forget_candidates(m);
   return true;
@@ -373,9 +379,8 @@ int ac_order_binding_assocs(const struct ac_model *m, const struct ac_alloc *a,
   const struct ac_alloc_more *x = a->more;
   assoc[0] = (enum ac_assoc)a->assoc;
   stream[0] = x ? x->assoc_stream : NULL;
-  if (!x || !x->attach_stream ||
-      ac_clock_get(&m->host_observed, x->attach_stream->serial) >= x->attach_seq)
-    return 1;
+  (void)m;
+  if (!x || !x->attach_stream || x->attach_stream->observed >= x->attach_seq) return 1;
   assoc[1] = x->prev_assoc;
   stream[1] = x->prev_stream;
   return 2;

@@ -196,7 +196,62 @@ static void test_destroy_reverts_members(void) {
   ac_model_destroy(m);
 }
 
+/* Each stream keeps the host's clock entry for it (ac_stream.observed), so
+ * that asking whether it is busy reads a field: after every step of a random
+ * program of work, events, synchronisations and streams destroyed and made
+ * again with their handles, every stream the model holds must keep what the
+ * host's clock says, and be busy exactly when the clock says it is. */
+static void test_observed_follows_the_host(void) {
+  m = ac_model_create();
+  enum { STREAMS = 6, EVENTS = 3 };
+  struct ac_stream *live[STREAMS];
+  for (int i = 0; i < STREAMS; i++)
+    live[i] = stream(0x100 + (uintptr_t)i * 0x10, i % 2 ? NON_BLOCKING : 0);
+  unsigned state = 12345u, steps = 0, mismatches = 0, busy_seen = 0;
+  for (; steps < 4000; steps++) {
+    state = state * 1103515245u + 12345u;
+    unsigned r = state >> 16, i = r % STREAMS, e = (r / STREAMS) % EVENTS;
+    uintptr_t event = 0xe000 + e;
+    switch ((r / (STREAMS * EVENTS)) % 8) {
+    case 0:
+    case 1:
+    case 2:
+      ac_order_enqueue(m, live[i], NULL);
+      break;
+    case 3:
+      ac_order_event_recorded(m, event, live[i]);
+      break;
+    case 4:
+      ac_order_stream_waits_event(m, live[i], event);
+      break;
+    case 5:
+      ac_order_host_syncs_event(m, event);
+      break;
+    case 6:
+      ac_order_host_syncs_stream(m, live[i]);
+      break;
+    default:
+      if (r % 3 == 0) {
+        ac_order_host_syncs_all(m);
+      } else { /* destroyed with its work outstanding, and its handle used again */
+        uintptr_t h = live[i]->handle;
+        ac_model_stream_destroyed(m, h);
+        live[i] = stream(h, i % 2 ? NON_BLOCKING : 0);
+      }
+    }
+    struct ac_stream *s, *tmp;
+    HASH_ITER(by_serial, m->by_serial, s, tmp) {
+      uint64_t seen = ac_clock_get(&m->host_observed, s->serial);
+      mismatches += s->observed != seen || ac_order_stream_busy(m, s) != (s->host_seq > seen);
+      busy_seen += ac_order_stream_busy(m, s);
+    }
+  }
+  CHECK(mismatches == 0 && busy_seen > 0 && steps == 4000);
+  ac_model_destroy(m);
+}
+
 int main(void) {
+  test_observed_follows_the_host();
   test_destroyed_stream_kept_by_its_handle();
   test_orphan_waits_for_its_work();
   test_allocations_keep_their_streams();
