@@ -32,9 +32,18 @@ static uint64_t last_granule_of(const struct ac_alloc *a) {
   return granule_of(end_of(a) - 1);
 }
 
-static struct granule *granule_get(struct ac_model *m, uint64_t key) {
-  struct granule *g;
+/* The granule of key, or NULL: the last search's when it is that one (an
+ * allocation's record, its overlap check and its entry all fall in the
+ * granule the one before it did, as the driver hands memory out in order). */
+static struct granule *granule_find(const struct ac_model *m, uint64_t key) {
+  struct granule *g = (struct granule *)m->search_hint.g;
+  if (g && g->key == key) return g;
   HASH_FIND(hh, m->granules, &key, sizeof key, g);
+  return g;
+}
+
+static struct granule *granule_get(struct ac_model *m, uint64_t key) {
+  struct granule *g = granule_find(m, key);
   if (g) return g;
   g = calloc(1, sizeof *g);
   if (!g) return NULL;
@@ -104,8 +113,7 @@ static inline __attribute__((always_inline)) size_t at_or_below(const struct gra
 }
 
 static void granule_drop(struct ac_model *m, uint64_t key, const struct ac_alloc *a) {
-  struct granule *g;
-  HASH_FIND(hh, m->granules, &key, sizeof key, g);
+  struct granule *g = granule_find(m, key);
   if (!g) return;
   for (size_t i = at_or_below(g, a->base); i-- > 0 && g->e[i].base == a->base;) {
     if (g->e[i].alloc != a) continue;
@@ -295,12 +303,7 @@ static size_t hinted_at_or_below(struct ac_model *m, const struct granule *g, ui
 
 static struct ac_alloc *find_uncached(struct ac_model *m, uintptr_t addr) {
   uint64_t key = granule_of(addr);
-  const struct granule *g = m->search_hint.g;
-  if (!g || g->key != key) {
-    struct granule *found;
-    HASH_FIND(hh, m->granules, &key, sizeof key, found);
-    g = found;
-  }
+  const struct granule *g = granule_find(m, key);
   if (!g) return NULL;
   /* The last allocation starting at or below addr: with equal bases (a stale
    * record a free we never saw left behind) the newest, which owns it now. */
@@ -362,9 +365,11 @@ struct ac_alloc *ac_model_find_alloc_at(const struct ac_model *m, uintptr_t base
  * or the first from base on. */
 static struct ac_alloc *overlapping_in(const struct ac_model *m, uint64_t key, uintptr_t base,
                                        uintptr_t end) {
-  struct granule *g;
-  HASH_FIND(hh, m->granules, &key, sizeof key, g);
-  if (!g) return NULL;
+  const struct granule *g = granule_find(m, key);
+  if (!g || !g->count) return NULL;
+  /* Past the end of the last record - which ends last, as none overlap -: as
+   * new allocations mostly come, with no search. */
+  if (!g->nested && end_of(g->e[g->count - 1].alloc) <= base) return NULL;
   for (size_t i = 0; g->nested && i < g->count; i++)
     if (g->e[i].base < end && base < end_of(g->e[i].alloc)) return g->e[i].alloc;
   if (g->nested) return NULL;
