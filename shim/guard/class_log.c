@@ -102,6 +102,12 @@ static void merge(struct class *c) {
       cut_one(&c->ranges, c->removed.r[i]);
     for (size_t i = 0; i < c->added.n; i++)
       put_one(&c->ranges, c->added.r[i]);
+  } else if (!c->added.n) { /* one pass, the result swapped in rather than copied back */
+    range_subtract(&rest, &c->ranges, &c->removed);
+    range_swap(&c->ranges, &rest);
+  } else if (!c->removed.n) {
+    range_union(&rest, &c->ranges, &c->added);
+    range_swap(&c->ranges, &rest);
   } else {
     range_subtract(&rest, &c->ranges, &c->removed);
     range_union(&c->ranges, &rest, &c->added);
