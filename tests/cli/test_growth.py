@@ -14,8 +14,9 @@ counts are of one machine's compiler and C library, so only their ratios are jud
 instructions each operation adds (the last doubling's increment over its N) are printed, the
 measure bench/scale.sh gives in seconds on the GPU machine.
 
-The page guard runs as valgrind's CPU has it: without protection keys (it reports none), so this
-holds the mprotect backend; the keys backend's growth is bench/scale.sh's on a CPU with keys.
+The page guard runs on page protection (`--guard-pages mprotect`), which valgrind carries out
+(it does not know the protection-key instructions); the keys backend's growth is
+bench/scale.sh's on a CPU with keys.
 Arguments: BUILD [MODE ...] (default: every mode; GROWTH_N sets N, default 1000)."""
 import os
 import re
@@ -35,7 +36,7 @@ N = int(os.environ.get("GROWTH_N", "1000"))
 
 def instructions(mode, n, shim):
     """The instructions one run of bench_scale MODE n executed (valgrind's count)."""
-    env = dict(ENV, ATTACHCHECK_PRINT_STDERR="off")
+    env = dict(ENV, ATTACHCHECK_PRINT_STDERR="off", ATTACHCHECK_GUARD_PAGES="mprotect")
     if shim:
         env["LD_PRELOAD"] = SHIM
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", SCALE, mode, str(n)]
