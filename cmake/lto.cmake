@@ -8,10 +8,10 @@
 # a call. Optimised together at link time they are inlined where they are
 # used, and the code a call runs through takes fewer lines: over the
 # stand-in, 14% fewer of the shim's instructions an attach, 12% fewer an
-# allocation, and 18% fewer lines of code an attach touches
+# allocation, and 15% fewer lines of code an attach touches
 # (docs/gpu-results.md). The static libraries keep ordinary code beside
 # their link-time form (fat objects), so what links them without it - the
-# unit tests, the CLI, the stand-in driver - is built as before.
+# unit tests and the CLI - is built as before.
 include(CheckIPOSupported)
 if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
   check_ipo_supported(RESULT AC_LTO OUTPUT AC_LTO_WHY LANGUAGES C)
