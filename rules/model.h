@@ -74,9 +74,6 @@ struct ac_alloc {
   /* The last prefetch of some of it was the page guard's, not the program's:
    * the driver's LAST_PREFETCH_LOCATION is answered as the program's own. */
   bool ahead_last : 1;
-  /* The page guard's own: its move of class waits in the guard's queue for
-   * the next read of the classes (shim/guard/classes.c). */
-  bool guard_queued : 1;
   /* The page guard's own: when it last moved the memory to the GPU ahead of
    * work (shim/guard/ahead.c); 0: never. */
   uint16_t ahead_mark;

@@ -14,7 +14,6 @@
 #include "grow.h"
 #include "class_log.h"
 #include "class_pending.h"
-#include "class_queue.h"
 #include "classes.h"
 
 /* The verdict at the last flips, or none yet. */
@@ -96,7 +95,6 @@ static void judge(size_t i, bool (*forbidden)(const struct ac_alloc *a),
 
 void ac_guard_classes_pending_flips(bool all, bool (*forbidden)(const struct ac_alloc *a),
                                     void (*fn)(const struct ac_alloc *a, void *ctx), void *ctx) {
-  ac_classes_catch_up();
   if (all || pend.unjudged_lost) {
     for (size_t i = 0; i < pend.count; i++)
       if (all || pend.verdicts[i] == UNJUDGED) judge(i, forbidden, fn, ctx);
@@ -119,12 +117,10 @@ void ac_pending_forget_flips(void) {
 }
 
 const struct range_list *ac_guard_classes_forbidden_pending(const struct range_list *window) {
-  ac_classes_catch_up();
   return ac_class_bytes(&pend.forbidden, window);
 }
 
 struct ac_alloc *const *ac_guard_classes_pending(size_t *count) {
-  ac_classes_catch_up();
   *count = pend.count;
   return pend.list;
 }

@@ -6,18 +6,18 @@
  * Incremental. The model tells of every allocation that may change class
  * (ac_model_set_alloc_observer: made, retiring, attached, its attach settled,
  * forgotten) and only that one moves: its range is logged as added to one
- * class and removed from another - at once for a new allocation or one
- * leaving, at the next read of the classes for the others (class_queue.h:
- * an attach and its settling, before a read, are one move). A class's logs
- * are sorted, and a range that comes back to where it left cancels out, so the class's bytes inside
- * a window of pages are read through them with a few searches: a refresh that looks at the pages of
- * one attach costs the same with 10,000 allocations alive as with ten. A list is merged with its
- * logs when it is read whole - one linear pass, which reading it costs anyway - or once keeping the
- * logs sorted has moved as many entries as a merge would (class_log.c): O(sqrt(n)) a change in
- * random order, O(1) amortised in address order, the usual one. (Merging at every refresh, as
- * before, moved the whole list in memory for each range that left its middle: 57% of attaching
- * 10,000 allocations one by one.) Each allocation carries the class it is in
- * (ac_alloc.guard_tag), so leaving one needs no search.
+ * class and removed from another. A class's logs are sorted, and a range that
+ * comes back to where it left cancels out, so the class's bytes inside a
+ * window of pages are read through them with a few searches: a refresh that
+ * looks at the pages of one attach costs the same with 10,000 allocations
+ * alive as with ten. A list is merged with its logs when it is read whole -
+ * one linear pass, which reading it costs anyway - or once keeping the logs
+ * sorted has moved as many entries as a merge would (class_log.c): O(sqrt(n))
+ * a change in random order, O(1) amortised in address order, the usual one.
+ * (Merging at every refresh, as before, moved the whole list in memory for
+ * each range that left its middle: 57% of attaching 10,000 allocations one
+ * by one.) Each allocation carries the class it is in (ac_alloc.guard_tag),
+ * so leaving one needs no search.
  *
  * The classes are kept from the guard's start (its first update), not
  * grouped when something first turns busy: grouping 10,000 allocations alive
@@ -42,7 +42,6 @@
 #include "grow.h"
 #include "class_log.h"
 #include "class_pending.h"
-#include "class_queue.h"
 #include "classes.h"
 #include "guard_internal.h"
 #include "shim.h"
@@ -214,8 +213,9 @@ static void log_moved(const struct ac_alloc *a) {
   }
 }
 
-/* a may have changed class: into the one it belongs in now. */
-static void move(struct ac_alloc *a, bool leaving) {
+/* The model's observer: a may have changed class. */
+static void note(struct ac_alloc *a, bool leaving, void *unused) {
+  (void)unused;
   struct place was = place_tagged(a);
   struct place now = leaving ? (struct place){TAG_NONE, NULL} : place_of(a);
   if (was.kind == now.kind && was.stream == now.stream) {
@@ -235,38 +235,12 @@ static void move(struct ac_alloc *a, bool leaving) {
   enter(a, now);
 }
 
-/* ---- moves made at the next read (class_queue.h says why) ---- */
-
-static void catch_up(void) {
-  AC_ASSERT_MODEL_HELD();
-  if (ac_class_queue_count()) ac_class_queue_drain(move);
-}
-
-void ac_classes_catch_up(void) {
-  catch_up();
-}
-
-/* The model's observer: a may have changed class. */
-static void note(struct ac_alloc *a, bool leaving, void *unused) {
-  (void)unused;
-  if (a->guard_queued) {
-    if (!leaving && !a->retiring) return; /* its queued move will find where it is */
-    ac_class_queue_drain(move);           /* before the record goes */
-  } else if (!leaving && !a->retiring && built && a->guard_tag != TAG_NONE &&
-             ac_class_queue_push(a)) {
-    return;
-  }
-  move(a, leaving); /* also when memory for the queue ran out */
-}
-
 /* ---- the whole of it ---- */
 
 /* a, in no class yet, into its own (its tag may be a former model's). */
 static void place_first(struct ac_alloc *a, void *unused) {
-  (void)unused;
   a->guard_tag = TAG_NONE;
-  a->guard_queued = false;
-  move(a, false);
+  note(a, false, unused);
 }
 
 void ac_guard_classes_reset(void) {
@@ -284,7 +258,6 @@ void ac_guard_classes_reset(void) {
   free_slots = NULL;
   slot_count = slot_cap = free_count = free_cap = live_classes = 0;
   built = global_is_all = false;
-  ac_class_queue_reset(); /* a forked child's records are a new model's */
   moved.n = keys_moved.n = was_busy_count = now_busy_count = 0;
   moved_all = keys_moved_all = true;
 }
@@ -336,16 +309,13 @@ static void build(void) {
 void ac_guard_classes_update(void) {
   AC_ASSERT_MODEL_HELD();
   if (!built || ac_model_alloc_observer(ac_model) != note) build();
-  catch_up();
 }
 
 const struct range_list *ac_guard_classes_all_managed(const struct range_list *window) {
-  catch_up();
   return ac_class_bytes(&all_managed, window);
 }
 
 const struct range_list *ac_guard_classes_global(const struct range_list *window) {
-  catch_up();
   return ac_class_bytes(global_is_all ? &all_managed : &global, window);
 }
 
@@ -389,7 +359,6 @@ void ac_guard_classes_for_each_stream(bool busy_only, const struct range_list *w
                                       void (*fn)(const struct ac_stream *s,
                                                  const struct range_list *ranges, void *ctx),
                                       void *ctx) {
-  catch_up();
   struct stream_fn f = {fn, ctx, window};
   walk_classes(busy_only, call_stream_fn, &f);
 }
@@ -406,7 +375,6 @@ static void call_busy_fn(struct stream_class *sc, void *arg) {
 
 void ac_guard_classes_for_each_busy_stream(void (*fn)(const struct ac_stream *s, void *ctx),
                                            void *ctx) {
-  catch_up();
   struct busy_fn f = {fn, ctx};
   walk_classes(true, call_busy_fn, &f);
 }
@@ -414,31 +382,26 @@ void ac_guard_classes_for_each_busy_stream(void (*fn)(const struct ac_stream *s,
 /* ---- what changed since the wanted pages were brought up to date ---- */
 
 const struct range_list *ac_guard_classes_moved(bool *all) {
-  catch_up();
   *all = moved_all;
   return &moved;
 }
 
 void ac_guard_classes_moved_clear(void) {
-  catch_up();
   moved.n = 0;
   moved_all = false;
 }
 
 uint64_t ac_guard_classes_moves(void) {
-  catch_up();
   return moves;
 }
 
 const struct range_list *ac_guard_classes_moved_for_keys(bool *all) {
-  catch_up();
   range_normalise(&keys_moved);
   *all = keys_moved_all;
   return &keys_moved;
 }
 
 void ac_guard_classes_keys_followed(void) {
-  catch_up();
   keys_moved.n = 0;
   keys_moved_all = false;
 }
@@ -454,7 +417,6 @@ static void mark_busy(struct stream_class *sc, void *arg) {
 void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
                                             const struct range_list *ranges, void *ctx),
                                  void *ctx) {
-  catch_up();
   struct stream_fn f = {fn, ctx, NULL};
   busy_round++;
   now_busy_count = 0;
@@ -472,7 +434,6 @@ void ac_guard_classes_busy_flips(void (*fn)(const struct ac_stream *s,
 }
 
 bool ac_guard_classes_forbid_now(const struct ac_alloc *a) {
-  catch_up();
   uint32_t tag = a->guard_tag;
   if (tag & TAG_PENDING) return ac_pending_forbidden(a);
   if (tag >= TAG_STREAM) return ac_order_stream_busy(ac_model, slots[tag - TAG_STREAM]->stream);
@@ -480,14 +441,12 @@ bool ac_guard_classes_forbid_now(const struct ac_alloc *a) {
 }
 
 void ac_guard_classes_forget_flips(void) {
-  catch_up();
   busy_round += 2; /* no class was busy the round before the next */
   was_busy_count = 0;
   ac_pending_forget_flips();
 }
 
 size_t ac_guard_classes_unmerged(void) {
-  catch_up();
   size_t n = all_managed.added.n + all_managed.removed.n + global.added.n + global.removed.n;
   for (size_t i = 0; i < slot_count; i++)
     n += slots[i]->c.added.n + slots[i]->c.removed.n;

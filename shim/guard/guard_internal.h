@@ -7,7 +7,6 @@
  *   classes.c        the classes of managed memory, kept allocation by allocation
  *   class_log.c      one class: its sorted list, and the logs of what moved since
  *   class_pending.c  the allocations with an attach pending: each its own verdict
- *   class_queue.c    the moves of class that wait for the next read of the classes
  *   wanted.c         the pages to close, kept up to date from what changed
  *   fault.c          a fault or a system call's buffer judged and let through
  *   step.c           a judged access stepped through, its page closed again after

@@ -107,9 +107,8 @@ static void agree_with_threads(bool any_busy) {
  * at everything alive and gives the pages patched away their keys back, when
  * the moves pause (two refreshes without one), or have added up to twice the
  * allocations alive since the last layout, so that laying out costs a
- * constant a move. (An attach is two moves - into pending, and into its
- * stream's class when it settles - or one, settled before the classes were
- * read: class_queue.h. At an eighth of the ranges laid out,
+ * constant a move. (An attach is two moves: into pending, and into its
+ * stream's class when it settles. At an eighth of the ranges laid out,
  * attaching allocation after allocation in bursts laid the keys out every
  * few bursts; at a half of the allocations, 10,000 attaches laid them out 4
  * times and ran 10% slower than at twice, which lays them out once.) */

@@ -385,76 +385,6 @@ static void test_moved_down_while_pending(void) {
   model_end();
 }
 
-static void count_stream(const struct ac_stream *s, const struct range_list *l, void *ctx) {
-  (void)s, (void)l;
-  ++*(int *)ctx;
-}
-static void count_busy(const struct ac_stream *s, void *ctx) {
-  (void)s;
-  ++*(int *)ctx;
-}
-
-/* An attach's move of class waits for the next read (class_queue.h), and a
- * refresh does not always bring the classes up to date before it reads: so
- * each reader, read first after an attach (and its settling), sees the move.
- * And a record freed while its move waits leaves the queue with it. */
-static void test_each_reader_catches_up(void) {
-  for (int reader = 0; reader < 9; reader++) {
-    model_begin();
-    struct ac_stream *s = ac_model_stream_created(ac_model, 0x3000, 1, 0);
-    struct ac_alloc *a = add_managed(BASE, CELL, AC_ASSOC_GLOBAL);
-    ac_guard_classes_update();
-    ac_guard_classes_moved_clear();
-    ac_guard_classes_keys_followed();
-    uint64_t moves = ac_guard_classes_moves();
-    ac_order_attach(ac_model, a, AC_ASSOC_SINGLE, s, ac_order_enqueue(ac_model, s, NULL), NULL);
-    CHECK(a->guard_queued);
-    bool all = true;
-    int n = 0;
-    size_t pending = 0;
-    if (reader >= 5) { /* settled, and (7, 8) the stream busy again */
-      ac_order_host_syncs_stream(ac_model, s);
-      if (reader >= 7) ac_order_enqueue(ac_model, s, NULL);
-    }
-    switch (reader) {
-    case 0:
-      CHECK(ac_guard_classes_global(NULL)->n == 0);
-      break;
-    case 1:
-      CHECK(ac_guard_classes_pending(&pending) && pending == 1);
-      break;
-    case 2:
-      CHECK(ac_guard_classes_moves() == moves + 1);
-      break;
-    case 3:
-      CHECK(ac_guard_classes_moved(&all)->n == 1 && !all);
-      break;
-    case 4:
-      CHECK(ac_guard_classes_moved_for_keys(&all)->n == 1 && !all);
-      break;
-    case 5:
-      ac_guard_classes_for_each_stream(false, NULL, count_stream, &n);
-      CHECK(n == 1);
-      break;
-    case 6: /* freed before any read: the queue forgets it, one move to no class */
-      ac_model_retire_alloc(ac_model, a);
-      ac_model_remove_alloc(ac_model, a);
-      CHECK(ac_guard_classes_all_managed(NULL)->n == 0 && ac_guard_classes_moves() == moves + 1);
-      break;
-    case 7:
-      ac_guard_classes_for_each_busy_stream(count_busy, &n);
-      CHECK(n == 1);
-      break;
-    case 8:
-      ac_guard_classes_busy_flips(count_stream, &n);
-      CHECK(n == 1);
-      break;
-    }
-    CHECK(reader == 6 || (!a->guard_queued && classes_right()));
-    model_end();
-  }
-}
-
 /* Kept from the start (the first update): allocations made one by one,
  * all globally attached (GLOBAL shares all_managed's list) while a stream is
  * busy, then one attached to it (GLOBAL gets its own), then more made. */
@@ -512,7 +442,6 @@ int main(void) {
   test_new_model();
   test_attached_again_while_pending();
   test_moved_down_while_pending();
-  test_each_reader_catches_up();
   ac_guard.stats.rebuilds = 0;
   test_watched_from_the_start();
   return TEST_SUMMARY("test_guard_classes");
