@@ -161,7 +161,8 @@ static bool splice(struct range_list *l, size_t at, size_t gone, const struct ra
       if (!AC_GROW(l->r, l->cap, l->cap, 16)) return false;
   if (count != gone) /* else the tail stays where it is: no move of a long list */
     memmove(l->r + at + count, l->r + at + gone, (l->n - at - gone) * sizeof l->r[0]);
-  memcpy(l->r + at, with, count * sizeof with[0]);
+  if (count) /* l->r may be NULL yet: a list never grown */
+    memcpy(l->r + at, with, count * sizeof with[0]);
   l->n = l->n + count - gone;
   return true;
 }
