@@ -125,7 +125,9 @@ static enum ac_guard_claim lift_without_lock(uintptr_t a, bool is_write, uintptr
   bool overflow;
   if (!published_overlaps(page, page + (uintptr_t)ac_guard.page_size, &overflow) && !overflow)
     return AC_GUARD_NOT_OURS;
+  ac_guard_program_unlocked(true);
   ac_guard_open_pages(page, page + (uintptr_t)ac_guard.page_size);
+  ac_guard_program_unlocked(false);
   __atomic_store_n(&ac_guard.lifted_unlocked, 1, __ATOMIC_RELEASE);
   ac_guard_defer(a, is_write, pc, ucontext);
   return AC_GUARD_HANDLED;

@@ -309,7 +309,16 @@ void ac_guard_program_pieces(uintptr_t start, uintptr_t end,
                              void (*fn)(uintptr_t start, uintptr_t end, int prot, int key,
                                         void *ctx),
                              void *ctx);
+/* Whether the program set a protection of its own on some managed page
+ * (lock held: remaps taken in first). */
 bool ac_guard_program_set_any(void);
+/* The same asked by the SIGSEGV handler, without the lock: the count as
+ * it stands, remaps not taken in - a page remapped since keeps it high,
+ * which only sends the fault to be judged under the lock (fault.c). */
+bool ac_guard_program_maybe_set_any(void);
+/* on: this thread reads the pieces without the lock, in the SIGSEGV handler,
+ * until called again with off (remaps are not taken in meanwhile). */
+void ac_guard_program_unlocked(bool on);
 /* Whether the program gave some page of [start, end) a key of its own (the
  * guard's keys leave such pages out, closing them with PROT_NONE instead). */
 bool ac_guard_program_keyed_in(uintptr_t start, uintptr_t end);

@@ -322,5 +322,5 @@ bool ac_guard_keys_on_fault(uintptr_t a, bool is_write, uintptr_t pc, int pkey, 
    * of the program's own (pages.c): their faults are judged as mprotect's
    * are (fault.c); without such pages, the fault is not the guard's. */
   *claim = AC_GUARD_NOT_OURS;
-  return ac_guard_keys_closing() >= 0 && !ac_guard_program_set_any();
+  return ac_guard_keys_closing() >= 0 && !ac_guard_program_maybe_set_any(); /* no lock here */
 }

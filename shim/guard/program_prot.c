@@ -42,6 +42,8 @@ struct piece {
   int prot, key;
 };
 static struct piece *pieces; /* sorted, disjoint, none with the default */
+/* piece_count is written under the model lock, with atomic stores: the
+ * SIGSEGV handler reads it without the lock (maybe_set_any). */
 static size_t piece_count, piece_cap;
 
 /* The index of the first piece that ends after at. */
@@ -62,7 +64,7 @@ static bool make_room(size_t at, size_t k) {
   for (size_t i = 0; i < k; i++)
     if (!AC_GROW(pieces, piece_count + i, piece_cap, 16)) return false;
   memmove(pieces + at + k, pieces + at, (piece_count - at) * sizeof *pieces);
-  piece_count += k;
+  __atomic_store_n(&piece_count, piece_count + k, __ATOMIC_RELAXED);
   return true;
 }
 
@@ -86,7 +88,7 @@ static void assign(uintptr_t start, uintptr_t end, int prot, int key) {
   if (j < piece_count && pieces[j].start < end) pieces[j].start = end;
   if (j > i) { /* pieces is NULL until the first piece: no pointer arithmetic on it */
     memmove(pieces + i, pieces + j, (piece_count - j) * sizeof *pieces);
-    piece_count -= j - i;
+    __atomic_store_n(&piece_count, piece_count - (j - i), __ATOMIC_RELAXED);
   }
   if ((prot != DEFAULT_PROT || key != 0) && make_room(i, 1))
     pieces[i] = (struct piece){start, end, prot, key};
@@ -116,7 +118,15 @@ static void forget_remapped(uintptr_t start, uintptr_t end, void *unused) {
   uintptr_t page = (uintptr_t)ac_guard.page_size;
   if (piece_count) assign(start & ~(page - 1), (end + page - 1) & ~(page - 1), DEFAULT_PROT, 0);
 }
+/* Set while the SIGSEGV handler opens a page without the lock (fault.c's
+ * lift_without_lock): the code it interrupted may be in the middle of
+ * these pieces, so the remaps wait for the next reader under the lock. */
+static __thread bool unlocked_reader;
+void ac_guard_program_unlocked(bool on) {
+  unlocked_reader = on;
+}
 static void settle(void) {
+  if (unlocked_reader) return;
   AC_ASSERT_MODEL_HELD();
   ac_guard_remaps_read(&reader, forget_remapped, NULL);
 }
@@ -140,7 +150,11 @@ void ac_guard_program_pieces(uintptr_t start, uintptr_t end,
 
 bool ac_guard_program_set_any(void) {
   settle();
-  return piece_count > 0;
+  return __atomic_load_n(&piece_count, __ATOMIC_RELAXED) > 0;
+}
+
+bool ac_guard_program_maybe_set_any(void) {
+  return __atomic_load_n(&piece_count, __ATOMIC_RELAXED) > 0;
 }
 
 static void note_keyed(uintptr_t start, uintptr_t end, int prot, int key, void *keyed) {
@@ -192,6 +206,6 @@ void ac_guard_program_protects(uintptr_t start, size_t len, int prot, int key) {
 }
 
 void ac_guard_program_prot_after_fork_child(void) {
-  piece_count = 0;
+  __atomic_store_n(&piece_count, 0, __ATOMIC_RELAXED);
   reader.tail = 0;
 }
