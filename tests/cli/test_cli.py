@@ -45,7 +45,7 @@ def scenario_runner():
     return module
 
 
-cpu_has_keys = scenario_runner().cpu_has_keys
+SHIM_HAS_KEYS = scenario_runner().shim_has_keys(BUILD)  # x86-64 shim, CPU with keys
 
 
 def usage_error(name, args, words):
@@ -191,12 +191,6 @@ with tempfile.TemporaryDirectory() as d:
 HOST_ACCESS = os.path.join(BUILD, "tests", "scenarios", "host_access")
 
 
-def shim_has_keys():
-    """Whether the shim under test guards with protection keys: the CPU has
-    them, and the shim is an x86-64 one (the aarch64 build, run under qemu-user
-    on an x86-64 host that has keys, guards with mprotect alone)."""
-    return cpu_has_keys() and x86_64(HOST_ACCESS)
-
 
 with tempfile.TemporaryDirectory() as d:
     def same_site(backend):
@@ -218,7 +212,7 @@ with tempfile.TemporaryDirectory() as d:
               results[0].get("properties", {}).get("threads") == 3 and
               "3 threads</span>" in page, p.stderr[-600:])
     three_threads("mprotect")
-    if shim_has_keys():
+    if SHIM_HAS_KEYS:
         three_threads("pkeys")
     else:
         print("skip three threads' one finding: the shim under test has no protection keys")
@@ -253,7 +247,7 @@ else:
 # A page under a protection key of the program's own takes no key of the
 # guard's: after the judged fault it is opened, not tagged with the lift key
 # (which would leave it closed and fault again).
-if shim_has_keys():
+if SHIM_HAS_KEYS:
     p = run([CLI, "--guard-pages", "pkeys", "--verbose", "1", HOST_ACCESS, "own_key_touch_busy"])
     faults = re.search(r"page guard: .* (\d+) faults \(.*; (\d+) more on pages already let go",
                        p.stderr)
@@ -267,7 +261,7 @@ else:
 # back: on protection keys its page keeps its key while freed, so after the
 # first steps a step changes no protection at all - twelve steps make as many
 # changes as six.
-if shim_has_keys():
+if SHIM_HAS_KEYS:
     def protection_changes(steps):
         env = dict(ENV, FAKECUDA_REUSE_SMALL="1", TEMP_STEPS=str(steps))
         p = run([CLI, "--guard-pages", "pkeys", "--verbose", "3", HOST_ACCESS,
