@@ -79,8 +79,10 @@ size_t keys_pages_in(const struct range_list *l) {
   return count;
 }
 
+/* No lock: a thread that starts asks (threads.c). */
 bool ac_guard_keys_active(void) {
-  return ac_keys.key_count > 0 && !ac_keys.keys_broken;
+  return __atomic_load_n(&ac_keys.key_count, __ATOMIC_ACQUIRE) > 0 &&
+         !__atomic_load_n(&ac_keys.keys_broken, __ATOMIC_RELAXED);
 }
 
 const struct range_list *ac_guard_keys_take_rekeyed(bool *all) {
@@ -396,7 +398,7 @@ static void keys_give_up_locked(void) {
   for (size_t i = 0; i < ac_guard.protected_now.n; i++)
     ac_pkeys_protect(ac_guard.protected_now.r[i].start, ac_guard.protected_now.r[i].end, PROT_NONE,
                      0);
-  ac_keys.keys_broken = true;
+  __atomic_store_n(&ac_keys.keys_broken, true, __ATOMIC_RELAXED);
 }
 
 /* A device without concurrent managed access: its driver protects managed
@@ -429,7 +431,7 @@ bool ac_guard_keys_yield_locked(void) {
   if (ac_keys.lift_key >= 0) ac_pkeys_free(ac_keys.lift_key);
   /* A thread's register keeps the freed keys' bits as the guard last wrote
    * them: no page has those keys until the program tags its own. */
-  ac_keys.key_count = 0;
+  __atomic_store_n(&ac_keys.key_count, 0, __ATOMIC_RELAXED);
   ac_keys.closing_key = ac_keys.lift_key = -1;
   ac_keys.closing_bits = ac_keys.our_bits = ac_keys.lift_bits = 0;
   if (ac_opts.guard_pages == AC_GUARD_PKEYS || ac_opts.verbose)
@@ -454,7 +456,9 @@ bool ac_guard_keys_start(const char **why) {
   while (ac_keys.key_count < KEYS_WANTED) {
     int k = ac_pkeys_alloc();
     if (k < 0) break;
-    ac_keys.keys[ac_keys.key_count++] = k;
+    ac_keys.keys[ac_keys.key_count] = k;
+    /* Published after its key: a thread starting now reads the count unlocked. */
+    __atomic_store_n(&ac_keys.key_count, ac_keys.key_count + 1, __ATOMIC_RELEASE);
     ac_keys.our_bits |= ac_pkru_disable_bits(k);
   }
   if (!ac_keys.key_count) return *why = "no protection key is free (pkey_alloc failed)", false;
@@ -479,6 +483,6 @@ void ac_guard_keys_after_fork_child(void) {
   for (int s = 0; s < ac_keys.key_count; s++)
     ac_keys.slot_owner[s] = NULL;
   if (ac_keys.key_count) ac_pkru_write(ac_pkru_read() & ~(ac_keys.our_bits | ac_keys.lift_bits));
-  ac_keys.keys_broken = true;
+  __atomic_store_n(&ac_keys.keys_broken, true, __ATOMIC_RELAXED);
   ac_guard_threads_after_fork_child();
 }

@@ -172,7 +172,7 @@ bool ac_guard_keys_enable(int slot, bool allowed, void *ucontext, uintptr_t addr
   AC_ASSERT_MODEL_HELD();
   if (ucontext && !ac_pkeys_frame_pkru(ucontext)) {
     /* No PKRU in the frame: the access cannot be let through by key. */
-    ac_keys.keys_broken = true;
+    __atomic_store_n(&ac_keys.keys_broken, true, __ATOMIC_RELAXED);
     uintptr_t page = ac_guard_page_floor(addr);
     ac_guard_tag_pages(page, page + (uintptr_t)ac_guard.page_size, 0);
     return false;

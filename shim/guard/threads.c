@@ -120,7 +120,7 @@ static void record_ends(void *record) {
  * ends (the key destructor; a thread that ends without running destructors
  * is found gone when it first disagrees, ac_guard_threads_disagreeing). */
 static void adopt(struct ac_guard_thread *t) {
-  t->tid = (pid_t)syscall(SYS_gettid);
+  __atomic_store_n(&t->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED); /* read by others */
   self = t;
   if (__atomic_load_n(&exit_key_made, __ATOMIC_ACQUIRE)) pthread_setspecific(exit_key, t);
 }
@@ -205,7 +205,7 @@ void ac_guard_threads_grant(uint32_t slots) {
 /* ---- what a transition asks ---- */
 
 static bool thread_gone(const struct ac_guard_thread *t) {
-  return syscall(SYS_tgkill, getpid(), t->tid, 0) != 0;
+  return syscall(SYS_tgkill, getpid(), __atomic_load_n(&t->tid, __ATOMIC_RELAXED), 0) != 0;
 }
 
 uint32_t ac_guard_threads_disagreeing(uint32_t disabled, uint32_t slots) {
@@ -218,7 +218,8 @@ uint32_t ac_guard_threads_disagreeing(uint32_t disabled, uint32_t slots) {
     if (__atomic_load_n(&t->mask_valid, __ATOMIC_SEQ_CST))
       differ &= __atomic_load_n(&t->mask, __ATOMIC_RELAXED) ^ disabled;
     if (!differ || (out | differ) == out) continue;
-    if (t->tid && thread_gone(t)) { /* ended without its destructor: its record is free */
+    if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) &&
+        thread_gone(t)) { /* ended without its destructor: its record is free */
       __atomic_store_n(&t->used, 0, __ATOMIC_RELEASE);
       continue;
     }
@@ -232,8 +233,8 @@ uint32_t ac_guard_threads_disagreeing(uint32_t disabled, uint32_t slots) {
 struct ac_guard_thread *ac_guard_thread_expected(bool by_driver) {
   struct ac_guard_thread *t = take_record();
   if (!t) return NULL;
-  t->tid = 0;      /* not running yet: never found gone */
-  if (by_driver) { /* never counted, from the start */
+  __atomic_store_n(&t->tid, 0, __ATOMIC_RELAXED); /* not running yet: never found gone */
+  if (by_driver) {                                /* never counted, from the start */
     __atomic_store_n(&t->state, DRIVER, __ATOMIC_SEQ_CST);
     return t;
   }
