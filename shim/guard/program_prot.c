@@ -148,13 +148,13 @@ void ac_guard_program_pieces(uintptr_t start, uintptr_t end,
   }
 }
 
-bool ac_guard_program_set_any(void) {
-  settle();
+bool ac_guard_program_maybe_set_any(void) {
   return __atomic_load_n(&piece_count, __ATOMIC_RELAXED) > 0;
 }
 
-bool ac_guard_program_maybe_set_any(void) {
-  return __atomic_load_n(&piece_count, __ATOMIC_RELAXED) > 0;
+bool ac_guard_program_set_any(void) {
+  settle();
+  return ac_guard_program_maybe_set_any();
 }
 
 static void note_keyed(uintptr_t start, uintptr_t end, int prot, int key, void *keyed) {

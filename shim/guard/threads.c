@@ -218,8 +218,8 @@ uint32_t ac_guard_threads_disagreeing(uint32_t disabled, uint32_t slots) {
     if (__atomic_load_n(&t->mask_valid, __ATOMIC_SEQ_CST))
       differ &= __atomic_load_n(&t->mask, __ATOMIC_RELAXED) ^ disabled;
     if (!differ || (out | differ) == out) continue;
-    if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) &&
-        thread_gone(t)) { /* ended without its destructor: its record is free */
+    /* Ended without its destructor: its record is free. */
+    if (__atomic_load_n(&t->tid, __ATOMIC_RELAXED) && thread_gone(t)) {
       __atomic_store_n(&t->used, 0, __ATOMIC_RELEASE);
       continue;
     }
@@ -233,8 +233,9 @@ uint32_t ac_guard_threads_disagreeing(uint32_t disabled, uint32_t slots) {
 struct ac_guard_thread *ac_guard_thread_expected(bool by_driver) {
   struct ac_guard_thread *t = take_record();
   if (!t) return NULL;
-  __atomic_store_n(&t->tid, 0, __ATOMIC_RELAXED); /* not running yet: never found gone */
-  if (by_driver) {                                /* never counted, from the start */
+  /* Not running yet: never found gone. */
+  __atomic_store_n(&t->tid, 0, __ATOMIC_RELAXED);
+  if (by_driver) { /* never counted, from the start */
     __atomic_store_n(&t->state, DRIVER, __ATOMIC_SEQ_CST);
     return t;
   }

@@ -191,7 +191,6 @@ with tempfile.TemporaryDirectory() as d:
 HOST_ACCESS = os.path.join(BUILD, "tests", "scenarios", "host_access")
 
 
-
 with tempfile.TemporaryDirectory() as d:
     def same_site(backend):
         report, html, sarif = (os.path.join(d, backend + ext) for ext in (".json", ".html",
