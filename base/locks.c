@@ -41,15 +41,26 @@ const char *ac_lock_name(enum ac_lock_id id) {
   return id < AC_LOCK_COUNT ? names[id] : "?";
 }
 
+static void say(const char *s) {
+  syscall(SYS_write, 2, s, strlen(s));
+}
+
+/* Where a checked build stops: the sanitizer's runtime, when the shim is
+ * built with one, prints the stack that broke the rule; a single failure of
+ * a rare interleaving is then enough to find it. */
+void __sanitizer_print_stack_trace(void) __attribute__((weak));
+
 void ac_lock_violation(const char *what, enum ac_lock_id id) {
   /* Raw writes: this may run with any lock held, the output's among them. */
-  static const char head[] = "==attachcheck== internal error: lock ";
-  const char *name = ac_lock_name(id);
-  syscall(SYS_write, 2, head, sizeof head - 1);
-  syscall(SYS_write, 2, name, strlen(name));
-  syscall(SYS_write, 2, ": ", 2);
-  syscall(SYS_write, 2, what, strlen(what));
-  syscall(SYS_write, 2, "\n", 1);
+  say("==attachcheck== internal error: lock ");
+  say(ac_lock_name(id));
+  say(": ");
+  say(what);
+  say("; this thread holds:");
+  for (int held = 0; held < AC_LOCK_COUNT; held++)
+    if ((ac_locks_held >> held) & 1u) say(" "), say(ac_lock_name((enum ac_lock_id)held));
+  say("\n");
+  if (__sanitizer_print_stack_trace) __sanitizer_print_stack_trace();
   abort();
 }
 
