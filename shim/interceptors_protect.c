@@ -31,8 +31,13 @@
 #include "shim.h"
 
 /* The program's call, not one the driver makes on its own memory (a
- * driver that protects managed memory itself while the GPU owns it). */
-#define PROGRAMS_CALL() (!ac_pc_in_driver((uintptr_t)__builtin_return_address(0)))
+ * driver that protects managed memory itself while the GPU owns it), nor
+ * one made under a lock of the shim's - by a library the shim calls there
+ * (libdw, the unwinder), or by a program's signal handler that interrupted
+ * the shim: the guard's record of it takes the model lock, which may not be
+ * waited for under those, and the memory is the library's own. */
+#define PROGRAMS_CALL()                                                                            \
+  (!ac_locks_any_held() && !ac_pc_in_driver((uintptr_t)__builtin_return_address(0)))
 
 AC_EXPORT int mprotect(void *addr, size_t len, int prot) {
   int r = AC_LIBC_REAL(mprotect)(addr, len, prot);

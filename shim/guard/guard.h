@@ -118,7 +118,11 @@ struct ac_guard_pins {
 };
 /* A system call is about to read (cpu_writes false) or fill a buffer (no
  * lock): pinned into pins, judged, and let through, so the call succeeds.
- * After the call, ac_guard_unpin(pins) - errno is kept. */
+ * After the call, ac_guard_unpin(pins) - errno is kept. A call made while
+ * the thread holds any lock of the shim's is the shim's own (the report
+ * sink's writes, libdw's reads of debug files under the symbolizer's lock):
+ * never judged, and never a wait for the model lock there, which comes
+ * before those locks. */
 void ac_guard_check_buffer(struct ac_guard_pins *pins, const char *via, const void *buf, size_t len,
                            bool cpu_writes);
 void ac_guard_unpin(struct ac_guard_pins *pins);
