@@ -2,10 +2,10 @@
 #include "locks.h"
 
 #include "fd_gate.h"
+#include "sys.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 struct ac_lock_slot ac_locks[AC_LOCK_COUNT] = {
@@ -42,7 +42,7 @@ const char *ac_lock_name(enum ac_lock_id id) {
 }
 
 static void say(const char *s) {
-  syscall(SYS_write, 2, s, strlen(s));
+  (void)ac_sys_write_all(2, s, strlen(s)); /* nothing to do if stderr is gone */
 }
 
 /* Where a checked build stops: the sanitizer's runtime, when the shim is
