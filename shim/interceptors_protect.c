@@ -30,14 +30,11 @@
 #include "libc_real.h"
 #include "shim.h"
 
-/* The program's call, not one the driver makes on its own memory (a
+/* The program's call: not one the driver makes on its own memory (a
  * driver that protects managed memory itself while the GPU owns it), nor
- * one made under a lock of the shim's - by a library the shim calls there
- * (libdw, the unwinder), or by a program's signal handler that interrupted
- * the shim: the guard's record of it takes the model lock, which may not be
- * waited for under those, and the memory is the library's own. */
+ * one the shim makes or has made under its locks (ac_call_is_shims_own). */
 #define PROGRAMS_CALL()                                                                            \
-  (!ac_locks_any_held() && !ac_pc_in_driver((uintptr_t)__builtin_return_address(0)))
+  (!ac_call_is_shims_own() && !ac_pc_in_driver((uintptr_t)__builtin_return_address(0)))
 
 AC_EXPORT int mprotect(void *addr, size_t len, int prot) {
   int r = AC_LIBC_REAL(mprotect)(addr, len, prot);

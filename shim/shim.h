@@ -184,6 +184,15 @@ static inline uint64_t ac_model_entries(void) {
 static inline bool ac_model_untouched_since(uint64_t left) {
   return ac_model_entries() == left + 1;
 }
+/* A wrapped call (I/O, mprotect, ...) made while this thread holds any lock
+ * of the shim's is the shim's own, a library's it calls there (libdw, the
+ * unwinder), or a program's signal handler's that interrupted it. None is
+ * recorded or judged: that would take the model lock, which may not be
+ * waited for under the others (locks.inc), and the first two are not the
+ * program's. The handler's call is left unrecorded, a known limit. */
+static inline bool ac_call_is_shims_own(void) {
+  return ac_locks_any_held();
+}
 /* Leaving the model brings the page guard up to date with what changed
  * while it was held: no transition can forget it. Then what this thread's
  * signal handlers touched while it held the lock is judged (guard.h). */

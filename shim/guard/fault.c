@@ -384,7 +384,7 @@ static void check_keyed_buffer(const char *via, uintptr_t start, uintptr_t end, 
 
 void ac_guard_check_buffer(struct ac_guard_pins *pins, const char *via, const void *buf, size_t len,
                            bool cpu_writes) {
-  if (!ac_guard_on() || !len || in_guard || ac_locks_any_held() ||
+  if (!ac_guard_on() || !len || in_guard || ac_call_is_shims_own() ||
       __atomic_load_n(&ac_foreign_child, __ATOMIC_RELAXED))
     return;
   uintptr_t start = (uintptr_t)buf, end = start + len;
