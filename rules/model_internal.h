@@ -208,6 +208,9 @@ void ac_model_enrol_legacy(struct ac_model *m);
 /* Takes a out of every stream's lists and drops its references (it is
  * being forgotten). */
 void ac_order_forget_alloc(struct ac_model *m, struct ac_alloc *a);
+/* Settles the attaches the host has now observed (model_attach.c; called
+ * when the host's clock moves). */
+void ac_order_settle_observed(struct ac_model *m);
 /* Drops clock entries of streams forgotten since the last sweep, once they
  * are as many as the clocks (model_order.c). */
 void ac_order_sweep_clocks(struct ac_model *m);
