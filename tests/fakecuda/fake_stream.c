@@ -720,6 +720,19 @@ static void attach_returns_late(void) {
   if (v > 0) usleep((useconds_t)v);
 }
 
+/* FAKECUDA_ATTACH_REFUSE=N: the Nth attach that would take effect (from 1)
+ * is refused with CUDA_ERROR_OUT_OF_MEMORY and changes nothing, as any call
+ * of the real driver may be when it runs out of resources: a refusal no
+ * rule foresees. Caller holds fake_lock. */
+static bool attach_refused_now(void) {
+  static long nth = -1, seen;
+  if (nth < 0) {
+    const char *e = getenv("FAKECUDA_ATTACH_REFUSE");
+    nth = e ? atol(e) : 0;
+  }
+  return nth > 0 && ++seen == nth;
+}
+
 /* The checks in the order that reproduces docs/driver-facts.md row by row. */
 static CUresult attach(CUstream h, CUdeviceptr dptr, size_t length, unsigned flags, bool pt) {
   if (!fake_initialized) return CUDA_ERROR_NOT_INITIALIZED;
@@ -737,6 +750,8 @@ static CUresult attach(CUstream h, CUdeviceptr dptr, size_t length, unsigned fla
     r = CUDA_ERROR_INVALID_VALUE;
   } else if (!memory_accepts_attach(dptr, length)) {
     r = CUDA_ERROR_INVALID_VALUE;
+  } else if (attach_refused_now()) {
+    r = CUDA_ERROR_OUT_OF_MEMORY;
   } else {
     struct fake_alloc *a = fake_find_alloc(dptr);
     if (a) a->assoc = flags, a->stream = flags == CU_MEM_ATTACH_SINGLE ? s : NULL;

@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "scenario.h"
@@ -577,6 +578,36 @@ static void attach_raced_by_free(void) {
   EXPECT_RC(cu.cuMemFree(raced_after), CUDA_SUCCESS);
 }
 
+/* An attach the driver refuses although no rule foresees it (the stand-in's
+ * FAKECUDA_ATTACH_REFUSE=N refuses the Nth, as a driver out of resources
+ * may any call) leaves the model as it was. Refused, the flag stays GLOBAL
+ * and the read while another stream works is AC202; taken, it is attached
+ * to idle s1 and the read is right. */
+static CUresult attach_answer(int nth) {
+  const char *e = getenv("FAKECUDA_ATTACH_REFUSE");
+  return e && atoi(e) == nth ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+}
+static void attach_refused(void) {
+  CUstream other = stream();
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s1, flag, 0, CU_MEM_ATTACH_SINGLE), attach_answer(1));
+  sync1();
+  launch0(other);
+  read_flag();
+  EXPECT_RC(cu.cuStreamSynchronize(other), CUDA_SUCCESS);
+}
+/* The refused attach (the second) would replace one not yet seen complete:
+ * that one stays, and the synchronisation after settles it. Refused:
+ * attached to idle s1, right; taken: GLOBAL again, AC202. */
+static void attach_refused_keeps_earlier(void) {
+  CUstream other = stream();
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s1, flag, 0, CU_MEM_ATTACH_SINGLE), attach_answer(1));
+  EXPECT_RC(cu.cuStreamAttachMemAsync(s1, flag, 0, CU_MEM_ATTACH_GLOBAL), attach_answer(2));
+  sync1();
+  launch0(other);
+  read_flag();
+  EXPECT_RC(cu.cuStreamSynchronize(other), CUDA_SUCCESS);
+}
+
 static const struct scenario_case cases[] = {
     {"sample_direct", sample_direct},
     {"sample_captured", sample_captured},
@@ -609,6 +640,8 @@ static const struct scenario_case cases[] = {
     {"value_wait_and_event", value_wait_and_event},
     {"value_wait_alone", value_wait_alone},
     {"attach_raced_by_free", attach_raced_by_free},
+    {"attach_refused", attach_refused},
+    {"attach_refused_keeps_earlier", attach_refused_keeps_earlier},
 };
 
 int main(int argc, char **argv) {
