@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rules_attach.h"
@@ -43,6 +44,40 @@ static bool pageable_memory_access(void) {
     __atomic_store_n(&cached[dev], v, __ATOMIC_RELAXED);
   }
   return v == 2;
+}
+
+/* --verbose: where an attach's wall time goes, step by step, summed over
+ * the process's attaches - what a profile of the CPU alone cannot say (a
+ * lock waited for, the driver slower after the shim's work). The clock is
+ * read only under --verbose. */
+enum attach_step { STEP_STACK, STEP_JUDGE, STEP_DRIVER, STEP_RECORD, STEPS };
+static uint64_t attaches_timed, step_ns[STEPS];
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The time since *last goes to step; *last moves on to now. */
+static void step_done(enum attach_step step, uint64_t *last) {
+  if (!ac_opts.verbose) return;
+  uint64_t t = now_ns();
+  __atomic_add_fetch(&step_ns[step], t - *last, __ATOMIC_RELAXED);
+  *last = t;
+}
+
+static double ns_each(enum attach_step step, uint64_t n) {
+  return (double)__atomic_load_n(&step_ns[step], __ATOMIC_RELAXED) / (double)n;
+}
+
+void ac_attach_print_stats(void) {
+  uint64_t n = __atomic_load_n(&attaches_timed, __ATOMIC_RELAXED);
+  if (!ac_opts.verbose || !n) return;
+  ac_log("attaches: %lu, wall time each: stack %.0f ns, judging section %.0f ns, driver %.0f ns, "
+         "recording section %.0f ns",
+         (unsigned long)n, ns_each(STEP_STACK, n), ns_each(STEP_JUDGE, n), ns_each(STEP_DRIVER, n),
+         ns_each(STEP_RECORD, n));
 }
 
 static CUresult guard_result(enum ac_guard_verdict v) {
@@ -82,7 +117,9 @@ CUresult ac_check_attach(void *const *ret_slot, const char *api, bool per_thread
   struct ac_finding findings[AC_ATTACH_MAX_FINDINGS + 1];
   struct ac_stack stack; /* where it was attached: kept with the allocation */
   ac_stack_id stack_id;
+  uint64_t clock = ac_opts.verbose ? now_ns() : 0;
   ac_stack_capture_site(&stack, ret_slot, &stack_id);
+  step_done(STEP_STACK, &clock);
   ac_model_enter();
   /* The memory, classified under the lock when the model knows it (every
    * allocation the program made); else the driver is asked, without it. */
@@ -106,6 +143,7 @@ CUresult ac_check_attach(void *const *ret_slot, const char *api, bool per_thread
   enum ac_guard_verdict verdict = ac_attach_guard(&c);
   found.entries = ac_model_entries();
   ac_model_leave();
+  step_done(STEP_JUDGE, &clock);
   /* --on-error repair: the attach waits for the old stream's work (AC401). */
   if (n == 1 && verdict == AC_GUARD_FORWARD && ac_repair_attach_wanted(&findings[0]))
     findings[0].repair = ac_repair_attach_order(&findings[0], stream, per_thread);
@@ -117,9 +155,12 @@ CUresult ac_check_attach(void *const *ret_slot, const char *api, bool per_thread
   if (outcome == AC_DRIVER_CRASHES) emit_all(findings, n, &stack, outcome, CUDA_SUCCESS);
   CUresult r =
       outcome == AC_DRIVER_GUARDED ? guard_result(verdict) : forward(stream, dptr, length, flags);
+  step_done(STEP_DRIVER, &clock);
 
   if (r == CUDA_SUCCESS)
     ac_on_attached(api, stream, per_thread, dptr, flags, &stack, stack_id, &found);
+  step_done(STEP_RECORD, &clock);
+  if (ac_opts.verbose) __atomic_add_fetch(&attaches_timed, 1, __ATOMIC_RELAXED);
   if (outcome != AC_DRIVER_CRASHES) emit_all(findings, n, &stack, outcome, r);
   return r;
 }

@@ -273,6 +273,7 @@ __attribute__((destructor)) static void on_unload(void) {
     ac_guard_print_stats();
     ac_kernel_args_print_stats();
     ac_stack_print_stats();
+    ac_attach_print_stats();
   }
   ac_report_finish();
 }

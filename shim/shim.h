@@ -247,6 +247,8 @@ bool ac_unwinder_read(int fd, ssize_t *result);
 bool ac_unwinder_write(int fd, const void *addr, ssize_t *result);
 /* With --verbose: how many stacks were taken and what they cost. */
 void ac_stack_print_stats(void);
+/* --verbose: the attaches' wall time, step by step (check_attach.c). */
+void ac_attach_print_stats(void);
 /* The stack of the code a signal interrupted (async-signal-safe). */
 void ac_stack_capture_from_signal(void *ucontext, struct ac_stack *out);
 /* Whether this thread is inside libunwind for ac_stack_capture (a signal

@@ -55,4 +55,10 @@ with tempfile.TemporaryDirectory() as d:
     check("stacks read back from the same call sites", kept and want(int(kept.group(1))),
           kept and kept.group(0))
 
+    steps = re.search(r"attaches: (\d+), wall time each: stack (\d+) ns, judging section (\d+) ns, "
+                      r"driver (\d+) ns, recording section (\d+) ns", p.stderr)
+    check("--verbose times each of the program's 26 attaches, every step of them",
+          steps and steps.group(1) == "26" and all(int(g) > 0 for g in steps.groups()[1:]),
+          steps and steps.group(0))
+
 finish("shim.stack_sites")
