@@ -12,13 +12,16 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from elfmachine import machine  # noqa: E402
+
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DOC = "usr/share/doc/attachcheck"
 EXPECTED = ["usr/bin/attachcheck", "usr/lib/attachcheck/libattachcheck.so",
             "usr/share/man/man1/attachcheck.1", f"{DOC}/README.md", f"{DOC}/LICENSE",
             f"{DOC}/copyright", f"{DOC}/CHANGELOG.md", f"{DOC}/docs/design.md",
             f"{DOC}/docs/rules/AC201.md"]
-MACHINES = {"amd64": 62, "arm64": 183}  # ELF e_machine: EM_X86_64, EM_AARCH64
+MACHINES = {"amd64": "x86_64", "arm64": "aarch64"}  # Debian's names, elfmachine.py's
 
 
 def version():
@@ -39,12 +42,6 @@ def broken_links(root):
                 if not os.path.exists(target):
                     broken.append(f"{os.path.relpath(page, root)} -> {link}")
     return broken
-
-
-def machine(path):
-    with open(path, "rb") as f:
-        header = f.read(20)
-    return int.from_bytes(header[18:20], "little") if header[:4] == b"\x7fELF" else None
 
 
 def check_deb(deb, arch, check):

@@ -6,6 +6,9 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from elfmachine import machine  # noqa: E402
+
 BUILD = os.path.abspath(sys.argv[1])
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
@@ -62,9 +65,7 @@ def sarif_results(log):
 def x86_64(program):
     """Whether the program is an x86-64 one (its ELF header says; an aarch64 one runs here
     under qemu, with this Python an x86-64 one)."""
-    with open(program, "rb") as f:
-        header = f.read(20)
-    return len(header) == 20 and int.from_bytes(header[18:20], "little") == 62  # EM_X86_64
+    return machine(program) == "x86_64"
 
 
 def finish(suite):

@@ -24,6 +24,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from elfmachine import machine  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 SCHEMA_DOC = os.path.join(SOURCE, "docs", "report-schema.md")
@@ -216,10 +219,7 @@ def html_article(page, index):
 def emulated(program):
     """Whether the program runs under qemu-user (the aarch64 build on an x86-64 machine): its
     signal frames carry no ESR record, so every page fault is judged a write (docs/platforms.md)."""
-    machines = {62: "x86_64", 183: "aarch64"}
-    with open(program, "rb") as f:
-        head = f.read(20)
-    return machines.get(int.from_bytes(head[18:20], "little")) not in (platform.machine(), None)
+    return machine(program) not in (platform.machine(), None)
 
 
 def blur_access(text):

@@ -12,6 +12,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from elfmachine import machine  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -188,13 +191,8 @@ def shim_has_keys(build):
     them and the shim is an x86-64 one. An aarch64 build runs under qemu-user
     on an x86-64 host, whose /proc/cpuinfo says pku, yet guards with mprotect
     alone - as on a CPU without keys, its keys rows are skipped."""
-    try:
-        with open(os.path.join(build, "lib", "libattachcheck.so"), "rb") as f:
-            header = f.read(20)
-    except OSError:
-        return False
-    is_x86_64 = len(header) == 20 and int.from_bytes(header[18:20], "little") == 62  # EM_X86_64
-    return is_x86_64 and cpu_has_keys()
+    shim = os.path.join(build, "lib", "libattachcheck.so")
+    return machine(shim) == "x86_64" and cpu_has_keys()
 
 
 def main():
